@@ -1,0 +1,70 @@
+package driver
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// ErrInvalid is matched (with [errors.Is]) by every error about bad input:
+// the Go validation, and SQLSTATE 22023 from the server. The error's text
+// names the field.
+var ErrInvalid = errors.New("invalid")
+
+// ErrConflict is matched (with [errors.Is]) by every business conflict:
+// SQLSTATE CH409 from the server (an order that does not match its approval,
+// an unknown or unsound job, a different job under a registered id). The
+// error's text names the job or order id.
+var ErrConflict = errors.New("conflict")
+
+// ConflictCode is the SQLSTATE the chunks functions raise for a conflict.
+const ConflictCode = "CH409"
+
+// Error is an [ErrInvalid] or [ErrConflict] with the message a person reads.
+// When it came from the server, Err is the *[pgconn.PgError] (so errors.As
+// still finds it, with its Detail and Hint).
+type Error struct {
+	Kind error  // ErrInvalid or ErrConflict
+	Msg  string // names the field, or the job or order id
+	Err  error  // the server's error, or nil for a Go-side refusal
+}
+
+func (e *Error) Error() string {
+	s := e.Kind.Error() + ": " + e.Msg
+	var pgErr *pgconn.PgError
+	if errors.As(e.Err, &pgErr) && pgErr.Detail != "" {
+		s += " (" + pgErr.Detail + ")"
+	}
+	return s
+}
+
+// Unwrap returns the kind and, when there is one, the server's error.
+func (e *Error) Unwrap() []error {
+	if e.Err == nil {
+		return []error{e.Kind}
+	}
+	return []error{e.Kind, e.Err}
+}
+
+// invalidf is a Go-side refusal; format starts with the field's name.
+func invalidf(format string, args ...any) error {
+	return &Error{Kind: ErrInvalid, Msg: fmt.Sprintf(format, args...)}
+}
+
+// mapError gives the server's 22023 and CH409 their kinds and passes every
+// other error through unchanged.
+func mapError(err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return err
+	}
+	switch pgErr.Code {
+	case pgerrcode.InvalidParameterValue:
+		return &Error{Kind: ErrInvalid, Msg: pgErr.Message, Err: err}
+	case ConflictCode:
+		return &Error{Kind: ErrConflict, Msg: pgErr.Message, Err: err}
+	}
+	return err
+}

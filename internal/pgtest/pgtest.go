@@ -1,0 +1,123 @@
+// Package pgtest gives tests a real PostgreSQL: $CHUNKS_TEST_DSN when set,
+// otherwise a throwaway local cluster started once per test binary. Each test
+// gets its own freshly migrated schema, installed by the same code as
+// chunks migrate, and dropped when the test ends.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/localpg"
+)
+
+var (
+	baseDSN string
+	server  *localpg.Server
+)
+
+// Main runs the tests of a package against one database and stops the
+// throwaway server afterwards, pass or fail. Call it from TestMain.
+func Main(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	baseDSN = os.Getenv("CHUNKS_TEST_DSN")
+	if baseDSN == "" {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		s, err := localpg.Start(ctx, localpg.Options{})
+		cancel()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pgtest:", err)
+			return 1
+		}
+		server = s
+		baseDSN = s.DSN()
+	}
+	code := m.Run()
+	if server != nil {
+		if err := server.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "pgtest: stop:", err)
+			return 1
+		}
+	}
+	return code
+}
+
+// DSN is the test database's connection string, with no search_path.
+func DSN() string { return baseDSN }
+
+// Server is the throwaway server, or nil when $CHUNKS_TEST_DSN is used.
+func Server() *localpg.Server { return server }
+
+// WithSearchPath returns dsn with the session's search_path set to schema.
+func WithSearchPath(dsn, schema string) string {
+	return dsn + " options='-c search_path=" + schema + "'"
+}
+
+// Connect opens a connection that the test closes at its end.
+func Connect(t testing.TB, dsn string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := conn.Close(context.Background()); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return conn
+}
+
+// NewSchemaName returns a fresh schema name for this test.
+func NewSchemaName(t testing.TB) string {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return "t_" + hex.EncodeToString(b[:])
+}
+
+// Schema is a test's own migrated schema.
+type Schema struct {
+	Name string
+	DSN  string    // the test database with search_path = Name
+	Conn *pgx.Conn // a connection on DSN, closed when the test ends
+}
+
+// NewSchema installs chunks into a new schema and drops it when the test ends.
+func NewSchema(t testing.TB) *Schema {
+	t.Helper()
+	ctx := context.Background()
+	name := NewSchemaName(t)
+	admin := Connect(t, baseDSN)
+	if err := driver.Migrate(ctx, admin, name); err != nil {
+		t.Fatalf("migrate %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec(ctx, "drop schema "+name+" cascade"); err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+		}
+	})
+	dsn := WithSearchPath(baseDSN, name)
+	return &Schema{Name: name, DSN: dsn, Conn: Connect(t, dsn)}
+}
+
+// Exec runs sql on the schema's connection and fails the test on error.
+func (s *Schema) Exec(t testing.TB, sql string, args ...any) {
+	t.Helper()
+	if _, err := s.Conn.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", strings.TrimSpace(sql), err)
+	}
+}

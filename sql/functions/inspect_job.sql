@@ -1,0 +1,19 @@
+create or replace function {{ .schema }}.inspect_job(job_id text) returns jsonb
+language plpgsql stable security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_job jsonb;
+begin
+  perform check_name(inspect_job.job_id, 'job_id');
+  select jsonb_build_object('job_id', j.job_id, 'tenant', j.tenant, 'targets', j.targets,
+                            'chunk_size', j.chunk_size, 'next_index', j.next_index)
+    into v_job
+    from jobs as j
+   where j.job_id = inspect_job.job_id;
+  return v_job;
+end
+$$;
+comment on function {{ .schema }}.inspect_job(text) is
+$c$The stored job as {"job_id", "tenant", "targets", "chunk_size", "next_index"}, or NULL when unknown.
+Read-only. Errors: 22023 when JOB_ID is not 1 to 64 ASCII letters, digits, _ or -.$c$;

@@ -1,0 +1,11 @@
+-- The chunks code package: every function, installed into one target schema.
+-- tern code install sql/functions -c tern.conf   (or: chunks migrate)
+-- CREATE OR REPLACE keeps each function's oid and any privileges a DBA granted,
+-- so an upgrade replaces bodies and touches no data.
+{{ template "validate.sql" . }}
+{{ template "cancel_orders.sql" . }}
+{{ template "register.sql" . }}
+{{ template "inspect_job.sql" . }}
+{{ template "cancel_chunk.sql" . }}
+{{ template "run_chunk.sql" . }}
+{{ template "report.sql" . }}

@@ -1,0 +1,100 @@
+-- Shared input rules (CONTRACT §3). Every refusal is SQLSTATE 22023 with a
+-- message that starts with the field it is about.
+
+create or replace function {{ .schema }}.check_name(value text, field text) returns void
+language plpgsql immutable security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+begin
+  if check_name.value is null then
+    raise exception '%: must be 1 to 64 ASCII letters, digits, _ or -, got null', check_name.field
+      using errcode = '22023';
+  end if;
+  if length(check_name.value) > 64 then
+    raise exception '%: must be 1 to 64 ASCII letters, digits, _ or -, got % characters',
+      check_name.field, length(check_name.value) using errcode = '22023';
+  end if;
+  if check_name.value !~ '^[A-Za-z0-9_-]{1,64}$' then
+    raise exception '%: must be 1 to 64 ASCII letters, digits, _ or -, got %',
+      check_name.field, to_jsonb(check_name.value) using errcode = '22023';
+  end if;
+end
+$$;
+comment on function {{ .schema }}.check_name(text, text) is
+  'chunks helper: raises 22023 naming FIELD unless VALUE is 1 to 64 ASCII letters, digits, _ or -.';
+
+-- One target entry, judged without raising: NULL when it is valid, else the
+-- reason, prefixed with FIELD[POS]. A plain SQL expression so the planner
+-- inlines it into the set-based checks of normalized_targets and run_chunk.
+-- A jsonb number is an integer when its text has no fractional part, which is
+-- exactly a numeric scale of 0 ('1.0'::jsonb keeps scale 1 and is refused).
+create or replace function {{ .schema }}.target_problem(e jsonb, field text, pos bigint) returns text
+language sql immutable parallel safe
+as $$
+  select case
+    when jsonb_typeof(e) is distinct from 'object' then
+      format('%s[%s]: must be an object with the keys id, revision, qty, got %s',
+             field, pos, coalesce(jsonb_typeof(e), 'null'))
+    when not (e ?& array['id', 'revision', 'qty']) or (e - array['id', 'revision', 'qty']) <> '{}'::jsonb then
+      format('%s[%s]: must have exactly the keys id, revision, qty, got %s', field, pos, e)
+    when jsonb_typeof(e -> 'id') <> 'number' or scale((e -> 'id')::numeric) <> 0 then
+      format('%s[%s].id: must be an integer, got %s', field, pos, e -> 'id')
+    when (e -> 'id')::numeric not between 1 and 2147483647 then
+      format('%s[%s].id: must be between 1 and 2147483647, got %s', field, pos, e -> 'id')
+    when jsonb_typeof(e -> 'revision') <> 'number' or scale((e -> 'revision')::numeric) <> 0 then
+      format('%s[%s].revision: must be an integer, got %s', field, pos, e -> 'revision')
+    when (e -> 'revision')::numeric not between 0 and 2147483646 then
+      format('%s[%s].revision: must be between 0 and 2147483646, got %s', field, pos, e -> 'revision')
+    when jsonb_typeof(e -> 'qty') <> 'number' or scale((e -> 'qty')::numeric) <> 0 then
+      format('%s[%s].qty: must be an integer, got %s', field, pos, e -> 'qty')
+    when (e -> 'qty')::numeric not between 1 and 1000 then
+      format('%s[%s].qty: must be between 1 and 1000, got %s', field, pos, e -> 'qty')
+  end
+$$;
+comment on function {{ .schema }}.target_problem(jsonb, text, bigint) is
+  'chunks helper: NULL when E is a valid target {id, revision, qty}, else why not, naming FIELD[POS].';
+
+-- A valid target list, normalized into a new list sorted by id ascending.
+create or replace function {{ .schema }}.normalized_targets(items jsonb, field text) returns jsonb
+language plpgsql immutable security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_problem text;
+  v_duplicate integer;
+begin
+  if jsonb_typeof(normalized_targets.items) is distinct from 'array' then
+    raise exception '%: must be a list of 1 to 64 targets, got %', normalized_targets.field,
+      coalesce(jsonb_typeof(normalized_targets.items), 'null') using errcode = '22023';
+  end if;
+  if jsonb_array_length(normalized_targets.items) not between 1 and 64 then
+    raise exception '%: must be a list of 1 to 64 targets, got %', normalized_targets.field,
+      jsonb_array_length(normalized_targets.items) using errcode = '22023';
+  end if;
+  select s.problem into v_problem
+    from (select target_problem(t.e, normalized_targets.field, t.ord - 1) as problem, t.ord
+            from jsonb_array_elements(normalized_targets.items) with ordinality as t(e, ord)) as s
+   where s.problem is not null
+   order by s.ord
+   limit 1;
+  if v_problem is not null then
+    raise exception '%', v_problem using errcode = '22023';
+  end if;
+  select d.id into v_duplicate
+    from (select (t.e -> 'id')::integer as id from jsonb_array_elements(normalized_targets.items) as t(e)) as d
+   group by d.id
+  having count(*) > 1
+   order by d.id
+   limit 1;
+  if v_duplicate is not null then
+    raise exception '%: duplicate id %', normalized_targets.field, v_duplicate using errcode = '22023';
+  end if;
+  return (select jsonb_agg(jsonb_build_object('id', (t.e -> 'id')::integer,
+                                              'revision', (t.e -> 'revision')::integer,
+                                              'qty', (t.e -> 'qty')::integer)
+                           order by (t.e -> 'id')::integer)
+            from jsonb_array_elements(normalized_targets.items) as t(e));
+end
+$$;
+comment on function {{ .schema }}.normalized_targets(jsonb, text) is
+  'chunks helper: validates a list of 1 to 64 targets (22023 naming FIELD) and returns a new list sorted by id.';

@@ -1,0 +1,9 @@
+package tests
+
+import (
+	"testing"
+
+	"github.com/chunks-dev/chunks/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
