@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/localpg"
@@ -120,4 +121,15 @@ func (s *Schema) Exec(t testing.TB, sql string, args ...any) {
 	if _, err := s.Conn.Exec(context.Background(), sql, args...); err != nil {
 		t.Fatalf("%s: %v", strings.TrimSpace(sql), err)
 	}
+}
+
+// Pool opens a pgx pool that the test closes at its end.
+func Pool(t testing.TB, dsn string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), dsn)
+	if err != nil {
+		t.Fatalf("pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }

@@ -1,0 +1,118 @@
+package driver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Register validates plan (CONTRACT §3) and records it with the server's
+// register function: true when the job is new, false when the same approval
+// (tenant, normalized targets, chunk size) is already registered. A
+// different job under the same id is an [ErrConflict]. Progress is never
+// reset.
+func Register(ctx context.Context, db DB, plan Plan) (bool, error) {
+	p, err := Manifest(plan.JobID, plan.Tenant, plan.Targets, plan.ChunkSize, plan.AllowPartial)
+	if err != nil {
+		return false, err
+	}
+	body, err := json.Marshal(p)
+	if err != nil {
+		return false, err
+	}
+	var created bool
+	if err := db.QueryRow(ctx, "select register($1::jsonb)", string(body)).Scan(&created); err != nil {
+		return false, mapError(err)
+	}
+	return created, nil
+}
+
+// InspectJob returns the stored job, or nil (and no error) when there is no
+// job with that id. The result is the caller's own copy.
+func InspectJob(ctx context.Context, db DB, jobID string) (*Job, error) {
+	if err := checkName("job_id", jobID); err != nil {
+		return nil, err
+	}
+	var body []byte
+	if err := db.QueryRow(ctx, "select inspect_job($1)::text", jobID).Scan(&body); err != nil {
+		return nil, mapError(err)
+	}
+	if body == nil {
+		return nil, nil
+	}
+	var job Job
+	if err := json.Unmarshal(body, &job); err != nil {
+		return nil, fmt.Errorf("inspect_job: %w", err)
+	}
+	return &job, nil
+}
+
+// Report reads, in one SELECT on the server, which of the job's approved ids
+// are committed or remaining, and whether each committed order is still
+// matching, has drifted or is missing. An unknown job is an [ErrConflict].
+func Report(ctx context.Context, db DB, jobID string) (JobReport, error) {
+	if err := checkName("job_id", jobID); err != nil {
+		return JobReport{}, err
+	}
+	var body []byte
+	if err := db.QueryRow(ctx, "select report($1)::text", jobID).Scan(&body); err != nil {
+		return JobReport{}, mapError(err)
+	}
+	var r JobReport
+	if err := json.Unmarshal(body, &r); err != nil {
+		return JobReport{}, fmt.Errorf("report: %w", err)
+	}
+	return r, nil
+}
+
+// CancelChunk validates items, then cancels those orders of tenant, all or
+// none, in ascending id order, and returns the changes in id order. Each
+// order must still have the approved revision and qty and be pending; the
+// first that is not makes the whole call an [ErrConflict] naming its id.
+//
+// On a *pgx.Conn or a pool it runs in a transaction of its own and commits.
+// On a pgx.Tx it runs inside a savepoint: a failure rolls back only its own
+// work, the outer transaction stays open and usable, and nothing is
+// committed before the caller commits.
+func CancelChunk(ctx context.Context, db DB, tenant string, items []Target) (changes []Change, err error) {
+	if err := checkName("tenant", tenant); err != nil {
+		return nil, err
+	}
+	targets, err := normalize("items", items)
+	if err != nil {
+		return nil, err
+	}
+	if conn, ok := db.(*pgx.Conn); ok && conn.PgConn().TxStatus() != 'I' {
+		return nil, invalidf("db: the connection is inside a transaction opened outside pgx; pass its pgx.Tx instead")
+	}
+	body, err := json.Marshal(targets)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := db.Begin(ctx) // a savepoint when db is a pgx.Tx
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	if err := tx.QueryRow(ctx, "select cancel_chunk($1, $2::jsonb)::text", tenant, string(body)).Scan(&out); err != nil {
+		return nil, rollbackTx(ctx, tx, mapError(err))
+	}
+	if err := json.Unmarshal(out, &changes); err != nil {
+		return nil, rollbackTx(ctx, tx, fmt.Errorf("cancel_chunk: %w", err))
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, err
+	}
+	return changes, nil
+}
+
+// rollbackTx rolls tx back even when ctx is cancelled, and keeps cause.
+func rollbackTx(ctx context.Context, tx pgx.Tx, cause error) error {
+	if err := tx.Rollback(context.WithoutCancel(ctx)); err != nil {
+		return errors.Join(cause, fmt.Errorf("rollback: %w", err))
+	}
+	return cause
+}

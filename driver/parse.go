@@ -1,0 +1,211 @@
+package driver
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// object is a JSON object as read by decodeStrict: its keys in order, with
+// no duplicates.
+type object struct {
+	keys []string
+	vals map[string]any
+}
+
+// decodeStrict reads data as exactly one JSON value. Objects become *object
+// (a duplicate key is refused), lists []any, numbers json.Number (their
+// text, so 1.0 and 1e3 stay distinguishable from 1), plus string, bool, nil.
+func decodeStrict(field string, data []byte) (any, error) {
+	if !utf8.Valid(data) {
+		return nil, invalidf("%s: is not valid UTF-8", field)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	v, err := decodeValue(dec, field)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, invalidf("%s: must be a single JSON value, found more after it", field)
+	}
+	return v, nil
+}
+
+func decodeValue(dec *json.Decoder, path string) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, syntaxError(path, err)
+	}
+	switch tok {
+	case json.Delim('{'):
+		obj := &object{vals: map[string]any{}}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return nil, syntaxError(path, err)
+			}
+			key := kt.(string) // the decoder only yields string keys inside an object
+			if _, dup := obj.vals[key]; dup {
+				return nil, invalidf("%s: duplicate key %q", path, key)
+			}
+			v, err := decodeValue(dec, childPath(path, key))
+			if err != nil {
+				return nil, err
+			}
+			obj.keys = append(obj.keys, key)
+			obj.vals[key] = v
+		}
+		if _, err := dec.Token(); err != nil { // '}'
+			return nil, syntaxError(path, err)
+		}
+		return obj, nil
+	case json.Delim('['):
+		list := []any{}
+		for dec.More() {
+			v, err := decodeValue(dec, fmt.Sprintf("%s[%d]", path, len(list)))
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, v)
+		}
+		if _, err := dec.Token(); err != nil { // ']'
+			return nil, syntaxError(path, err)
+		}
+		return list, nil
+	}
+	return tok, nil
+}
+
+func childPath(path, key string) string {
+	if path == "plan" {
+		return key
+	}
+	return path + "." + key
+}
+
+func syntaxError(path string, err error) error {
+	if errors.Is(err, io.EOF) {
+		return invalidf("%s: invalid JSON: unexpected end of input", path)
+	}
+	return invalidf("%s: invalid JSON: %v", path, err)
+}
+
+// integer reads a strict JSON integer within [min, max]: no fraction, no
+// exponent, not a string, boolean or null.
+func integer(path string, v any, min, max int64) (int64, error) {
+	num, ok := v.(json.Number)
+	if !ok || strings.ContainsAny(string(num), ".eE") {
+		return 0, invalidf("%s: must be an integer, got %s", path, describe(v))
+	}
+	n, err := strconv.ParseInt(string(num), 10, 64)
+	if err != nil || n < min || n > max {
+		return 0, invalidf("%s: must be between %d and %d, got %s", path, min, max, num)
+	}
+	return n, nil
+}
+
+// targetsFrom checks a decoded target list and returns it normalized.
+func targetsFrom(field string, v any) ([]Target, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, invalidf("%s: must be a list of 1 to %d targets, got %s", field, MaxTargets, describe(v))
+	}
+	if len(list) == 0 || len(list) > MaxTargets {
+		return nil, invalidf("%s: must be a list of 1 to %d targets, got %d", field, MaxTargets, len(list))
+	}
+	items := make([]Target, len(list))
+	for i, e := range list {
+		path := fmt.Sprintf("%s[%d]", field, i)
+		obj, ok := e.(*object)
+		if !ok {
+			return nil, invalidf("%s: must be an object with the keys id, revision, qty, got %s", path, describe(e))
+		}
+		if len(obj.keys) != len(targetFields) {
+			return nil, invalidf("%s: must have exactly the keys id, revision, qty, got %s", path, strings.Join(obj.keys, ", "))
+		}
+		var vals [3]int64
+		for j, f := range targetFields {
+			fv, present := obj.vals[f.name]
+			if !present {
+				return nil, invalidf("%s: must have exactly the keys id, revision, qty, got %s", path, strings.Join(obj.keys, ", "))
+			}
+			n, err := integer(path+"."+f.name, fv, f.min, f.max)
+			if err != nil {
+				return nil, err
+			}
+			vals[j] = n
+		}
+		items[i] = Target{ID: vals[0], Revision: vals[1], Qty: vals[2]}
+	}
+	return normalize(field, items)
+}
+
+// ParseTargets reads a strict JSON list of 1 to 64 targets
+// ({"id", "revision", "qty"}, exactly those keys, integers in range, no
+// duplicate ids or keys) and returns it normalized: a new list sorted by id.
+func ParseTargets(data []byte) ([]Target, error) {
+	v, err := decodeStrict("targets", data)
+	if err != nil {
+		return nil, err
+	}
+	return targetsFrom("targets", v)
+}
+
+// ParsePlan reads a strict JSON plan: an object with exactly the keys
+// job_id, tenant, targets, chunk_size and allow_partial, each valid by
+// CONTRACT §3 (numbers must be JSON integers, allow_partial exactly true, no
+// duplicate keys). Targets come back normalized.
+func ParsePlan(data []byte) (Plan, error) {
+	v, err := decodeStrict("plan", data)
+	if err != nil {
+		return Plan{}, err
+	}
+	obj, ok := v.(*object)
+	if !ok {
+		return Plan{}, invalidf("plan: must be an object with the keys %s, got %s", strings.Join(planKeys, ", "), describe(v))
+	}
+	for _, k := range obj.keys {
+		if !slices.Contains(planKeys, k) {
+			return Plan{}, invalidf("plan: unexpected key %q", k)
+		}
+	}
+	for _, k := range planKeys {
+		if _, present := obj.vals[k]; !present {
+			return Plan{}, invalidf("plan: missing key %q", k)
+		}
+	}
+	var p Plan
+	for _, name := range []struct {
+		key string
+		dst *string
+	}{{"job_id", &p.JobID}, {"tenant", &p.Tenant}} {
+		s, ok := obj.vals[name.key].(string)
+		if !ok {
+			return Plan{}, invalidf("%s: must be a string, got %s", name.key, describe(obj.vals[name.key]))
+		}
+		if err := checkName(name.key, s); err != nil {
+			return Plan{}, err
+		}
+		*name.dst = s
+	}
+	if p.Targets, err = targetsFrom("targets", obj.vals["targets"]); err != nil {
+		return Plan{}, err
+	}
+	size, err := integer("chunk_size", obj.vals["chunk_size"], MinChunkSize, MaxChunkSize)
+	if err != nil {
+		return Plan{}, err
+	}
+	p.ChunkSize = int(size)
+	if b, ok := obj.vals["allow_partial"].(bool); !ok || !b {
+		return Plan{}, invalidf("allow_partial: must be true (each chunk commits on its own), got %s", describe(obj.vals["allow_partial"]))
+	}
+	p.AllowPartial = true
+	return p, nil
+}

@@ -1,0 +1,146 @@
+package driver
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// DB is what the non-chunk operations need. It is satisfied by *pgx.Conn,
+// pgx.Tx, *pgxpool.Pool and *pgxpool.Conn.
+type DB interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Target is one approved order: cancel order ID of the plan's tenant if it
+// still has Revision and Qty and is pending.
+type Target struct {
+	ID       int64 `json:"id"`
+	Revision int64 `json:"revision"`
+	Qty      int64 `json:"qty"`
+}
+
+// Plan is an approval to register: Targets are normalized (sorted by id,
+// no duplicates) by [Manifest] and [ParsePlan].
+type Plan struct {
+	JobID        string   `json:"job_id"`
+	Tenant       string   `json:"tenant"`
+	Targets      []Target `json:"targets"`
+	ChunkSize    int      `json:"chunk_size"`
+	AllowPartial bool     `json:"allow_partial"`
+}
+
+// Job is a registered job as stored: the frozen approval and its progress.
+type Job struct {
+	JobID     string   `json:"job_id"`
+	Tenant    string   `json:"tenant"`
+	Targets   []Target `json:"targets"`
+	ChunkSize int      `json:"chunk_size"`
+	NextIndex int      `json:"next_index"`
+}
+
+// Change is one cancelled order.
+type Change struct {
+	ID               int64 `json:"id"`
+	PreviousRevision int64 `json:"previous_revision"`
+	NewRevision      int64 `json:"new_revision"`
+	Qty              int64 `json:"qty"`
+}
+
+// ChunkResult is what one chunk did: the ids it cancelled (in id order), the
+// job's next_index after it, and whether the job is now complete.
+type ChunkResult struct {
+	Processed []int64 `json:"processed"`
+	NextIndex int     `json:"next_index"`
+	Done      bool    `json:"done"`
+}
+
+// JobReport lists a job's ids: all Approved, the Committed prefix and the
+// Remaining rest, and each committed id as Matching (the order still looks
+// the way the job left it), Drifted (changed since) or Missing (gone).
+type JobReport struct {
+	Approved  []int64 `json:"approved"`
+	Committed []int64 `json:"committed"`
+	Remaining []int64 `json:"remaining"`
+	Matching  []int64 `json:"matching"`
+	Drifted   []int64 `json:"drifted"`
+	Missing   []int64 `json:"missing"`
+}
+
+// DrainResult sums up a [Drain]: the calls that returned a result, the ids
+// those calls processed (concatenated, so in id order), and the last call's
+// NextIndex and Done.
+type DrainResult struct {
+	Calls     int     `json:"calls"`
+	Processed []int64 `json:"processed"`
+	NextIndex int     `json:"next_index"`
+	Done      bool    `json:"done"`
+}
+
+// Fault is called at each hook point of a chunk (see [RunChunk]) with the
+// point's name. Returning an error before COMMIT rolls the chunk back.
+type Fault func(point string) error
+
+// The four hook points of a chunk, in the order they are reached.
+const (
+	AfterOrders     = "after-orders"     // the orders are cancelled (not committed)
+	AfterAudit      = "after-audit"      // the audit rows are written (not committed)
+	AfterCheckpoint = "after-checkpoint" // next_index is moved (not committed)
+	AfterCommit     = "after-commit"     // the chunk is committed
+)
+
+// Points lists the hook points in order.
+var Points = []string{AfterOrders, AfterAudit, AfterCheckpoint, AfterCommit}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// MarshalJSON writes Targets as [] when empty, never null.
+func (p Plan) MarshalJSON() ([]byte, error) {
+	type plain Plan
+	q := plain(p)
+	q.Targets = nonNil(q.Targets)
+	return json.Marshal(q)
+}
+
+// MarshalJSON writes Targets as [] when empty, never null.
+func (j Job) MarshalJSON() ([]byte, error) {
+	type plain Job
+	q := plain(j)
+	q.Targets = nonNil(q.Targets)
+	return json.Marshal(q)
+}
+
+// MarshalJSON writes Processed as [] when empty, never null.
+func (r ChunkResult) MarshalJSON() ([]byte, error) {
+	type plain ChunkResult
+	q := plain(r)
+	q.Processed = nonNil(q.Processed)
+	return json.Marshal(q)
+}
+
+// MarshalJSON writes every list as [] when empty, never null.
+func (r JobReport) MarshalJSON() ([]byte, error) {
+	type plain JobReport
+	q := plain(r)
+	q.Approved, q.Committed, q.Remaining = nonNil(q.Approved), nonNil(q.Committed), nonNil(q.Remaining)
+	q.Matching, q.Drifted, q.Missing = nonNil(q.Matching), nonNil(q.Drifted), nonNil(q.Missing)
+	return json.Marshal(q)
+}
+
+// MarshalJSON writes Processed as [] when empty, never null.
+func (r DrainResult) MarshalJSON() ([]byte, error) {
+	type plain DrainResult
+	q := plain(r)
+	q.Processed = nonNil(q.Processed)
+	return json.Marshal(q)
+}

@@ -1,0 +1,108 @@
+package driver
+
+import (
+	"fmt"
+	"slices"
+)
+
+// checkName enforces the job_id / tenant rule: 1 to 64 ASCII letters,
+// digits, _ or -.
+func checkName(field, value string) error {
+	if len(value) == 0 || len(value) > MaxNameLen {
+		return invalidf("%s: must be 1 to %d ASCII letters, digits, _ or -, got %d characters", field, MaxNameLen, len(value))
+	}
+	for i := 0; i < len(value); i++ {
+		c := value[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return invalidf("%s: must be 1 to %d ASCII letters, digits, _ or -, got %q", field, MaxNameLen, value)
+		}
+	}
+	return nil
+}
+
+func checkChunkSize(n int64) error {
+	if n < MinChunkSize || n > MaxChunkSize {
+		return invalidf("chunk_size: must be between %d and %d, got %d", MinChunkSize, MaxChunkSize, n)
+	}
+	return nil
+}
+
+func checkMaxChunks(n int) error {
+	if n < 1 || n > MaxMaxChunks {
+		return invalidf("max_chunks: must be between 1 and %d, got %d", MaxMaxChunks, n)
+	}
+	return nil
+}
+
+// normalize checks a target list (field names it in errors) and returns a
+// new list sorted by id.
+func normalize(field string, items []Target) ([]Target, error) {
+	if len(items) == 0 || len(items) > MaxTargets {
+		return nil, invalidf("%s: must be a list of 1 to %d targets, got %d", field, MaxTargets, len(items))
+	}
+	for i, t := range items {
+		for j, v := range []int64{t.ID, t.Revision, t.Qty} {
+			if f := targetFields[j]; v < f.min || v > f.max {
+				return nil, invalidf("%s[%d].%s: must be between %d and %d, got %d", field, i, f.name, f.min, f.max, v)
+			}
+		}
+	}
+	out := slices.Clone(items)
+	slices.SortFunc(out, func(a, b Target) int { return cmpInt64(a.ID, b.ID) })
+	for i := 1; i < len(out); i++ {
+		if out[i].ID == out[i-1].ID {
+			return nil, invalidf("%s: duplicate id %d", field, out[i].ID)
+		}
+	}
+	return out, nil
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Manifest validates an approval (CONTRACT §3) and returns it as a new
+// [Plan] whose Targets are a sorted copy of items: changing one never
+// changes the other. It needs no database.
+func Manifest(jobID, tenant string, items []Target, chunkSize int, allowPartial bool) (Plan, error) {
+	if err := checkName("job_id", jobID); err != nil {
+		return Plan{}, err
+	}
+	if err := checkName("tenant", tenant); err != nil {
+		return Plan{}, err
+	}
+	targets, err := normalize("items", items)
+	if err != nil {
+		return Plan{}, err
+	}
+	if err := checkChunkSize(int64(chunkSize)); err != nil {
+		return Plan{}, err
+	}
+	if !allowPartial {
+		return Plan{}, invalidf("allow_partial: must be true (each chunk commits on its own), got false")
+	}
+	return Plan{JobID: jobID, Tenant: tenant, Targets: targets, ChunkSize: chunkSize, AllowPartial: true}, nil
+}
+
+// describe is how a refused JSON value is shown in an error.
+func describe(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return fmt.Sprintf("string %q", v)
+	case bool:
+		return fmt.Sprintf("boolean %t", v)
+	case *object:
+		return "object"
+	case []any:
+		return "list"
+	}
+	return fmt.Sprint(v) // a json.Number: its text
+}

@@ -1,0 +1,119 @@
+package tests
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/pgtest"
+)
+
+// seq returns the ids first..first+n-1.
+func seq(first, n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(first + i)
+	}
+	return out
+}
+
+// goPlan is the driver.Plan of plan(jobID, tenant, first, n, chunkSize).
+func goPlan(jobID, tenant string, first, n, chunkSize int) driver.Plan {
+	ts := make([]driver.Target, n)
+	for i := range ts {
+		ts[i] = driver.Target{ID: int64(first + i), Revision: 3, Qty: 2}
+	}
+	return driver.Plan{JobID: jobID, Tenant: tenant, Targets: ts, ChunkSize: chunkSize, AllowPartial: true}
+}
+
+// sessionSettings reads the settings RunChunk must leave as it found them.
+func sessionSettings(t testing.TB, conn *pgx.Conn) [3]string {
+	t.Helper()
+	var out [3]string
+	if err := conn.QueryRow(ctx, "select current_setting('lock_timeout'), current_setting('statement_timeout'), current_setting('search_path')").
+		Scan(&out[0], &out[1], &out[2]); err != nil {
+		t.Fatalf("read settings: %v", err)
+	}
+	return out
+}
+
+// wantIdle fails unless conn is open with no transaction and has the given settings.
+func wantIdle(t testing.TB, conn *pgx.Conn, settings [3]string) {
+	t.Helper()
+	if conn.IsClosed() {
+		t.Fatal("connection was closed")
+	}
+	if st := conn.PgConn().TxStatus(); st != 'I' {
+		t.Fatalf("transaction status %q, want idle", st)
+	}
+	if got := sessionSettings(t, conn); got != settings {
+		t.Fatalf("settings %v, want %v", got, settings)
+	}
+}
+
+// countingConn counts round trips on the wire: each burst of client writes
+// that follows a read (or starts the connection) is one.
+type countingConn struct {
+	net.Conn
+	mu        sync.Mutex
+	lastWrite bool
+	trips     int
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	if !c.lastWrite {
+		c.trips++
+		c.lastWrite = true
+	}
+	c.mu.Unlock()
+	return c.Conn.Write(b)
+}
+
+func (c *countingConn) Read(b []byte) (int, error) {
+	c.mu.Lock()
+	c.lastWrite = false
+	c.mu.Unlock()
+	return c.Conn.Read(b)
+}
+
+func (c *countingConn) take() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.trips
+	c.trips = 0
+	return n
+}
+
+// countingConnect opens a connection on s whose round trips can be counted.
+func countingConnect(t testing.TB, s *pgtest.Schema) (*pgx.Conn, *countingConn) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(s.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counter *countingConn
+	dial := cfg.DialFunc
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		counter = &countingConn{Conn: nc}
+		return counter, nil
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := conn.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return conn, counter
+}
