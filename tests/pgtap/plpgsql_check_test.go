@@ -1,0 +1,108 @@
+package pgtap
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/chunks-dev/chunks/internal/pgtest"
+)
+
+// TestPlpgsqlCheck runs plpgsql_check's static analysis on every PL/pgSQL
+// function of a fresh chunks schema, helpers included, and fails listing
+// each error or warning it reports. All kinds of warning are on (other,
+// extra, security, compatibility) except performance hints.
+//
+// The check runs on a connection whose search_path is only pg_catalog:
+// plpgsql_check applies each function's own SET search_path, so an
+// unqualified name that the function could not resolve at run time is
+// reported here too.
+func TestPlpgsqlCheck(t *testing.T) {
+	s := pgtest.NewSchema(t)
+	check := installExtension(t, s.Conn, "plpgsql_check", "chunks_test_check", "postgresql-%d-plpgsql-check")
+	conn := pgtest.Connect(t, pgtest.WithSearchPath(pgtest.DSN(), "pg_catalog"))
+
+	rows, err := conn.Query(ctx, `
+		select p.oid::regprocedure::text, p.proname::text
+		  from pg_proc as p
+		  join pg_language as l on l.oid = p.prolang
+		 where p.pronamespace = $1::regnamespace and l.lanname = 'plpgsql'
+		 order by 1`, s.Name)
+	if err != nil {
+		t.Fatalf("list functions: %v", err)
+	}
+	type function struct{ Signature, Name string }
+	functions, err := pgx.CollectRows(rows, pgx.RowToStructByPos[function])
+	if err != nil {
+		t.Fatalf("list functions: %v", err)
+	}
+	var names []string
+	for _, f := range functions {
+		names = append(names, f.Name)
+	}
+	for _, want := range []string{"register", "inspect_job", "cancel_chunk", "run_chunk", "report"} {
+		if !slices.Contains(names, want) {
+			t.Fatalf("no PL/pgSQL function %s in schema %s (found %v): nothing to check", want, s.Name, names)
+		}
+	}
+
+	rows, err = conn.Query(ctx, `
+		select p.oid::regprocedure::text, r.lineno, r.level, r.sqlstate, r.message,
+		       r.detail, r.hint, r.statement, r.query, r.context
+		  from pg_proc as p
+		  join pg_language as l on l.oid = p.prolang
+		 cross join lateral `+check+`.plpgsql_check_function_tb(p.oid,
+		         fatal_errors => false,
+		         other_warnings => true,
+		         extra_warnings => true,
+		         performance_warnings => false,
+		         security_warnings => true,
+		         compatibility_warnings => true) as r
+		 where p.pronamespace = $1::regnamespace and l.lanname = 'plpgsql'
+		 order by p.oid::regprocedure::text, r.lineno`, s.Name)
+	if err != nil {
+		t.Fatalf("plpgsql_check: %v", err)
+	}
+	type finding struct {
+		Function                        string
+		Line                            *int32
+		Level                           string
+		SQLState, Message, Detail, Hint *string
+		Statement, Query, Context       *string
+	}
+	findings, err := pgx.CollectRows(rows, pgx.RowToStructByPos[finding])
+	if err != nil {
+		t.Fatalf("plpgsql_check: %v", err)
+	}
+	if len(findings) > 0 {
+		var b strings.Builder
+		for _, f := range findings {
+			fmt.Fprintf(&b, "\n%s", f.Function)
+			if f.Line != nil {
+				fmt.Fprintf(&b, " line %d", *f.Line)
+			}
+			fmt.Fprintf(&b, ": %s: %s", f.Level, text(f.Message))
+			for _, part := range []struct {
+				label string
+				value *string
+			}{{"sqlstate", f.SQLState}, {"statement", f.Statement}, {"query", f.Query},
+				{"detail", f.Detail}, {"hint", f.Hint}, {"context", f.Context}} {
+				if v := text(part.value); v != "" && v != "00000" {
+					fmt.Fprintf(&b, "\n    %s: %s", part.label, v)
+				}
+			}
+		}
+		t.Fatalf("plpgsql_check reported %d problems in schema %s:%s", len(findings), s.Name, b.String())
+	}
+	t.Logf("plpgsql_check: no errors or warnings in %d functions: %s", len(functions), strings.Join(names, ", "))
+}
+
+func text(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
