@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/urfave/cli/v2"
+
+	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/localpg"
+)
+
+func demoCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "demo",
+		Usage:     "the whole story end to end, on a throwaway local Postgres when no --dsn is given",
+		UsageText: "chunks demo [--keep] [--dsn DSN]",
+		Description: "Installs chunks into a new schema, creates the 40 orders of the Alien Desert Festival and\n" +
+			"some of other tenants, registers the cancellation 10 at a time, runs a chunk, kills a second\n" +
+			"run with SIGKILL in the middle of its chunk, drains the rest with two worker processes at\n" +
+			"once, and reports; then changes and deletes committed orders and reports the drift.\n" +
+			"Without --dsn it starts a throwaway server (the PostgreSQL server binaries must be\n" +
+			"installed) and removes it at the end unless --keep is given. With --dsn it works in a new\n" +
+			"schema of that database and leaves it there.\n\n" +
+			"Example:\n  chunks demo\n  chunks demo --dsn 'postgres://me@localhost/scratch'",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "keep", Usage: "leave the throwaway server running and say how to connect"},
+		},
+		Action: func(c *cli.Context) (err error) {
+			if c.Args().Len() > 0 {
+				return usagef("demo takes no arguments")
+			}
+			base := global(c, "dsn")
+			var server *localpg.Server
+			if base == "" {
+				step("Starting a throwaway PostgreSQL server")
+				server, err = localpg.Start(c.Context, localpg.Options{Detach: c.Bool("keep")})
+				if err != nil {
+					return err
+				}
+				base = server.DSN()
+				note("%s, data in %s", server, server.Dir)
+				if !c.Bool("keep") {
+					defer func() { err = errors.Join(err, server.Stop()) }()
+				}
+			}
+			schema := global(c, "schema")
+			if schema == "" {
+				schema = "festival_demo"
+				if server == nil {
+					schema = "festival_demo_" + randomSuffix()
+				}
+			}
+			d := &demo{ctx: c.Context, base: base, schema: schema}
+			if err := d.run(); err != nil {
+				return err
+			}
+			fmt.Println()
+			fmt.Println("Look at the data yourself:")
+			fmt.Printf("  psql %q -c 'select * from %s.job_audit order by ordinal'\n", base, schema)
+			switch {
+			case server != nil && c.Bool("keep"):
+				fmt.Printf("The server keeps running (pid %d). Stop it and remove its data with:\n  %s\n", server.PID(), server.StopCommand())
+			case server != nil:
+				fmt.Println("(The throwaway server is stopped and removed now; chunks demo --keep leaves it running.)")
+			default:
+				fmt.Printf("The schema %s stays in your database; drop it with: drop schema %s cascade\n", schema, schema)
+			}
+			return nil
+		},
+	}
+}
+
+// demo is one telling of the story, on base (a DSN) in schema.
+type demo struct {
+	ctx    context.Context
+	base   string
+	schema string
+	conn   *pgx.Conn
+}
+
+const (
+	demoJob    = "alien-desert-festival"
+	demoTenant = "alien-desert"
+)
+
+func (d *demo) dsn() string { return withSearchPath(d.base, d.schema) }
+
+func (d *demo) run() (err error) {
+	step("Installing chunks into schema %s", d.schema)
+	admin, err := pgx.Connect(d.ctx, d.base)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, admin.Close(context.WithoutCancel(d.ctx))) }()
+	if err := driver.Migrate(d.ctx, admin, d.schema); err != nil {
+		return err
+	}
+	if d.conn, err = pgx.Connect(d.ctx, d.dsn()); err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, d.conn.Close(context.WithoutCancel(d.ctx))) }()
+
+	step("Creating 40 pending festival orders (1001-1040), and 12 orders of other tenants")
+	if err := d.exec(`insert into orders (id, tenant, qty, state, revision)
+		select 1000 + g, $1, 1 + g % 4, 'pending', g % 3 from generate_series(1, 40) g
+		union all select 2000 + g, 'lunar-bazaar', 2, 'pending', 0 from generate_series(1, 8) g
+		union all select 3000 + g, 'comet-fair', 5, 'paid', 1 from generate_series(1, 4) g`, demoTenant); err != nil {
+		return err
+	}
+	var items []driver.Target
+	rows, err := d.conn.Query(d.ctx, "select id, revision, qty from orders where tenant = $1 order by id desc", demoTenant)
+	if err != nil {
+		return err
+	}
+	if items, err = pgx.CollectRows(rows, pgx.RowToStructByPos[driver.Target]); err != nil {
+		return err
+	}
+
+	step("Registering the approved cancellation: 40 orders, 10 per chunk, partial completion allowed")
+	plan, err := driver.Manifest(demoJob, demoTenant, items, 10, true)
+	if err != nil {
+		return err
+	}
+	created, err := driver.Register(d.ctx, d.conn, plan)
+	if err != nil {
+		return err
+	}
+	note("register returned %t: the approval is frozen, targets sorted by id, next_index 0", created)
+	if again, err := driver.Register(d.ctx, d.conn, plan); err != nil || again {
+		return errors.Join(err, fmt.Errorf("registering the same plan again returned %t", again))
+	}
+	note("registering the same plan again returns false and changes nothing")
+
+	step("Running one chunk")
+	res, err := driver.ChunkFile(d.ctx, d.dsn(), demoJob, nil)
+	if err != nil {
+		return err
+	}
+	note("cancelled %s in one transaction; next_index %d", ids(res.Processed), res.NextIndex)
+
+	step("Running the second chunk in a child process that is killed (SIGKILL) after writing its audit rows")
+	cmd := d.child("run", "--crash-at", driver.AfterAudit, demoJob)
+	out, runErr := cmd.CombinedOutput()
+	status, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ok || !status.Signaled() || status.Signal() != syscall.SIGKILL {
+		return fmt.Errorf("the crash drill did not die by SIGKILL: %v\n%s", runErr, out)
+	}
+	note("%s", strings.TrimSpace(string(out)))
+	note("the child (pid %d) died by SIGKILL: its connection dropped in the middle of the chunk", cmd.ProcessState.Pid())
+	var next, audit, cancelled int
+	if err := d.conn.QueryRow(d.ctx, `select next_index, (select count(*) from job_audit),
+		(select count(*) from orders where tenant = $2 and state = 'cancelled') from jobs where job_id = $1`,
+		demoJob, demoTenant).Scan(&next, &audit, &cancelled); err != nil {
+		return err
+	}
+	note("nothing of its chunk is visible: next_index %d, %d audit rows, %d orders cancelled", next, audit, cancelled)
+
+	step("Draining the rest with two worker processes at once")
+	results, err := d.drainTwo()
+	if err != nil {
+		return err
+	}
+	for i, r := range results {
+		note("worker %c: %d calls, cancelled %s", 'A'+i, r.Calls, ids(r.Processed))
+	}
+
+	step("The report: every committed order as the job left it")
+	if err := d.report(); err != nil {
+		return err
+	}
+
+	step("Meanwhile, life goes on: order 1003 gets its qty changed, 1017 is re-opened, 1025 is deleted")
+	if err := d.exec(`update orders set qty = qty + 1, revision = revision + 1 where id = 1003;
+		update orders set state = 'pending', revision = revision + 1 where id = 1017;
+		delete from orders where id = 1025`); err != nil {
+		return err
+	}
+	return d.report()
+}
+
+func (d *demo) exec(sql string, args ...any) error {
+	_, err := d.conn.Exec(d.ctx, sql, args...)
+	return err
+}
+
+func (d *demo) report() error {
+	r, err := driver.Report(d.ctx, d.conn, demoJob)
+	if err != nil {
+		return err
+	}
+	var drift []string
+	for _, l := range []struct {
+		name string
+		ids  []int64
+	}{{"drifted", r.Drifted}, {"missing", r.Missing}} {
+		if len(l.ids) > 0 {
+			drift = append(drift, l.name+": "+ids(l.ids))
+		}
+	}
+	note("matching: %s", ids(r.Matching))
+	if len(drift) > 0 {
+		note("%s", strings.Join(drift, "; "))
+	}
+	note("%d approved, %d committed, %d remaining: %d matching, %d drifted, %d missing",
+		len(r.Approved), len(r.Committed), len(r.Remaining), len(r.Matching), len(r.Drifted), len(r.Missing))
+	return nil
+}
+
+// child is this binary, run as a separate process on the demo's schema.
+func (d *demo) child(args ...string) *exec.Cmd {
+	self, err := os.Executable()
+	if err != nil {
+		self = os.Args[0]
+	}
+	cmd := exec.CommandContext(d.ctx, self, append([]string{args[0], "--dsn", d.base, "--schema", d.schema}, args[1:]...)...)
+	return cmd
+}
+
+// drainTwo starts two chunks drain processes at the same moment.
+func (d *demo) drainTwo() ([]driver.DrainResult, error) {
+	cmds := []*exec.Cmd{d.child("drain", "--json", demoJob), d.child("drain", "--json", demoJob)}
+	outs := make([]bytes.Buffer, len(cmds))
+	for i, cmd := range cmds {
+		cmd.Stdout, cmd.Stderr = &outs[i], os.Stderr
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+	}
+	results := make([]driver.DrainResult, len(cmds))
+	var errs []error
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			errs = append(errs, fmt.Errorf("worker %c: %w", 'A'+i, err))
+			continue
+		}
+		if err := json.Unmarshal(outs[i].Bytes(), &results[i]); err != nil {
+			errs = append(errs, fmt.Errorf("worker %c: %w", 'A'+i, err))
+		}
+	}
+	return results, errors.Join(errs...)
+}
+
+func step(format string, args ...any) {
+	fmt.Printf("\n▸ "+format+"\n", args...)
+}
+
+func note(format string, args ...any) {
+	fmt.Printf("  "+format+"\n", args...)
+}
+
+func randomSuffix() string {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return time.Now().Format("20060102150405")
+	}
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/urfave/cli/v2"
+
+	"github.com/chunks-dev/chunks/driver"
+)
+
+func inspectCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "inspect",
+		Usage:     "show a registered job: its approval and its progress",
+		UsageText: "chunks inspect [--dsn DSN] [--schema S] [--json] JOB",
+		Description: "An unknown job prints \"null\" with --json (and a line saying so without it), with exit 0:\n" +
+			"not being registered is an answer, not an error.\n\n" +
+			"Example:\n  chunks --schema lab inspect festival-2026",
+		Action: func(c *cli.Context) error {
+			jobID, err := jobArg(c)
+			if err != nil {
+				return err
+			}
+			var job *driver.Job
+			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
+				job, err = driver.InspectJob(ctx, conn, jobID)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if jsonOut(c) {
+				return printJSON(job)
+			}
+			if job == nil {
+				say("no job %s is registered", jobID)
+				return nil
+			}
+			say("job %s of tenant %s: %d of %d orders committed, %d per chunk",
+				job.JobID, job.Tenant, job.NextIndex, len(job.Targets), job.ChunkSize)
+			t := newTable("#", "order", "revision", "qty", "chunk")
+			for i, target := range job.Targets {
+				status := "remaining"
+				if i < job.NextIndex {
+					status = "committed"
+				}
+				t.AppendRow([]any{i, target.ID, target.Revision, target.Qty, status})
+			}
+			t.Render()
+			return nil
+		},
+	}
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"io"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/chunks-dev/chunks/driver"
+)
+
+func manifestCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "manifest",
+		Usage:     "validate an approval and print the normalized plan (no database)",
+		UsageText: "chunks manifest --job-id J --tenant T --chunk-size N --allow-partial ITEMS.json",
+		Description: "ITEMS.json is a list of {\"id\", \"revision\", \"qty\"}; - reads it from stdin. The plan comes out\n" +
+			"with the targets sorted by id, ready for chunks register.\n\n" +
+			"Example:\n  chunks manifest --job-id festival-2026 --tenant alien-desert --chunk-size 10 \\\n" +
+			"    --allow-partial items.json > plan.json",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "job-id", Usage: "the job's id: 1 to 64 of A-Z a-z 0-9 _ -", Required: true},
+			&cli.StringFlag{Name: "tenant", Usage: "the tenant whose orders these are", Required: true},
+			&cli.IntFlag{Name: "chunk-size", Usage: "orders per chunk, 1 to 10", Required: true},
+			&cli.BoolFlag{Name: "allow-partial", Usage: "approve that each chunk commits on its own (required)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() != 1 {
+				return usagef("manifest takes one ITEMS.json argument (- for stdin), after the flags")
+			}
+			data, err := readInput(c.Args().First())
+			if err != nil {
+				return err
+			}
+			items, err := driver.ParseTargets(data)
+			if err != nil {
+				return err
+			}
+			plan, err := driver.Manifest(c.String("job-id"), c.String("tenant"), items, c.Int("chunk-size"), c.Bool("allow-partial"))
+			if err != nil {
+				return err
+			}
+			return printJSON(plan)
+		},
+	}
+}
+
+// readInput reads a file, or stdin for "-".
+func readInput(path string) ([]byte, error) {
+	if path == "-" {
+		return io.ReadAll(os.Stdin)
+	}
+	return os.ReadFile(path)
+}

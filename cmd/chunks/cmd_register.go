@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/urfave/cli/v2"
+
+	"github.com/chunks-dev/chunks/driver"
+)
+
+func registerCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "register",
+		Usage:     "register an approved plan; says whether it was new or already there",
+		UsageText: "chunks register [--dsn DSN] [--schema S] PLAN.json",
+		Description: "PLAN.json is {\"job_id\", \"tenant\", \"targets\": [{\"id\", \"revision\", \"qty\"}, ...], \"chunk_size\",\n" +
+			"\"allow_partial\": true}, read strictly (no duplicate keys, integers only); - reads stdin.\n" +
+			"Registering the same approval again changes nothing; a different one under the same id is a\n" +
+			"conflict (exit 3).\n\n" +
+			"Example:\n  chunks --schema lab register plan.json",
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() != 1 {
+				return usagef("register takes one PLAN.json argument (- for stdin)")
+			}
+			data, err := readInput(c.Args().First())
+			if err != nil {
+				return err
+			}
+			plan, err := driver.ParsePlan(data)
+			if err != nil {
+				return err
+			}
+			var created bool
+			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
+				created, err = driver.Register(ctx, conn, plan)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if jsonOut(c) {
+				return printJSON(map[string]any{"job_id": plan.JobID, "created": created})
+			}
+			if created {
+				say("registered job %s: %d orders of %s, %d per chunk", plan.JobID, len(plan.Targets), plan.Tenant, plan.ChunkSize)
+			} else {
+				say("job %s was already registered with this approval; nothing changed", plan.JobID)
+			}
+			return nil
+		},
+	}
+}

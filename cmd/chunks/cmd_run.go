@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/chunks-dev/chunks/driver"
+)
+
+func runCommand() *cli.Command {
+	points := strings.Join(driver.Points, ", ")
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "run the job's next chunk in one transaction, on a connection of its own",
+		UsageText: "chunks run [--fail-at POINT] [--crash-at POINT] [--dsn DSN] [--schema S] [--json] JOB",
+		Description: "Crash drills: --fail-at makes the hook at POINT return an error (before COMMIT the chunk\n" +
+			"rolls back; after-commit keeps it), --crash-at kills this process with SIGKILL at POINT (the\n" +
+			"server sees the connection drop). POINT is one of: " + points + ".\n\n" +
+			"Example:\n  chunks --schema lab run festival-2026\n  chunks --schema lab run --crash-at after-audit festival-2026",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "fail-at", Usage: "make the hook at `POINT` return an error"},
+			&cli.StringFlag{Name: "crash-at", Usage: "SIGKILL this process at `POINT`"},
+		},
+		Action: func(c *cli.Context) error {
+			fault, err := drillFault(c.String("fail-at"), c.String("crash-at"))
+			if err != nil {
+				return err
+			}
+			jobID, err := jobArg(c)
+			if err != nil {
+				return err
+			}
+			d, err := dsn(c)
+			if err != nil {
+				return err
+			}
+			res, err := driver.ChunkFile(c.Context, d, jobID, fault)
+			if err != nil && len(res.Processed) == 0 {
+				return err
+			}
+			// After an after-commit failure the chunk is committed: say so, then fail.
+			if jsonOut(c) {
+				if perr := printJSON(res); perr != nil {
+					return perr
+				}
+			} else if len(res.Processed) == 0 {
+				say("job %s is already done (next_index %d); nothing to do", jobID, res.NextIndex)
+			} else {
+				say("job %s: cancelled %s; next_index %d%s", jobID, ids(res.Processed), res.NextIndex, doneSuffix(res.Done))
+			}
+			return err
+		},
+	}
+}
+
+func doneSuffix(done bool) string {
+	if done {
+		return "; the job is done"
+	}
+	return ""
+}
+
+// drillFault builds the hook of --fail-at and --crash-at.
+func drillFault(failAt, crashAt string) (driver.Fault, error) {
+	for _, f := range []struct{ flag, point string }{{"fail-at", failAt}, {"crash-at", crashAt}} {
+		if f.point != "" && !slices.Contains(driver.Points, f.point) {
+			return nil, usagef("--%s %q: POINT must be one of %s", f.flag, f.point, strings.Join(driver.Points, ", "))
+		}
+	}
+	if failAt == "" && crashAt == "" {
+		return nil, nil
+	}
+	return func(point string) error {
+		if point == crashAt {
+			fmt.Fprintf(os.Stderr, "chunks: --crash-at %s: killing this process (pid %d) with SIGKILL\n", point, os.Getpid())
+			if err := syscall.Kill(os.Getpid(), syscall.SIGKILL); err != nil {
+				return fmt.Errorf("--crash-at %s: %w", point, err)
+			}
+			select {} // SIGKILL cannot be caught; wait for it to land
+		}
+		if point == failAt {
+			return fmt.Errorf("--fail-at %s: drill failure", point)
+		}
+		return nil
+	}, nil
+}

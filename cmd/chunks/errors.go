@@ -1,0 +1,67 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/chunks-dev/chunks/driver"
+)
+
+// usageError is a command line that cannot be run as typed (exit 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return "usage: " + e.msg }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Sprintf(format, args...)}
+}
+
+// quietExit ends the process with a status and no message of its own (the
+// command has already said what happened).
+type quietExit struct{ code int }
+
+func (e quietExit) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func onUsageError(_ *cli.Context, err error, _ bool) error {
+	return usageError{err.Error()}
+}
+
+func exitCode(err error) int {
+	var quiet quietExit
+	var usage usageError
+	switch {
+	case errors.As(err, &quiet):
+		return quiet.code
+	case errors.Is(err, driver.ErrConflict):
+		return 3
+	case errors.Is(err, driver.ErrInvalid), errors.As(err, &usage):
+		return 2
+	}
+	return 1
+}
+
+// oneLine keeps an error message on one line.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
+}
+
+// jobArg returns the one positional JOB argument. A flag typed after it
+// would be ignored by the flag parser, so it is refused instead.
+func jobArg(c *cli.Context) (string, error) {
+	args := c.Args().Slice()
+	if len(args) == 0 {
+		return "", usagef("%s needs a JOB argument (chunks %s --help)", c.Command.Name, c.Command.Name)
+	}
+	for _, a := range args[1:] {
+		if strings.HasPrefix(a, "-") {
+			return "", usagef("flag %s after the job id: put flags before the job id (chunks %s [flags] JOB)", a, c.Command.Name)
+		}
+	}
+	if len(args) > 1 {
+		return "", usagef("%s takes one JOB argument, got %d: %s", c.Command.Name, len(args), strings.Join(args, " "))
+	}
+	return args[0], nil
+}

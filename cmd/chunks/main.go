@@ -1,0 +1,68 @@
+// Command chunks applies an approved bulk change (cancel these orders) in
+// small chunks that each commit on their own, on PostgreSQL.
+//
+// Run "chunks demo" for the whole story on a throwaway local Postgres, and
+// "chunks help" for the commands.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+)
+
+func main() {
+	os.Exit(run(os.Args))
+}
+
+// run runs the command line and maps its outcome to an exit status, in this
+// one place: 0 done, 1 runtime error, 2 invalid input or usage, 3 conflict.
+func run(args []string) int {
+	err := newApp().Run(args)
+	if err == nil {
+		return 0
+	}
+	var quiet quietExit
+	if !errors.As(err, &quiet) {
+		fmt.Fprintln(os.Stderr, "chunks:", oneLine(err))
+	}
+	return exitCode(err)
+}
+
+func newApp() *cli.App {
+	app := &cli.App{
+		Name:  "chunks",
+		Usage: "apply an approved bulk change in small chunks that each commit on their own",
+		Description: "Register an approved plan (cancel these orders), then run it chunk by chunk: each chunk\n" +
+			"is one transaction; a client that dies resumes after the last committed chunk; workers on\n" +
+			"one job change every order exactly once; the report shows what drifted since.\n\n" +
+			"Flags go before the job id. The global flags work before or after the command name.\n" +
+			"Exit status: 0 done, 1 runtime error, 2 invalid input or usage, 3 conflict.",
+		Flags:                globalFlags(),
+		Commands:             commands(),
+		HideHelpCommand:      false,
+		ExitErrHandler:       func(*cli.Context, error) {}, // exit codes are mapped in run
+		OnUsageError:         onUsageError,
+		EnableBashCompletion: false,
+	}
+	for _, cmd := range app.Commands {
+		cmd.Flags = append(cmd.Flags, globalFlags()...)
+		cmd.OnUsageError = onUsageError
+	}
+	return app
+}
+
+func commands() []*cli.Command {
+	return []*cli.Command{
+		migrateCommand(),
+		manifestCommand(),
+		registerCommand(),
+		inspectCommand(),
+		runCommand(),
+		drainCommand(),
+		reportCommand(),
+		demoCommand(),
+	}
+}
