@@ -4,6 +4,7 @@
 -- so an upgrade replaces bodies and touches no data.
 {{ template "validate.sql" . }}
 {{ template "cancel_orders.sql" . }}
+{{ template "job_problem.sql" . }}
 {{ template "register.sql" . }}
 {{ template "inspect_job.sql" . }}
 {{ template "cancel_chunk.sql" . }}

@@ -2,12 +2,15 @@ create or replace function {{ .schema }}.run_chunk(job_id text) returns jsonb
 language plpgsql volatile security invoker
 set search_path = {{ .schema }}, pg_temp
 set lock_timeout = '500ms'
+set plan_cache_mode = force_generic_plan
 as $$
 declare
   v_job jobs;
   v_n integer;
   v_end integer;
   v_problem text;
+  v_bad bigint;
+  v_audit_rows bigint;
   v_ids integer[];
   v_revisions integer[];
   v_qtys integer[];
@@ -21,12 +24,20 @@ begin
   end if;
 
   -- CONTRACT §4: the stored job must be sound before anything is written.
+  -- The fast guard for the targets is one regex over their jsonb text, which
+  -- is canonical: a list of objects with exactly the keys id, qty, revision
+  -- (jsonb orders keys by length, then bytes) holding plain non-negative
+  -- integers (1.0 prints as 1.0). Ranges and order are checked below with
+  -- the audit; only when something is wrong does job_problem spell out what,
+  -- with the same words as the input checks.
   if jsonb_typeof(v_job.targets) is distinct from 'array' or jsonb_array_length(v_job.targets) not between 1 and 64 then
-    v_problem := 'targets is not a list of 1 to 64 targets';
+    v_problem := 'stored targets is not a list of 1 to 64 targets';
+  elsif v_job.targets::text !~ '^\[\{"id": [0-9]{1,10}, "qty": [0-9]{1,10}, "revision": [0-9]{1,10}\}(, \{"id": [0-9]{1,10}, "qty": [0-9]{1,10}, "revision": [0-9]{1,10}\})*\]$' then
+    v_problem := job_problem(v_job.job_id, v_job.targets, v_job.next_index);
   elsif v_job.tenant !~ '^[A-Za-z0-9_-]{1,64}$' then
-    v_problem := format('tenant %s is not valid', to_jsonb(v_job.tenant));
+    v_problem := format('stored tenant %s is not valid', to_jsonb(v_job.tenant));
   elsif v_job.chunk_size not between 1 and 10 then
-    v_problem := format('chunk_size %s is not between 1 and 10', v_job.chunk_size);
+    v_problem := format('stored chunk_size %s is not between 1 and 10', v_job.chunk_size);
   else
     v_n := jsonb_array_length(v_job.targets);
     if v_job.next_index > v_n then
@@ -40,44 +51,33 @@ begin
   end if;
   v_end := least(v_job.next_index + v_job.chunk_size, v_n);
 
-  -- One statement checks every target (valid, strictly ascending ids) and the
-  -- audit (exactly targets[0:next_index], no extras), and picks out the range.
-  select (array_agg(c.problem order by c.pos) filter (where c.problem is not null))[1],
-         array_agg((c.e -> 'id')::integer order by c.pos) filter (where c.problem is null and c.pos >= v_job.next_index and c.pos < v_end),
-         array_agg((c.e -> 'revision')::integer order by c.pos) filter (where c.problem is null and c.pos >= v_job.next_index and c.pos < v_end),
-         array_agg((c.e -> 'qty')::integer order by c.pos) filter (where c.problem is null and c.pos >= v_job.next_index and c.pos < v_end)
-    into v_problem, v_ids, v_revisions, v_qtys
-    from (select coalesce(t.pos, a.ordinal) as pos, t.e,
-                 case
-                   when t.pos is null then
-                     format('audit row %s is extra (next_index is %s)', a.ordinal, v_job.next_index)
-                   when t.target_problem is not null then
-                     'stored ' || t.target_problem
-                   when t.pos > 0 and (jsonb_typeof(t.prev) <> 'number' or (t.e -> 'id')::numeric <= (t.prev)::numeric) then
-                     format('stored targets are not sorted by id without duplicates: targets[%s].id is %s after %s',
-                            t.pos, t.e -> 'id', t.prev)
-                   when t.pos < v_job.next_index and a.ordinal is null then
-                     format('audit row %s is missing (next_index is %s)', t.pos, v_job.next_index)
-                   when t.pos >= v_job.next_index and a.ordinal is not null then
-                     format('audit row %s is extra (next_index is %s)', t.pos, v_job.next_index)
-                   when a.ordinal is not null
-                        and (a.id, a.previous_revision, a.new_revision, a.qty)
-                            is distinct from ((t.e -> 'id')::integer, (t.e -> 'revision')::integer,
-                                              (t.e -> 'revision')::integer + 1, (t.e -> 'qty')::integer) then
-                     format('audit row %s is (id %s, revision %s -> %s, qty %s), approved (id %s, revision %s -> %s, qty %s)',
-                            t.pos, a.id, a.previous_revision, a.new_revision, a.qty,
-                            t.e -> 'id', t.e -> 'revision', (t.e -> 'revision')::integer + 1, t.e -> 'qty')
-                 end as problem
-            from (select (x.ord - 1)::integer as pos, x.e, lag(x.e -> 'id') over (order by x.ord) as prev,
-                         target_problem(x.e, 'targets', x.ord - 1) as target_problem
-                    from jsonb_array_elements(v_job.targets) with ordinality as x(e, ord)) as t
-            full join (select au.ordinal, au.id, au.previous_revision, au.new_revision, au.qty
-                         from job_audit as au
-                        where au.job_id = v_job.job_id) as a
-              on a.ordinal = t.pos
-          offset 0) as c; -- offset 0: judge each row once, not once per aggregate
-  if v_problem is not null then
-    raise exception 'job %: %', v_job.job_id, v_problem using errcode = 'CH409';
+  -- One statement checks every target's range and order and the audit
+  -- (each of targets[0:next_index] present and equal, none after it), and
+  -- picks out the range. It only answers "sound or not", cheaply;
+  -- job_problem says what is wrong when it is not.
+  select count(*) filter (where c.ok is not true),
+         (select count(*) from job_audit as au where au.job_id = v_job.job_id),
+         array_agg(c.id::integer order by c.pos) filter (where c.ok and c.pos >= v_job.next_index and c.pos < v_end),
+         array_agg(c.revision::integer order by c.pos) filter (where c.ok and c.pos >= v_job.next_index and c.pos < v_end),
+         array_agg(c.qty::integer order by c.pos) filter (where c.ok and c.pos >= v_job.next_index and c.pos < v_end)
+    into v_bad, v_audit_rows, v_ids, v_revisions, v_qtys
+    from (select t.pos, t.id, t.revision, t.qty,
+                 t.id between 1 and 2147483647 and t.revision between 0 and 2147483646
+                 and t.qty between 1 and 1000 and (t.prev is null or t.id > t.prev)
+                 and case
+                       when t.pos < v_job.next_index then
+                         a.ordinal is not null and a.id = t.id and a.previous_revision = t.revision
+                         and a.new_revision = t.revision + 1 and a.qty = t.qty
+                       else a.ordinal is null
+                     end as ok
+            from (select (x.ord - 1)::integer as pos, x.id, x.revision, x.qty, lag(x.id) over (order by x.ord) as prev
+                    from rows from (jsonb_to_recordset(v_job.targets) as (id bigint, qty bigint, revision bigint))
+                         with ordinality as x(id, qty, revision, ord)) as t
+            left join job_audit as a on a.job_id = v_job.job_id and a.ordinal = t.pos) as c;
+  -- Every row of targets[0:next_index] is there, so any other count means extras.
+  if v_bad > 0 or v_audit_rows <> v_job.next_index then
+    raise exception 'job %: %', v_job.job_id, job_problem(v_job.job_id, v_job.targets, v_job.next_index)
+      using errcode = 'CH409';
   end if;
 
   if v_job.next_index = v_n then

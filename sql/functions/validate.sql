@@ -25,11 +25,13 @@ comment on function {{ .schema }}.check_name(text, text) is
 
 -- One target entry, judged without raising: NULL when it is valid, else the
 -- reason, prefixed with FIELD[POS]. A plain SQL expression so the planner
--- inlines it into the set-based checks of normalized_targets and run_chunk.
+-- inlines it into the set-based checks of normalized_targets and run_chunk:
+-- for that it has no SET clause and is STABLE, as format() is (an IMMUTABLE
+-- label over a STABLE body would block inlining).
 -- A jsonb number is an integer when its text has no fractional part, which is
 -- exactly a numeric scale of 0 ('1.0'::jsonb keeps scale 1 and is refused).
 create or replace function {{ .schema }}.target_problem(e jsonb, field text, pos bigint) returns text
-language sql immutable parallel safe
+language sql stable parallel safe
 as $$
   select case
     when jsonb_typeof(e) is distinct from 'object' then
@@ -98,3 +100,4 @@ end
 $$;
 comment on function {{ .schema }}.normalized_targets(jsonb, text) is
   'chunks helper: validates a list of 1 to 64 targets (22023 naming FIELD) and returns a new list sorted by id.';
+
