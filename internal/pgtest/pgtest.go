@@ -45,6 +45,10 @@ func run(m *testing.M) int {
 		server = s
 		baseDSN = s.DSN()
 	}
+	if err := printServerVersion(); err != nil {
+		fmt.Fprintln(os.Stderr, "pgtest:", err)
+		return 1
+	}
 	code := m.Run()
 	if server != nil {
 		if err := server.Stop(); err != nil {
@@ -132,4 +136,24 @@ func Pool(t testing.TB, dsn string) *pgxpool.Pool {
 	}
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// printServerVersion says on stderr which PostgreSQL the tests run against.
+func printServerVersion() (err error) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, baseDSN)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := conn.Close(ctx); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	var version string
+	if err := conn.QueryRow(ctx, "show server_version").Scan(&version); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "pgtest: PostgreSQL %s\n", version)
+	return nil
 }

@@ -43,7 +43,11 @@ func installExtension(t *testing.T, conn *pgx.Conn, ext, schema, debPackage stri
 	if err != nil {
 		t.Fatalf("install %s: %v", ext, err)
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // a no-op after Commit
+	defer func() {
+		if err := tx.Rollback(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
+			t.Errorf("install %s: rollback: %v", ext, err)
+		}
+	}()
 	if _, err := tx.Exec(ctx, "select pg_advisory_xact_lock(hashtextextended('chunks tests: create extension', 0))"); err != nil {
 		t.Fatalf("install %s: lock: %v", ext, err)
 	}
