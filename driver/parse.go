@@ -19,16 +19,46 @@ type object struct {
 	vals map[string]any
 }
 
+// maxDepth bounds how deeply lists and objects may nest. A plan needs three
+// levels (the plan, its targets, a target); the bound keeps hostile input
+// from growing the stack (and the error's path) without limit.
+const maxDepth = 32
+
+// jsonPath is where a value sits in the document: a root field ("plan",
+// "targets"), an object key or a list index under a parent. It is turned
+// into text only for an error, so reading a value costs no string building.
+type jsonPath struct {
+	parent  *jsonPath
+	key     string
+	index   int
+	isIndex bool
+}
+
+func (p *jsonPath) String() string {
+	switch {
+	case p.parent == nil:
+		return p.key
+	case p.isIndex:
+		return fmt.Sprintf("%s[%d]", p.parent, p.index)
+	case p.parent.parent == nil && p.parent.key == "plan":
+		return p.key // a plan's keys are the fields themselves
+	}
+	return p.parent.String() + "." + p.key
+}
+
 // decodeStrict reads data as exactly one JSON value. Objects become *object
 // (a duplicate key is refused), lists []any, numbers json.Number (their
 // text, so 1.0 and 1e3 stay distinguishable from 1), plus string, bool, nil.
-func decodeStrict(field string, data []byte) (any, error) {
+// When keys is not nil and the value is an object, a key not in keys is
+// refused as soon as it is read, before its value: what cannot be a field
+// is not looked into.
+func decodeStrict(field string, data []byte, keys []string) (any, error) {
 	if !utf8.Valid(data) {
 		return nil, invalidf("%s: is not valid UTF-8", field)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	v, err := decodeValue(dec, field)
+	v, err := decodeValue(dec, &jsonPath{key: field}, 0, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -38,10 +68,17 @@ func decodeStrict(field string, data []byte) (any, error) {
 	return v, nil
 }
 
-func decodeValue(dec *json.Decoder, path string) (any, error) {
+// decodeValue reads the value at path, which has depth lists and objects
+// around it; keys (when not nil) are the keys allowed if it is an object.
+func decodeValue(dec *json.Decoder, path *jsonPath, depth int, keys []string) (any, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, syntaxError(path, err)
+	}
+	if tok == json.Delim('{') || tok == json.Delim('[') {
+		if depth >= maxDepth {
+			return nil, invalidf("%s: lists and objects nested more than %d deep", path, maxDepth)
+		}
 	}
 	switch tok {
 	case json.Delim('{'):
@@ -52,10 +89,13 @@ func decodeValue(dec *json.Decoder, path string) (any, error) {
 				return nil, syntaxError(path, err)
 			}
 			key := kt.(string) // the decoder only yields string keys inside an object
+			if keys != nil && !slices.Contains(keys, key) {
+				return nil, invalidf("%s: unexpected key %q", path, key)
+			}
 			if _, dup := obj.vals[key]; dup {
 				return nil, invalidf("%s: duplicate key %q", path, key)
 			}
-			v, err := decodeValue(dec, childPath(path, key))
+			v, err := decodeValue(dec, &jsonPath{parent: path, key: key}, depth+1, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -69,7 +109,7 @@ func decodeValue(dec *json.Decoder, path string) (any, error) {
 	case json.Delim('['):
 		list := []any{}
 		for dec.More() {
-			v, err := decodeValue(dec, fmt.Sprintf("%s[%d]", path, len(list)))
+			v, err := decodeValue(dec, &jsonPath{parent: path, index: len(list), isIndex: true}, depth+1, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -83,14 +123,7 @@ func decodeValue(dec *json.Decoder, path string) (any, error) {
 	return tok, nil
 }
 
-func childPath(path, key string) string {
-	if path == "plan" {
-		return key
-	}
-	return path + "." + key
-}
-
-func syntaxError(path string, err error) error {
+func syntaxError(path *jsonPath, err error) error {
 	if errors.Is(err, io.EOF) {
 		return invalidf("%s: invalid JSON: unexpected end of input", path)
 	}
@@ -151,7 +184,7 @@ func targetsFrom(field string, v any) ([]Target, error) {
 // ({"id", "revision", "qty"}, exactly those keys, integers in range, no
 // duplicate ids or keys) and returns it normalized: a new list sorted by id.
 func ParseTargets(data []byte) ([]Target, error) {
-	v, err := decodeStrict("targets", data)
+	v, err := decodeStrict("targets", data, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -163,18 +196,13 @@ func ParseTargets(data []byte) ([]Target, error) {
 // CONTRACT §3 (numbers must be JSON integers, allow_partial exactly true, no
 // duplicate keys). Targets come back normalized.
 func ParsePlan(data []byte) (Plan, error) {
-	v, err := decodeStrict("plan", data)
+	v, err := decodeStrict("plan", data, planKeys)
 	if err != nil {
 		return Plan{}, err
 	}
 	obj, ok := v.(*object)
 	if !ok {
 		return Plan{}, invalidf("plan: must be an object with the keys %s, got %s", strings.Join(planKeys, ", "), describe(v))
-	}
-	for _, k := range obj.keys {
-		if !slices.Contains(planKeys, k) {
-			return Plan{}, invalidf("plan: unexpected key %q", k)
-		}
 	}
 	for _, k := range planKeys {
 		if _, present := obj.vals[k]; !present {

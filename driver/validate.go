@@ -3,13 +3,15 @@ package driver
 import (
 	"fmt"
 	"slices"
+	"unicode/utf8"
 )
 
 // checkName enforces the job_id / tenant rule: 1 to 64 ASCII letters,
-// digits, _ or -.
+// digits, _ or -. The length is counted in characters, as the message says
+// and as the SQL face counts, not in bytes.
 func checkName(field, value string) error {
-	if len(value) == 0 || len(value) > MaxNameLen {
-		return invalidf("%s: must be 1 to %d ASCII letters, digits, _ or -, got %d characters", field, MaxNameLen, len(value))
+	if n := utf8.RuneCountInString(value); n == 0 || n > MaxNameLen {
+		return invalidf("%s: must be 1 to %d ASCII letters, digits, _ or -, got %d characters", field, MaxNameLen, n)
 	}
 	for i := 0; i < len(value); i++ {
 		c := value[i]

@@ -39,6 +39,11 @@ func drainCommand() *cli.Command {
 			if workers < 1 || workers > 64 {
 				return &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf("workers: must be between 1 and 64, got %d", workers)}
 			}
+			// Checked here too (driver.Drain checks it per worker): before the
+			// progress bar's connection, and said once, not once per worker.
+			if n := c.Int("max-chunks"); n < 1 || n > driver.MaxMaxChunks {
+				return &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf("max_chunks: must be between 1 and %d, got %d", driver.MaxMaxChunks, n)}
+			}
 			d, err := dsn(c)
 			if err != nil {
 				return err
@@ -49,11 +54,14 @@ func drainCommand() *cli.Command {
 			}
 			res, err := drainWorkers(c.Context, d, jobID, c.Int("max-chunks"), workers)
 			err = errors.Join(err, stopProgress())
+			if res.Calls == 0 && err != nil {
+				return err // nothing was done: stdout stays empty
+			}
 			if jsonOut(c) {
 				if perr := printJSON(res); perr != nil {
 					return errors.Join(err, perr)
 				}
-			} else if res.Calls > 0 || err == nil {
+			} else {
 				say("job %s: %d calls cancelled %s; next_index %d%s", jobID, res.Calls, ids(res.Processed), res.NextIndex, doneSuffix(res.Done))
 			}
 			return err
@@ -82,7 +90,15 @@ func drainWorkers(ctx context.Context, dsn, jobID string, maxChunks, n int) (dri
 		out.Done = out.Done || r.Done
 	}
 	slices.Sort(out.Processed)
-	return out, errors.Join(errs...)
+	// Workers that fail the same way (an unknown job, a refused connection)
+	// say it once.
+	var distinct []error
+	for _, err := range errs {
+		if err != nil && !slices.ContainsFunc(distinct, func(d error) bool { return d.Error() == err.Error() }) {
+			distinct = append(distinct, err)
+		}
+	}
+	return out, errors.Join(distinct...)
 }
 
 // showProgress draws committed/total orders of the job on stderr, reading

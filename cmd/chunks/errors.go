@@ -32,12 +32,13 @@ func onUsageError(_ *cli.Context, err error, _ bool) error {
 func exitCode(err error) int {
 	var quiet quietExit
 	var usage usageError
+	var cliExit cli.ExitCoder // urfave/cli's own: "No help topic for 'frobnicate'", an unknown command
 	switch {
 	case errors.As(err, &quiet):
 		return quiet.code
 	case errors.Is(err, driver.ErrConflict):
 		return 3
-	case errors.Is(err, driver.ErrInvalid), errors.As(err, &usage):
+	case errors.Is(err, driver.ErrInvalid), errors.As(err, &usage), errors.As(err, &cliExit):
 		return 2
 	}
 	return 1
