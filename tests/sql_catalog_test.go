@@ -1,0 +1,149 @@
+package tests
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/chunks-dev/chunks/internal/pgtest"
+)
+
+// inlined are the helpers that deliberately have no SET clause: a plain SQL
+// expression (no table, only built-ins) that the planner inlines into its
+// callers, which all pin search_path; a SET clause would prevent inlining.
+var inlined = []string{"target_problem"}
+
+// CONTRACT §6: every function is documented with COMMENT ON; and every one
+// runs with the caller's rights and its own schema's search_path, so neither
+// the caller's search_path nor a lookalike object in pg_temp can change what
+// it reads or calls.
+func TestSQLFunctionCatalog(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	var functions []struct {
+		Name     string   `json:"name"`
+		Args     string   `json:"args"`
+		Comment  *string  `json:"comment"`
+		SecDef   bool     `json:"secdef"`
+		Config   []string `json:"config"`
+		Language string   `json:"language"`
+	}
+	out := mustString(t, s.Conn, `select jsonb_agg(jsonb_build_object('name', p.proname,
+	    'args', pg_get_function_identity_arguments(p.oid), 'comment', obj_description(p.oid, 'pg_proc'),
+	    'secdef', p.prosecdef, 'config', p.proconfig, 'language', l.lanname) order by p.proname)::text
+	  from pg_proc p join pg_language l on l.oid = p.prolang where p.pronamespace = $1::regnamespace`, s.Name)
+	if err := json.Unmarshal([]byte(out), &functions); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range functions {
+		names = append(names, f.Name)
+		t.Run(f.Name, func(t *testing.T) {
+			if f.Comment == nil || len(*f.Comment) < 20 {
+				t.Errorf("%s(%s): comment %v", f.Name, f.Args, f.Comment)
+			}
+			if f.SecDef {
+				t.Errorf("%s(%s) is SECURITY DEFINER", f.Name, f.Args)
+			}
+			want := []string{"search_path=" + s.Name + ", pg_temp"}
+			if f.Name == "run_chunk" {
+				want = append(want, "lock_timeout=500ms")
+			}
+			if slices.Contains(inlined, f.Name) {
+				// The exception proves its worth: it is SQL and really is inlined.
+				if f.Config != nil {
+					t.Errorf("%s(%s): proconfig %q, want none (it could not be inlined)", f.Name, f.Args, f.Config)
+				}
+				want = nil
+				if f.Language != "sql" {
+					t.Errorf("%s(%s): language %s, want sql", f.Name, f.Args, f.Language)
+				}
+				plan := explain(t, s, "select "+pgx.Identifier{s.Name, f.Name}.Sanitize()+
+					"(e, 'x', 0) from jsonb_array_elements('[{}]') e")
+				if strings.Contains(plan, f.Name+"(") || !strings.Contains(plan, "CASE WHEN") {
+					t.Errorf("%s is not inlined:\n%s", f.Name, plan)
+				}
+			}
+			for _, setting := range want {
+				if !slices.Contains(f.Config, setting) {
+					t.Errorf("%s(%s): proconfig %q, want it to contain %q", f.Name, f.Args, f.Config, setting)
+				}
+			}
+			// Only run_chunk bounds its lock waits; no function changes
+			// another timeout or the role it runs as.
+			for _, setting := range f.Config {
+				name, _, _ := strings.Cut(setting, "=")
+				if name == "lock_timeout" && f.Name != "run_chunk" || name == "statement_timeout" || name == "role" ||
+					name == "session_authorization" {
+					t.Errorf("%s(%s): unexpected setting %q", f.Name, f.Args, setting)
+				}
+			}
+		})
+	}
+	if want := shippedFunctions(t); !slices.Equal(names, want) {
+		t.Fatalf("functions %v, want %v", names, want)
+	}
+
+	// The documented signatures and return types of §6.
+	sameJSON(t, "signatures", mustString(t, s.Conn, `select jsonb_object_agg(p.proname,
+	    pg_get_function_identity_arguments(p.oid) || ' -> ' || pg_get_function_result(p.oid) || ' ' || p.provolatile::text)::text
+	  from pg_proc p where p.pronamespace = $1::regnamespace
+	   and p.proname in ('register', 'inspect_job', 'cancel_chunk', 'run_chunk', 'report')`, s.Name), `{
+	  "register": "plan jsonb -> boolean v",
+	  "inspect_job": "job_id text -> jsonb s",
+	  "cancel_chunk": "tenant text, items jsonb -> jsonb v",
+	  "run_chunk": "job_id text -> jsonb v",
+	  "report": "job_id text -> jsonb s"}`)
+
+	// The pinned search_path at work: a session whose search_path puts
+	// lookalike tables first (a temporary orders and jobs) still reaches the
+	// schema's own.
+	t.Run("the caller's search_path does not matter", func(t *testing.T) {
+		registerJob(t, s, "j", "acme", 1, 4, 2)
+		conn := pgtest.Connect(t, pgtest.DSN()) // no search_path to the schema at all
+		for _, sql := range []string{
+			"create temporary table jobs(job_id text, tenant text, targets jsonb, chunk_size int, next_index int)",
+			"insert into pg_temp.jobs values ('j', 'evil', '[]', 1, 0)",
+			"create temporary table orders(id int, tenant text, qty int, state text, revision int)",
+			"set search_path = pg_temp, public",
+		} {
+			if _, err := conn.Exec(ctx, sql); err != nil {
+				t.Fatalf("%s: %v", sql, err)
+			}
+		}
+		fn := func(name string) string { return pgx.Identifier{s.Name, name}.Sanitize() }
+		sameJSON(t, "run_chunk", mustString(t, conn, "select "+fn("run_chunk")+"('j')::text"),
+			`{"processed": [1, 2], "next_index": 2, "done": false}`)
+		sameJSON(t, "inspect_job", mustString(t, conn, "select "+fn("inspect_job")+"('j')::text"),
+			`{"job_id": "j", "tenant": "acme", "targets": `+targets(1, 4)+`, "chunk_size": 2, "next_index": 2}`)
+		sameJSON(t, "report", mustString(t, conn, "select "+fn("report")+"('j')::text"),
+			`{"approved": [1, 2, 3, 4], "committed": [1, 2], "remaining": [3, 4], "matching": [1, 2], "drifted": [], "missing": []}`)
+		sameJSON(t, "cancel_chunk", mustString(t, conn, "select "+fn("cancel_chunk")+"('acme', $1)::text", targets(3, 1)),
+			`[{"id": 3, "previous_revision": 3, "new_revision": 4, "qty": 2}]`)
+		if got := mustString(t, conn, "select count(*)::text from pg_temp.orders"); got != "0" {
+			t.Fatalf("temporary orders: %s rows", got)
+		}
+		if got := mustString(t, conn, "select current_setting('search_path')"); got != "pg_temp, public" {
+			t.Fatalf("search_path after the calls: %s", got)
+		}
+		sameJSON(t, "orders", ordersOf(t, s, 1, 4),
+			`[[1, "acme", 2, "cancelled", 4], [2, "acme", 2, "cancelled", 4], [3, "acme", 2, "cancelled", 4], [4, "acme", 2, "pending", 3]]`)
+	})
+}
+
+// explain is the verbose plan of sql.
+func explain(t testing.TB, s *pgtest.Schema, sql string) string {
+	t.Helper()
+	rows, err := s.Conn.Query(ctx, "explain (verbose, costs off) "+sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,264 @@
+package tests
+
+import (
+	"fmt"
+	"io/fs"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/pgtest"
+	chunkssql "github.com/chunks-dev/chunks/sql"
+)
+
+// CONTRACT §2 and §6: driver.Migrate installs into one schema, idempotently,
+// safely from many sessions at once, and creates nothing in public.
+
+// ownSchema migrates a new schema through admin (a connection without
+// search_path) and drops it when the test ends.
+func ownSchema(t *testing.T, admin *pgx.Conn) *pgtest.Schema {
+	t.Helper()
+	name := pgtest.NewSchemaName(t)
+	if err := driver.Migrate(ctx, admin, name); err != nil {
+		t.Fatalf("migrate %s: %v", name, err)
+	}
+	dropSchemaAtEnd(t, admin, name)
+	dsn := pgtest.WithSearchPath(pgtest.DSN(), name)
+	return &pgtest.Schema{Name: name, DSN: dsn, Conn: pgtest.Connect(t, dsn)}
+}
+
+// dropSchemaAtEnd drops schema name (if it exists) when the test ends; admin
+// is closed after that, since it was opened before.
+func dropSchemaAtEnd(t *testing.T, admin *pgx.Conn, name string) {
+	t.Cleanup(func() {
+		if _, err := admin.Exec(ctx, "drop schema if exists "+pgx.Identifier{name}.Sanitize()+" cascade"); err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+		}
+	})
+}
+
+// catalog is what Migrate installed in schema: every function with its oid,
+// body, settings and comment, every relation with its oid and file, and tern's
+// version.
+func catalog(t testing.TB, conn *pgx.Conn, schema string) string {
+	t.Helper()
+	return mustString(t, conn, `select jsonb_build_object(
+	  'functions', (select jsonb_agg(jsonb_build_array(p.proname, p.oid, p.prosrc, p.proconfig, obj_description(p.oid, 'pg_proc'))
+	                 order by p.proname) from pg_proc p where p.pronamespace = $1::regnamespace),
+	  'relations', (select jsonb_agg(jsonb_build_array(c.relname, c.oid, c.relfilenode, c.relkind) order by c.relname)
+	                 from pg_class c where c.relnamespace = $1::regnamespace),
+	  'version', (select jsonb_agg(v) from `+pgx.Identifier{schema, "schema_version"}.Sanitize()+` v))::text`, schema)
+}
+
+// publicObjects lists everything in public that Migrate could have created.
+func publicObjects(t testing.TB, conn *pgx.Conn) string {
+	t.Helper()
+	return mustString(t, conn, `select jsonb_build_object(
+	  'class', (select count(*) from pg_class where relnamespace = 'public'::regnamespace),
+	  'proc', (select count(*) from pg_proc where pronamespace = 'public'::regnamespace),
+	  'type', (select count(*) from pg_type where typnamespace = 'public'::regnamespace),
+	  'names', (select coalesce(jsonb_agg(relname order by relname), '[]') from pg_class where relnamespace = 'public'::regnamespace))::text`)
+}
+
+// shippedFunctions is the sorted names of the functions that the code package
+// (sql/functions/*.sql) creates.
+func shippedFunctions(t testing.TB) []string {
+	t.Helper()
+	var names []string
+	create := regexp.MustCompile(`(?i)create or replace function \{\{ \.schema \}\}\.([a-z_]+)\(`)
+	err := fs.WalkDir(chunkssql.Functions(), ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		text, err := fs.ReadFile(chunkssql.Functions(), path)
+		for _, m := range create.FindAllStringSubmatch(string(text), -1) {
+			names = append(names, m[1])
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(names)
+	for _, public := range []string{"cancel_chunk", "inspect_job", "register", "report", "run_chunk"} {
+		if !slices.Contains(names, public) {
+			t.Fatalf("the code package has no %s: %v", public, names)
+		}
+	}
+	return names
+}
+
+// installedFunctions is the sorted names of the functions in schema.
+func installedFunctions(t testing.TB, conn *pgx.Conn, schema string) []string {
+	t.Helper()
+	var names []string
+	if err := conn.QueryRow(ctx, `select coalesce(array_agg(proname::text order by proname), '{}')
+	  from pg_proc where pronamespace = $1::regnamespace`, schema).Scan(&names); err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+func TestSQLMigrateAgainIsANoOp(t *testing.T) {
+	t.Parallel()
+	admin := pgtest.Connect(t, pgtest.DSN())
+	s := ownSchema(t, admin)
+	registerJob(t, s, "j", "acme", 1, 5, 2)
+	s.Exec(t, "select run_chunk('j')")
+	before, data := catalog(t, admin, s.Name), state(t, s)
+	if !strings.Contains(before, `"version": [{"version": 1}]`) {
+		t.Fatalf("version table: %s", before)
+	}
+	for i := 0; i < 2; i++ {
+		if err := driver.Migrate(ctx, admin, s.Name); err != nil {
+			t.Fatalf("migrate again: %v", err)
+		}
+		if after := catalog(t, admin, s.Name); after != before {
+			t.Fatalf("migrate again changed the catalog:\nbefore %s\n after %s", before, after)
+		}
+		unchanged(t, s, "migrate again", data)
+	}
+	// And the job goes on where it was.
+	sameJSON(t, "run_chunk", mustString(t, s.Conn, "select run_chunk('j')::text"), `{"processed": [3, 4], "next_index": 4, "done": false}`)
+}
+
+func TestSQLMigrateNothingInPublic(t *testing.T) {
+	t.Parallel()
+	admin := pgtest.Connect(t, pgtest.DSN())
+	before := publicObjects(t, admin)
+	s := ownSchema(t, admin)
+	if err := driver.Migrate(ctx, admin, s.Name); err != nil {
+		t.Fatal(err)
+	}
+	if after := publicObjects(t, admin); after != before {
+		t.Fatalf("migrate created something in public:\nbefore %s\n after %s", before, after)
+	}
+	if got := mustString(t, admin, "select coalesce(to_regclass('public.schema_version')::text, 'none')"); got != "none" {
+		t.Fatalf("public.schema_version: %s", got)
+	}
+	// Exactly the three tables (with their indexes) and tern's version table, and the nine functions.
+	sameJSON(t, "tables", mustString(t, admin, `select jsonb_agg(relname order by relname)::text from pg_class
+	  where relnamespace = $1::regnamespace and relkind = 'r'`, s.Name), `["job_audit", "jobs", "orders", "schema_version"]`)
+	if got, want := installedFunctions(t, admin, s.Name), shippedFunctions(t); !slices.Equal(got, want) {
+		t.Fatalf("functions: %v, want %v", got, want)
+	}
+}
+
+func TestSQLMigrateSchemasAreIndependent(t *testing.T) {
+	t.Parallel()
+	admin := pgtest.Connect(t, pgtest.DSN())
+	s1, s2 := ownSchema(t, admin), ownSchema(t, admin)
+	registerJob(t, s1, "j", "acme", 1, 4, 2)
+	s1.Exec(t, "select run_chunk('j')")
+	seedOrders(t, s2, "acme", 1, 4)
+	data2 := state(t, s2)
+
+	if got := mustString(t, s2.Conn, "select inspect_job('j')::text"); got != "<null>" {
+		t.Fatalf("inspect_job in the other schema: %s", got)
+	}
+	refuse(t, s2, "CH409", "job j: not found", "select run_chunk($1)::text", "j")
+	refuse(t, s2, "CH409", "job j: not found", "select report($1)::text", "j")
+	unchanged(t, s2, "the other schema's reads", data2)
+
+	// Each schema's functions use their own tables, whatever the caller's search_path.
+	sameJSON(t, "s1.inspect_job from s2's session", mustString(t, s2.Conn,
+		"select "+pgx.Identifier{s1.Name, "inspect_job"}.Sanitize()+"('j')::text"),
+		`{"job_id": "j", "tenant": "acme", "targets": `+targets(1, 4)+`, "chunk_size": 2, "next_index": 2}`)
+	if got := mustString(t, admin, "select "+pgx.Identifier{s2.Name, "inspect_job"}.Sanitize()+"('j')::text"); got != "<null>" {
+		t.Fatalf("s2.inspect_job from a session without search_path: %s", got)
+	}
+
+	// The same job id in the second schema is a new job there, with other content.
+	if got := mustString(t, s2.Conn, "select register($1)::text", plan("j", "acme", 1, 4, 4)); got != "true" {
+		t.Fatalf("register in s2: %s", got)
+	}
+	sameJSON(t, "s2 run_chunk", mustString(t, s2.Conn, "select run_chunk('j')::text"),
+		`{"processed": [1, 2, 3, 4], "next_index": 4, "done": true}`)
+	sameJSON(t, "s1 orders untouched by s2", ordersOf(t, s1, 1, 4),
+		`[[1, "acme", 2, "cancelled", 4], [2, "acme", 2, "cancelled", 4], [3, "acme", 2, "pending", 3], [4, "acme", 2, "pending", 3]]`)
+	sameJSON(t, "s1 job untouched by s2", mustString(t, s1.Conn, "select inspect_job('j')::text"),
+		`{"job_id": "j", "tenant": "acme", "targets": `+targets(1, 4)+`, "chunk_size": 2, "next_index": 2}`)
+}
+
+func TestSQLMigrateConcurrently(t *testing.T) {
+	t.Parallel()
+	admin := pgtest.Connect(t, pgtest.DSN())
+	name := pgtest.NewSchemaName(t)
+	dropSchemaAtEnd(t, admin, name)
+	const n = 8
+	conns := make([]*pgx.Conn, n)
+	for i := range conns {
+		conns[i] = pgtest.Connect(t, pgtest.DSN())
+	}
+	errs := make([]error, n)
+	var ready, done sync.WaitGroup
+	start := make(chan struct{})
+	for i, conn := range conns {
+		ready.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			ready.Done()
+			<-start
+			errs[i] = driver.Migrate(ctx, conn, name)
+		}()
+	}
+	ready.Wait()
+	close(start)
+	done.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("migrate %d of %d: %v", i+1, n, err)
+		}
+	}
+	if got, want := installedFunctions(t, admin, name), shippedFunctions(t); !slices.Equal(got, want) {
+		t.Fatalf("functions: %v, want %v", got, want)
+	}
+	if got := mustString(t, admin, "select jsonb_agg(v)::text from "+pgx.Identifier{name, "schema_version"}.Sanitize()+" v"); got != `[{"version": 1}]` {
+		t.Fatalf("version: %s", got)
+	}
+	dsn := pgtest.WithSearchPath(pgtest.DSN(), name)
+	s := &pgtest.Schema{Name: name, DSN: dsn, Conn: pgtest.Connect(t, dsn)}
+	registerJob(t, s, "j", "acme", 1, 3, 2)
+	sameJSON(t, "run_chunk", mustString(t, s.Conn, "select run_chunk('j')::text"), `{"processed": [1, 2], "next_index": 2, "done": false}`)
+}
+
+// An upgrade (here: undoing a hand edit) replaces function bodies and keeps
+// the data, the oids and the tables.
+func TestSQLMigrateRestoresShippedFunctions(t *testing.T) {
+	t.Parallel()
+	admin := pgtest.Connect(t, pgtest.DSN())
+	s := ownSchema(t, admin)
+	registerJob(t, s, "j", "acme", 1, 5, 2)
+	s.Exec(t, "select run_chunk('j')")
+	shipped, data := catalog(t, admin, s.Name), state(t, s)
+
+	fn := func(name string) string { return pgx.Identifier{s.Name, name}.Sanitize() }
+	for _, sql := range []string{
+		"create or replace function " + fn("inspect_job") + `(job_id text) returns jsonb language sql as $$ select '"hand-made"'::jsonb $$`,
+		"create or replace function " + fn("run_chunk") + `(job_id text) returns jsonb language plpgsql as $$ begin return '{}'; end $$`,
+		"comment on function " + fn("report") + "(text) is 'hand-made'",
+	} {
+		if _, err := admin.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	if got := mustString(t, s.Conn, "select inspect_job('j')::text"); got != `"hand-made"` {
+		t.Fatalf("hand-made inspect_job: %s", got)
+	}
+	if err := driver.Migrate(ctx, admin, s.Name); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	if got := catalog(t, admin, s.Name); got != shipped {
+		t.Fatalf("after migrate:\n got %s\nwant %s", got, shipped)
+	}
+	unchanged(t, s, "migrate", data)
+	sameJSON(t, "inspect_job", mustString(t, s.Conn, "select inspect_job('j')::text"),
+		fmt.Sprintf(`{"job_id": "j", "tenant": "acme", "targets": %s, "chunk_size": 2, "next_index": 2}`, targets(1, 5)))
+	sameJSON(t, "run_chunk", mustString(t, s.Conn, "select run_chunk('j')::text"), `{"processed": [3, 4], "next_index": 4, "done": false}`)
+}
