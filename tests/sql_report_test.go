@@ -116,3 +116,27 @@ func TestSQLReportUsesApprovedValues(t *testing.T) {
 	sameJSON(t, "report", mustString(t, s.Conn, "select report('j')::text"),
 		`{"approved": [1, 2, 3], "committed": [1, 2, 3], "remaining": [], "matching": [2], "drifted": [1, 3], "missing": []}`)
 }
+
+// A stored job that cannot be read as approvals and a committed prefix is a
+// conflict for report too, never a wrong list or a jsonb error.
+func TestSQLReportCorruptJob(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, tamper, msg string
+	}{
+		{"a fraction in targets", `update jobs set targets = jsonb_set(targets, '{1,id}', '1.5')`,
+			"job j: stored targets[1].id: must be an integer, got 1.5"},
+		{"targets not a list", `update jobs set targets = '{"id": 1}'`,
+			"job j: stored targets is not a list of 1 to 64 targets"},
+		{"next_index beyond the targets", `update jobs set next_index = 7`,
+			"job j: next_index 7 is beyond the 3 targets"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := pgtest.NewSchema(t)
+			registerJob(t, s, "j", "acme", 1, 3, 1)
+			s.Exec(t, tc.tamper)
+			refuse(t, s, "CH409", tc.msg, "select report('j')")
+		})
+	}
+}

@@ -6,8 +6,12 @@ create or replace function {{ .schema }}.job_problem(job_id text, targets jsonb,
 language sql stable
 set search_path = {{ .schema }}, pg_temp
 as $$
-  select coalesce(
-    (select c.problem
+  select case
+    when jsonb_typeof(job_problem.targets) is distinct from 'array'
+      then 'stored targets is not a list of 1 to 64 targets'
+    when jsonb_array_length(job_problem.targets) not between 1 and 64
+      then 'stored targets is not a list of 1 to 64 targets'
+    else coalesce((select c.problem
        from (select coalesce(t.pos, a.ordinal) as pos,
                     case
                       when t.pos is null then
@@ -39,8 +43,8 @@ as $$
              offset 0) as c
       where c.problem is not null
       order by c.pos
-      limit 1),
-    'the stored job is not sound')
+      limit 1), 'the stored job is not sound')
+  end
 $$;
 comment on function {{ .schema }}.job_problem(text, jsonb, integer) is
   'chunks helper: the first way the stored job JOB_ID (TARGETS, NEXT_INDEX) breaks CONTRACT §4, for run_chunk''s CH409 message.';

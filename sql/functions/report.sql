@@ -4,33 +4,45 @@ set search_path = {{ .schema }}, pg_temp
 as $$
 declare
   v_report jsonb;
+  v_targets jsonb;
+  v_next_index integer;
 begin
   perform check_name(report.job_id, 'job_id');
-  -- One SELECT reads the job's progress and the current orders together.
-  select r.report into v_report
+  -- One SELECT reads the job's progress and the current orders together. A
+  -- stored job whose targets or next_index cannot be read as a list of
+  -- approvals and a prefix of it is not reported on: that is a conflict.
+  select case
+           when targets_look_normal(j.targets) and j.next_index <= jsonb_array_length(j.targets) then
+             (select jsonb_build_object(
+                       'approved', coalesce(jsonb_agg(t.id order by t.id), '[]'),
+                       'committed', coalesce(jsonb_agg(t.id order by t.id) filter (where t.committed), '[]'),
+                       'remaining', coalesce(jsonb_agg(t.id order by t.id) filter (where not t.committed), '[]'),
+                       'matching', coalesce(jsonb_agg(t.id order by t.id) filter (where t.committed and t.status = 'matching'), '[]'),
+                       'drifted', coalesce(jsonb_agg(t.id order by t.id) filter (where t.committed and t.status = 'drifted'), '[]'),
+                       'missing', coalesce(jsonb_agg(t.id order by t.id) filter (where t.committed and t.status = 'missing'), '[]'))
+                from (select (x.e -> 'id')::bigint as id, x.ord <= j.next_index as committed,
+                             case
+                               when o.id is null then 'missing'
+                               when o.tenant = j.tenant and o.qty = (x.e -> 'qty')::bigint and o.state = 'cancelled'
+                                    and o.revision = (x.e -> 'revision')::bigint + 1 then 'matching'
+                               else 'drifted'
+                             end as status
+                        from jsonb_array_elements(j.targets) with ordinality as x(e, ord)
+                        left join orders as o on o.id = (x.e -> 'id')::bigint) as t)
+         end,
+         j.targets, j.next_index
+    into v_report, v_targets, v_next_index
     from jobs as j
-   cross join lateral (
-     select jsonb_build_object(
-              'approved', coalesce(jsonb_agg(t.id order by t.id), '[]'),
-              'committed', coalesce(jsonb_agg(t.id order by t.id) filter (where t.committed), '[]'),
-              'remaining', coalesce(jsonb_agg(t.id order by t.id) filter (where not t.committed), '[]'),
-              'matching', coalesce(jsonb_agg(t.id order by t.id) filter (where t.committed and t.status = 'matching'), '[]'),
-              'drifted', coalesce(jsonb_agg(t.id order by t.id) filter (where t.committed and t.status = 'drifted'), '[]'),
-              'missing', coalesce(jsonb_agg(t.id order by t.id) filter (where t.committed and t.status = 'missing'), '[]')
-            ) as report
-       from (select (x.e -> 'id')::integer as id, x.ord <= j.next_index as committed,
-                    case
-                      when o.id is null then 'missing'
-                      when o.tenant = j.tenant and o.qty = (x.e -> 'qty')::integer and o.state = 'cancelled'
-                           and o.revision = (x.e -> 'revision')::integer + 1 then 'matching'
-                      else 'drifted'
-                    end as status
-               from jsonb_array_elements(j.targets) with ordinality as x(e, ord)
-               left join orders as o on o.id = (x.e -> 'id')::integer) as t
-   ) as r
    where j.job_id = report.job_id;
   if not found then
     raise exception 'job %: not found', report.job_id using errcode = 'CH409';
+  end if;
+  if v_report is null then
+    raise exception 'job %: %', report.job_id,
+      case when targets_look_normal(v_targets)
+           then format('next_index %s is beyond the %s targets', v_next_index, jsonb_array_length(v_targets))
+           else job_problem(report.job_id, v_targets, v_next_index)
+      end using errcode = 'CH409';
   end if;
   return v_report;
 end
@@ -41,4 +53,4 @@ Returns {"approved", "committed", "remaining", "matching", "drifted", "missing"}
 id-ordered list. A committed order is matching when it still has the job's tenant, the
 approved qty, state 'cancelled' and the approved revision + 1; missing when no order has
 its id; drifted otherwise. One SELECT; changes nothing. Errors: 22023 bad job_id; CH409
-unknown job.$c$;
+unknown job, or a stored job whose targets or next_index cannot be read.$c$;

@@ -101,3 +101,17 @@ $$;
 comment on function {{ .schema }}.normalized_targets(jsonb, text) is
   'chunks helper: validates a list of 1 to 64 targets (22023 naming FIELD) and returns a new list sorted by id.';
 
+
+-- The cheap guard on a stored target list: its jsonb text, which is
+-- canonical, is a list of objects with exactly the keys id, qty, revision
+-- (jsonb orders keys by length, then bytes) holding plain non-negative
+-- integers of at most 10 digits (1.0 prints as 1.0 and fails). Ranges,
+-- order and length are left to the caller. Inlined (immutable, no SET).
+create or replace function {{ .schema }}.targets_look_normal(targets jsonb) returns boolean
+language sql immutable parallel safe
+as $$
+  select jsonb_typeof(targets) = 'array'
+     and targets::text ~ '^\[\{"id": [0-9]{1,10}, "qty": [0-9]{1,10}, "revision": [0-9]{1,10}\}(, \{"id": [0-9]{1,10}, "qty": [0-9]{1,10}, "revision": [0-9]{1,10}\})*\]$'
+$$;
+comment on function {{ .schema }}.targets_look_normal(jsonb) is
+  'chunks helper: whether stored TARGETS have the shape of a normalized list (objects of exactly id, qty, revision as plain integers); ranges and order are checked by the caller.';
