@@ -1,15 +1,13 @@
 package tests
 
 import (
-	"context"
-	"net"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/wire"
 )
 
 // seq returns the ids first..first+n-1.
@@ -55,57 +53,14 @@ func wantIdle(t testing.TB, conn *pgx.Conn, settings [3]string) {
 	}
 }
 
-// countingConn counts round trips on the wire: each burst of client writes
-// that follows a read (or starts the connection) is one.
-type countingConn struct {
-	net.Conn
-	mu        sync.Mutex
-	lastWrite bool
-	trips     int
-}
-
-func (c *countingConn) Write(b []byte) (int, error) {
-	c.mu.Lock()
-	if !c.lastWrite {
-		c.trips++
-		c.lastWrite = true
-	}
-	c.mu.Unlock()
-	return c.Conn.Write(b)
-}
-
-func (c *countingConn) Read(b []byte) (int, error) {
-	c.mu.Lock()
-	c.lastWrite = false
-	c.mu.Unlock()
-	return c.Conn.Read(b)
-}
-
-func (c *countingConn) take() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.trips
-	c.trips = 0
-	return n
-}
-
 // countingConnect opens a connection on s whose round trips can be counted.
-func countingConnect(t testing.TB, s *pgtest.Schema) (*pgx.Conn, *countingConn) {
+func countingConnect(t testing.TB, s *pgtest.Schema) (*pgx.Conn, *wire.Counter) {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(s.DSN)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var counter *countingConn
-	dial := cfg.DialFunc
-	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		nc, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		counter = &countingConn{Conn: nc}
-		return counter, nil
-	}
+	counter := wire.Count(cfg)
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -115,5 +70,5 @@ func countingConnect(t testing.TB, s *pgtest.Schema) (*pgx.Conn, *countingConn) 
 			t.Errorf("close: %v", err)
 		}
 	})
-	return conn, counter
+	return conn, counter()
 }

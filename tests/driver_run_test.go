@@ -190,12 +190,12 @@ func TestRunChunkTwoRoundTrips(t *testing.T) {
 	s := pgtest.NewSchema(t)
 	registerJob(t, s, "j", "acme", 1, 30, 10)
 	conn, counter := countingConnect(t, s)
-	counter.take()
+	counter.Take()
 	for i := 0; i < 3; i++ {
 		if _, err := driver.RunChunk(ctx, conn, "j", func(string) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
-		if n := counter.take(); n != 2 {
+		if n := counter.Take(); n != 2 {
 			t.Fatalf("chunk %d cost %d round trips, want 2", i+1, n)
 		}
 	}
@@ -204,7 +204,7 @@ func TestRunChunkTwoRoundTrips(t *testing.T) {
 	if !errors.Is(err, driver.ErrConflict) {
 		t.Fatal(err)
 	}
-	if n := counter.take(); n != 2 {
+	if n := counter.Take(); n != 2 {
 		t.Fatalf("a failing chunk cost %d round trips, want 2", n)
 	}
 }

@@ -1,0 +1,146 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/pgtest"
+)
+
+// TestTwoDrainProcesses starts two chunks drain processes on one 64-target
+// job at the same moment: both succeed, and together they report every id
+// exactly once, the same ids as the audit in the database.
+func TestTwoDrainProcesses(t *testing.T) {
+	t.Parallel()
+	for _, size := range []int{1, 3, 10} {
+		t.Run(fmt.Sprintf("chunk_size=%d", size), func(t *testing.T) {
+			t.Parallel()
+			j := seedJob(t, newLab(t), "rush", 64, size)
+			procs := []*proc{j.lab.start(t, "drain", "--json", j.ID), j.lab.start(t, "drain", "--json", j.ID)}
+			var all []int64
+			calls := 0
+			for i, p := range procs {
+				r := p.wait(t)
+				wantOK(t, r)
+				res := decode[driver.DrainResult](t, r)
+				if res.NextIndex != 64 || !res.Done {
+					t.Fatalf("want next_index 64 and done, got %+v", res)
+				}
+				if !slices.IsSorted(res.Processed) {
+					t.Fatalf("one drain's ids are not in id order: %v", res.Processed)
+				}
+				t.Logf("drain %c: %d calls, %d ids", 'A'+i, res.Calls, len(res.Processed))
+				all = append(all, res.Processed...)
+				calls += res.Calls
+			}
+			slices.Sort(all)
+			if want := j.ids(0, 64); !reflect.DeepEqual(all, want) {
+				t.Fatalf("the two drains reported %v together, want each of %v once", all, want)
+			}
+			// Every chunk is one call of one of them; the other's last
+			// call only learns that the job is done.
+			if chunks := (64 + size - 1) / size; calls != chunks+1 {
+				t.Fatalf("%d calls together, want %d chunks + 1", calls, chunks)
+			}
+			audit := []int64{}
+			for _, row := range j.state(t).Audit {
+				audit = append(audit, row.ID)
+			}
+			if !reflect.DeepEqual(audit, all) {
+				t.Fatalf("audit ids %v, reported %v", audit, all)
+			}
+			j.wantState(t, 64)
+		})
+	}
+}
+
+// TestDrainWorkers drains one job with three workers in one process: the
+// combined result has every id once, in id order, and the calls summed.
+func TestDrainWorkers(t *testing.T) {
+	t.Parallel()
+	j := seedJob(t, newLab(t), "rush", 64, 4)
+	// 16 chunks, and the two workers that did not run the last one each end
+	// with a call that only learns that the job is done.
+	wantJSON(t, j.lab.chunks(t, "drain", "--workers", "3", "--json", j.ID),
+		driver.DrainResult{Calls: 16 + 2, Processed: j.ids(0, 64), NextIndex: 64, Done: true})
+	j.wantState(t, 64)
+}
+
+// TestConcurrentMigrate starts eight chunks migrate processes on the same
+// new schema at once: all succeed, and the schema has the tables and the
+// five functions, each once.
+func TestConcurrentMigrate(t *testing.T) {
+	t.Parallel()
+	schema := pgtest.NewSchemaName(t)
+	admin := pgtest.Connect(t, pgtest.DSN())
+	t.Cleanup(func() {
+		if _, err := admin.Exec(context.Background(), "drop schema if exists "+schema+" cascade"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	var exists bool
+	if err := admin.QueryRow(ctx, "select to_regnamespace($1) is not null", schema).Scan(&exists); err != nil || exists {
+		t.Fatalf("schema %s exists before the test: %t, %v", schema, exists, err)
+	}
+	procs := make([]*proc, 8)
+	for i := range procs {
+		procs[i] = start(t, opts{}, "migrate", "--dsn", pgtest.DSN(), "--schema", schema, "--json")
+	}
+	type migrated struct {
+		Schema  string `json:"schema"`
+		Version int    `json:"version"`
+	}
+	results := make([]result, len(procs))
+	for i, p := range procs {
+		results[i] = p.wait(t)
+	}
+	var version int
+	if err := admin.QueryRow(ctx, "select version from "+schema+".schema_version").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if version < 1 {
+		t.Fatalf("schema_version %d", version)
+	}
+	for _, r := range results {
+		wantJSON(t, r, migrated{Schema: schema, Version: version})
+	}
+
+	rows, _ := admin.Query(ctx, "select tablename::text from pg_tables where schemaname = $1 order by 1", schema)
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"job_audit", "jobs", "orders", "schema_version"}; !reflect.DeepEqual(tables, want) {
+		t.Fatalf("tables %v, want %v", tables, want)
+	}
+	for _, fn := range []struct{ signature, result string }{
+		{"register(jsonb)", "boolean"},
+		{"inspect_job(text)", "jsonb"},
+		{"cancel_chunk(text, jsonb)", "jsonb"},
+		{"run_chunk(text)", "jsonb"},
+		{"report(text)", "jsonb"},
+	} {
+		var got *string
+		if err := admin.QueryRow(ctx, "select pg_get_function_result(to_regprocedure($1))",
+			schema+"."+fn.signature).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got == nil || *got != fn.result {
+			t.Errorf("%s.%s returns %v, want %s", schema, fn.signature, got, fn.result)
+		}
+	}
+	var n int
+	if err := admin.QueryRow(ctx, `select count(*) from pg_proc where pronamespace = to_regnamespace($1)
+		and proname in ('register', 'inspect_job', 'cancel_chunk', 'run_chunk', 'report')`, schema).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 5 {
+		t.Fatalf("%d functions named register, inspect_job, cancel_chunk, run_chunk, report; want 5", n)
+	}
+}

@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/localpg"
+	"github.com/chunks-dev/chunks/internal/pgtest"
+)
+
+// demoFacts are what the demo's story must tell.
+var demoFacts = []string{
+	"register returned true",
+	"SIGKILL",
+	"nothing of its chunk is visible: next_index 10, 10 audit rows, 10 orders cancelled",
+	"40 approved, 40 committed, 0 remaining: 40 matching, 0 drifted, 0 missing",
+	"drifted: 1003 1017; missing: 1025",
+	"40 approved, 40 committed, 0 remaining: 37 matching, 2 drifted, 1 missing",
+}
+
+func wantDemo(t *testing.T, r result) {
+	t.Helper()
+	if r.code != 0 || r.signal != 0 {
+		t.Fatalf("want exit 0, got %v", r)
+	}
+	for _, fact := range demoFacts {
+		if !strings.Contains(r.stdout, fact) {
+			t.Fatalf("the demo's output lacks %q:\n%v", fact, r)
+		}
+	}
+}
+
+// TestDemo runs chunks demo on its own throwaway server (no --dsn).
+func TestDemo(t *testing.T) {
+	t.Parallel()
+	if _, err := localpg.FindBinDir(); err != nil {
+		t.Skipf("chunks demo needs the PostgreSQL server binaries: %v", err)
+	}
+	r := runWith(t, opts{timeout: 60 * time.Second}, "demo")
+	wantDemo(t, r)
+	m := regexp.MustCompile(`data in (\S+)`).FindStringSubmatch(r.stdout)
+	if m == nil || !strings.Contains(r.stdout, "throwaway server is stopped and removed") {
+		t.Fatalf("the demo does not say where its server was and that it is gone:\n%v", r)
+	}
+	if _, err := os.Stat(m[1]); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the throwaway server's folder %s is still there (%v)", m[1], err)
+	}
+}
+
+// TestDemoOnDSN runs chunks demo in a new schema of the test database and
+// reads the story's end back from that schema.
+func TestDemoOnDSN(t *testing.T) {
+	t.Parallel()
+	admin := pgtest.Connect(t, pgtest.DSN())
+	demoSchemas := func() []string {
+		rows, _ := admin.Query(ctx, "select nspname::text from pg_namespace where nspname like 'festival\\_demo\\_%' order by 1")
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return names
+	}
+	before := demoSchemas()
+	var schema string // the demo's schema, once its output names it
+	t.Cleanup(func() {
+		drop := []string{schema}
+		if schema == "" { // the output did not say: every new one
+			drop = slices.DeleteFunc(demoSchemas(), func(name string) bool { return slices.Contains(before, name) })
+		}
+		for _, name := range drop {
+			if _, err := admin.Exec(context.Background(), "drop schema if exists "+pgx.Identifier{name}.Sanitize()+" cascade"); err != nil {
+				t.Errorf("drop schema %s: %v", name, err)
+			}
+		}
+	})
+
+	r := runWith(t, opts{timeout: 60 * time.Second}, "demo", "--dsn", pgtest.DSN())
+	m := regexp.MustCompile(`The schema (festival_demo_[a-z0-9]+) stays in your database`).FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("the demo does not name its schema:\n%v", r)
+	}
+	schema = m[1]
+	wantDemo(t, r)
+	if slices.Contains(before, schema) {
+		t.Fatalf("the demo reused the existing schema %s", schema)
+	}
+	wantJSON(t, run(t, "--dsn", pgtest.DSN(), "--schema", schema, "--json", "report", "alien-desert-festival"), driver.JobReport{
+		Approved: seq(1001, 1040), Committed: seq(1001, 1040), Remaining: []int64{},
+		Matching: slices.DeleteFunc(seq(1001, 1040), func(id int64) bool { return id == 1003 || id == 1017 || id == 1025 }),
+		Drifted:  []int64{1003, 1017}, Missing: []int64{1025},
+	})
+	var audit int
+	if err := admin.QueryRow(ctx, "select count(*) from "+pgx.Identifier{schema, "job_audit"}.Sanitize()).Scan(&audit); err != nil || audit != 40 {
+		t.Fatalf("%s.job_audit has %d rows (%v), want 40", schema, audit, err)
+	}
+}
+
+// seq is first, first+1, ..., last.
+func seq(first, last int64) []int64 {
+	out := []int64{}
+	for id := first; id <= last; id++ {
+		out = append(out, id)
+	}
+	return out
+}

@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"testing"
+
+	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/pgtest"
+)
+
+// TestExitCodes: 2 for bad input and usage, 3 for a conflict, 1 for a
+// runtime error; the error is one line on stderr starting with "chunks: ",
+// stdout stays empty, and the database is left exactly as it was.
+func TestExitCodes(t *testing.T) {
+	t.Parallel()
+	j := seedJob(t, newLab(t), "j", 10, 4)
+	g := j.lab.globals()
+	at := func(args ...string) []string { return append(append([]string{}, g...), args...) }
+	samePlan := func(change string) string {
+		return fmt.Sprintf(`{"job_id": "j", "tenant": "alien-desert", "targets": [{"id": 101, "revision": %s, "qty": 1}], "chunk_size": 4, "allow_partial": true}`, change)
+	}
+	bad := func(args ...string) []string {
+		return append([]string{"--dsn", unreachableDSN, "--schema", j.lab.Name}, args...)
+	}
+
+	cases := []struct {
+		name  string
+		args  []string
+		stdin string
+		code  int
+		parts []string // on stderr
+		match string   // a regexp stderr must match
+	}{
+		// Bad input and usage: 2.
+		{name: "manifest qty 0", args: []string{"manifest", "--job-id", "k", "--tenant", "t", "--chunk-size", "2", "--allow-partial", "-"},
+			stdin: `[{"id": 1, "revision": 0, "qty": 1}, {"id": 2, "revision": 0, "qty": 0}]`, code: 2,
+			match: `(items|targets)\[1\]\.qty`},
+		{name: "manifest chunk size 11", args: []string{"manifest", "--job-id", "k", "--tenant", "t", "--chunk-size", "11", "--allow-partial", "-"},
+			stdin: `[{"id": 1, "revision": 0, "qty": 1}]`, code: 2, parts: []string{"chunk_size"}},
+		{name: "manifest without allow-partial", args: []string{"manifest", "--job-id", "k", "--tenant", "t", "--chunk-size", "1", "-"},
+			stdin: `[{"id": 1, "revision": 0, "qty": 1}]`, code: 2, parts: []string{"allow_partial"}},
+		{name: "register 1.0", args: at("register", "-"), stdin: samePlan("1.0"), code: 2,
+			parts: []string{"targets[0].revision", "integer", "1.0"}},
+		{name: "register duplicate key", args: at("register", "-"),
+			stdin: `{"job_id": "k", "job_id": "k", "tenant": "t", "targets": [{"id": 1, "revision": 0, "qty": 1}], "chunk_size": 1, "allow_partial": true}`,
+			code:  2, parts: []string{"duplicate key", "job_id"}},
+		{name: "crash-at bogus", args: at("run", "--crash-at", "bogus", "j"), code: 2, parts: []string{"--crash-at", "bogus", "after-orders"}},
+		{name: "fail-at bogus", args: at("run", "--fail-at", "bogus", "j"), code: 2, parts: []string{"--fail-at", "bogus"}},
+		{name: "max-chunks 65", args: at("drain", "--max-chunks", "65", "j"), code: 2, parts: []string{"max_chunks", "65"}},
+		{name: "max-chunks 0 json", args: at("drain", "--json", "--max-chunks", "0", "j"), code: 2, parts: []string{"max_chunks", "0"}},
+		{name: "workers 65", args: at("drain", "--workers", "65", "j"), code: 2, parts: []string{"workers", "65"}},
+		{name: "flag after job", args: at("report", "j", "--json"), code: 2, parts: []string{"--json", "put flags before the job id"}},
+		{name: "crash-at after job", args: at("run", "j", "--crash-at", "after-orders"), code: 2, parts: []string{"put flags before the job id"}},
+		{name: "max-chunks after job", args: at("drain", "j", "--max-chunks", "1"), code: 2, parts: []string{"put flags before the job id"}},
+		{name: "unknown flag", args: at("report", "--bogus", "j"), code: 2, parts: []string{"bogus"}},
+		{name: "unknown global flag", args: append([]string{"--bogus"}, at("report", "j")...), code: 2, parts: []string{"bogus"}},
+		{name: "unknown command", args: at("frobnicate", "j"), code: 2, parts: []string{"frobnicate"}},
+		{name: "report without job", args: at("report"), code: 2, parts: []string{"JOB"}},
+		{name: "run without job", args: at("run"), code: 2, parts: []string{"JOB"}},
+		{name: "drain without job", args: at("drain", "--json"), code: 2, parts: []string{"JOB"}},
+		{name: "inspect without job", args: at("inspect"), code: 2, parts: []string{"JOB"}},
+		{name: "two jobs", args: at("report", "j", "k"), code: 2, parts: []string{"one JOB"}},
+		{name: "bad job id", args: at("inspect", "j k"), code: 2, parts: []string{"job_id"}},
+		{name: "migrate without schema", args: []string{"--dsn", pgtest.DSN(), "migrate"}, code: 2, parts: []string{"--schema"}},
+		{name: "bad schema", args: []string{"--dsn", pgtest.DSN(), "--schema", "Public", "report", "j"}, code: 2, parts: []string{"schema", "Public"}},
+		{name: "bad dsn", args: []string{"--dsn", "host=127.0.0.1 port=notanumber", "--schema", j.lab.Name, "run", "j"}, code: 2, parts: []string{"dsn"}},
+
+		// Conflicts: 3.
+		{name: "register another plan", args: at("register", "-"), code: 3, parts: []string{"job j"},
+			stdin: `{"job_id": "j", "tenant": "alien-desert", "targets": [{"id": 101, "revision": 0, "qty": 1}], "chunk_size": 4, "allow_partial": true}`},
+		{name: "report unknown job", args: at("report", "nope"), code: 3, parts: []string{"job nope: not found"}},
+		{name: "run unknown job", args: at("run", "--json", "nope"), code: 3, parts: []string{"job nope: not found"}},
+		{name: "drain unknown job", args: at("drain", "nope"), code: 3, parts: []string{"job nope: not found"}},
+		{name: "drain unknown job json", args: at("drain", "--json", "--workers", "2", "nope"), code: 3, parts: []string{"job nope: not found"}},
+
+		// Runtime errors: 1.
+		{name: "unreachable inspect", args: bad("inspect", "j"), code: 1, parts: []string{"127.0.0.1"}},
+		{name: "unreachable run", args: bad("run", "--json", "j"), code: 1, parts: []string{"127.0.0.1"}},
+		{name: "unreachable drain", args: bad("drain", "--json", "j"), code: 1, parts: []string{"127.0.0.1"}},
+		{name: "unreachable report", args: bad("report", "j"), code: 1, parts: []string{"127.0.0.1"}},
+		{name: "unreachable register", args: bad("register", "-"), stdin: samePlan("0"), code: 1, parts: []string{"127.0.0.1"}},
+		{name: "unreachable migrate", args: bad("migrate"), code: 1, parts: []string{"127.0.0.1"}},
+	}
+	before := j.state(t)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := runWith(t, opts{stdin: c.stdin}, c.args...)
+			wantFailure(t, r, c.code, c.parts...)
+			if c.match != "" && !regexp.MustCompile(c.match).MatchString(r.stderr) {
+				t.Fatalf("want stderr to match %s, got %v", c.match, r)
+			}
+		})
+	}
+	if after := j.state(t); !reflect.DeepEqual(after, before) {
+		t.Fatalf("the failed commands changed the database:\nbefore %+v\nafter  %+v", before, after)
+	}
+	var jobs int
+	if err := j.lab.Conn.QueryRow(ctx, "select count(*) from jobs").Scan(&jobs); err != nil || jobs != 1 {
+		t.Fatalf("%d jobs after the failed commands, want 1 (%v)", jobs, err)
+	}
+
+	// Many workers that fail the same way say it once.
+	t.Run("workers say it once", func(t *testing.T) {
+		for _, args := range [][]string{at("drain", "--max-chunks", "65", "j"), at("drain", "nope"), bad("drain", "j")} {
+			one := run(t, args...)
+			three := run(t, append(append([]string{}, args[:len(args)-1]...), "--workers", "3", args[len(args)-1])...)
+			if three.code != one.code || three.stderr != one.stderr || three.stdout != "" {
+				t.Errorf("with --workers 3:\n%v\nwith one worker:\n%v", three, one)
+			}
+		}
+	})
+}
+
+// TestRunConflictNamesOrder: a job whose next order was paid meanwhile is a
+// conflict (exit 3) that names the order; nothing of that chunk is written.
+func TestRunConflictNamesOrder(t *testing.T) {
+	t.Parallel()
+	j := seedJob(t, newLab(t), "j", 10, 4)
+	wantJSON(t, j.lab.chunks(t, "run", "--json", "j"), driver.ChunkResult{Processed: j.ids(0, 4), NextIndex: 4})
+	paid := j.Targets[4].ID
+	j.lab.Exec(t, "update orders set state = 'paid', revision = revision + 1 where id = $1", paid)
+	for i := range j.orders {
+		if j.orders[i].ID == paid {
+			j.orders[i].State, j.orders[i].Revision = "paid", j.orders[i].Revision+1
+		}
+	}
+	message := fmt.Sprintf("order %d: state is paid", paid)
+	wantFailure(t, j.lab.chunks(t, "run", "j"), 3, message)
+	wantFailure(t, j.lab.chunks(t, "run", "--json", "j"), 3, message)
+	wantFailure(t, j.lab.chunks(t, "drain", "--json", "j"), 3, message)
+	j.wantState(t, 4)
+}

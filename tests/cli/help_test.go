@@ -1,0 +1,28 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestHelp: every command's --help (and chunks help COMMAND) exits 0 and
+// shows a real example.
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"migrate", "manifest", "register", "inspect", "run", "drain", "report", "demo"} {
+		t.Run(name, func(t *testing.T) {
+			for _, args := range [][]string{{name, "--help"}, {"help", name}} {
+				out := wantOK(t, run(t, args...))
+				if !strings.Contains(out, "Example") || !strings.Contains(out, "chunks "+name) {
+					t.Fatalf("chunks %s: no example of chunks %s:\n%s", strings.Join(args, " "), name, out)
+				}
+			}
+		})
+	}
+	out := wantOK(t, run(t, "--help"))
+	for _, name := range []string{"migrate", "manifest", "register", "inspect", "run", "drain", "report", "demo"} {
+		if !strings.Contains(out, "   "+name+" ") {
+			t.Fatalf("chunks --help does not list %s:\n%s", name, out)
+		}
+	}
+}

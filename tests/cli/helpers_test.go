@@ -1,0 +1,421 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/pgtest"
+)
+
+var ctx = context.Background()
+
+// unreachableDSN is a server that is not there: connecting fails at once.
+const unreachableDSN = "host=127.0.0.1 port=1 user=nobody dbname=nothing sslmode=disable connect_timeout=2"
+
+// processTimeout bounds every chunks process; a process that runs longer is
+// a test failure, never mistaken for a crash drill's SIGKILL.
+const processTimeout = 30 * time.Second
+
+// result is how one chunks process ended.
+type result struct {
+	args   []string
+	stdout string
+	stderr string
+	code   int            // the exit status, or -1 when a signal killed it
+	signal syscall.Signal // the signal that killed it, or 0
+}
+
+func (r result) String() string {
+	end := fmt.Sprintf("exit status %d", r.code)
+	if r.signal != 0 {
+		end = "killed by " + r.signal.String()
+	}
+	return fmt.Sprintf("chunks %s: %s\n--- stdout:\n%s--- stderr:\n%s", strings.Join(r.args, " "), end, r.stdout, r.stderr)
+}
+
+// opts are the extras of one chunks process.
+type opts struct {
+	env     []string // VAR=value added to the cleaned environment
+	stdin   string
+	timeout time.Duration // processTimeout when zero
+}
+
+// proc is a started chunks process.
+type proc struct {
+	cmd            *exec.Cmd
+	ctx            context.Context
+	cancel         context.CancelFunc
+	timeout        time.Duration
+	args           []string
+	stdout, stderr bytes.Buffer
+}
+
+// cleanEnv is this process's environment without the variables that would
+// choose a database or schema behind a test's back.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "CHUNKS_DSN", "DATABASE_URL", "CHUNKS_SCHEMA", binEnv:
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// start starts chunks with args.
+func start(t testing.TB, o opts, args ...string) *proc {
+	t.Helper()
+	if o.timeout == 0 {
+		o.timeout = processTimeout
+	}
+	p := &proc{args: args, timeout: o.timeout}
+	p.ctx, p.cancel = context.WithTimeout(ctx, o.timeout)
+	p.cmd = exec.CommandContext(p.ctx, bin, args...)
+	p.cmd.Env = append(cleanEnv(), o.env...)
+	p.cmd.Stdin = strings.NewReader(o.stdin)
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		p.cancel()
+		t.Fatalf("start chunks %s: %v", strings.Join(args, " "), err)
+	}
+	return p
+}
+
+// wait waits for the process and says how it ended.
+func (p *proc) wait(t testing.TB) result {
+	t.Helper()
+	defer p.cancel()
+	err := p.cmd.Wait()
+	r := result{args: p.args, stdout: p.stdout.String(), stderr: p.stderr.String()}
+	if p.ctx.Err() != nil {
+		t.Fatalf("%v\n(still running after %s, killed by the test)", r, p.timeout)
+	}
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("chunks %s: %v", strings.Join(p.args, " "), err)
+	}
+	status := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	r.code = status.ExitStatus()
+	if status.Signaled() {
+		r.signal = status.Signal()
+	}
+	return r
+}
+
+// run runs chunks with args and says how it ended.
+func run(t testing.TB, args ...string) result {
+	t.Helper()
+	return start(t, opts{}, args...).wait(t)
+}
+
+func runWith(t testing.TB, o opts, args ...string) result {
+	t.Helper()
+	return start(t, o, args...).wait(t)
+}
+
+// wantOK fails unless r exited 0 with nothing on stderr, and returns stdout.
+func wantOK(t testing.TB, r result) string {
+	t.Helper()
+	if r.code != 0 || r.signal != 0 || r.stderr != "" {
+		t.Fatalf("want exit 0 and an empty stderr, got %v", r)
+	}
+	return r.stdout
+}
+
+// wantFailure fails unless r exited with code, with one line on stderr that
+// starts with "chunks: " and contains every part, and nothing on stdout.
+func wantFailure(t testing.TB, r result, code int, parts ...string) {
+	t.Helper()
+	if r.code != code || r.signal != 0 {
+		t.Fatalf("want exit %d, got %v", code, r)
+	}
+	if r.stdout != "" {
+		t.Fatalf("want an empty stdout on failure, got %v", r)
+	}
+	wantErrorLine(t, r, parts...)
+}
+
+// wantErrorLine fails unless stderr is one line that starts with "chunks: "
+// and contains every part.
+func wantErrorLine(t testing.TB, r result, parts ...string) {
+	t.Helper()
+	if !strings.HasPrefix(r.stderr, "chunks: ") || !strings.HasSuffix(r.stderr, "\n") || strings.Count(r.stderr, "\n") != 1 {
+		t.Fatalf("want one stderr line starting with \"chunks: \", got %v", r)
+	}
+	for _, part := range parts {
+		if !strings.Contains(r.stderr, part) {
+			t.Fatalf("want stderr to contain %q, got %v", part, r)
+		}
+	}
+}
+
+// decode reads stdout as exactly one line of JSON holding a T: no unknown
+// keys, and no key of T missing (the line and T's own JSON have the same
+// keys and values).
+func decode[T any](t testing.TB, r result) T {
+	t.Helper()
+	var v T
+	line, ok := strings.CutSuffix(r.stdout, "\n")
+	if !ok || strings.Contains(line, "\n") {
+		t.Fatalf("want one line of JSON on stdout, got %v", r)
+	}
+	dec := json.NewDecoder(strings.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		t.Fatalf("stdout is not a %T: %v\n%v", v, err, r)
+	}
+	again, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want any
+	if err := json.Unmarshal([]byte(line), &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(again, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("stdout is not the JSON of a %T:\n got %s\nwant %s", v, line, again)
+	}
+	return v
+}
+
+// wantJSON fails unless stdout is the JSON of want, exactly (as decode).
+func wantJSON[T any](t testing.TB, r result, want T) {
+	t.Helper()
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("want exit 0 and an empty stderr, got %v", r)
+	}
+	if got := decode[T](t, r); !reflect.DeepEqual(got, want) {
+		t.Fatalf("chunks %s:\n got %+v\nwant %+v", strings.Join(r.args, " "), got, want)
+	}
+}
+
+// lab is a test's own migrated schema in the test database.
+type lab struct {
+	*pgtest.Schema
+}
+
+func newLab(t testing.TB) *lab {
+	t.Helper()
+	return &lab{pgtest.NewSchema(t)}
+}
+
+// globals are the global flags that point chunks at the lab.
+func (l *lab) globals() []string {
+	return []string{"--dsn", pgtest.DSN(), "--schema", l.Name}
+}
+
+// chunks runs "chunks --dsn D --schema S args...".
+func (l *lab) chunks(t testing.TB, args ...string) result {
+	t.Helper()
+	return run(t, append(l.globals(), args...)...)
+}
+
+func (l *lab) start(t testing.TB, args ...string) *proc {
+	t.Helper()
+	return start(t, opts{}, append(l.globals(), args...)...)
+}
+
+// order is a row of orders.
+type order struct {
+	ID       int64  `json:"id"`
+	Tenant   string `json:"tenant"`
+	Qty      int64  `json:"qty"`
+	State    string `json:"state"`
+	Revision int64  `json:"revision"`
+}
+
+// auditRow is a row of job_audit (without job_id).
+type auditRow struct {
+	Ordinal          int
+	ID               int64
+	PreviousRevision int64
+	NewRevision      int64
+	Qty              int64
+}
+
+// dbState is everything a job's chunks write: the job's next_index, its
+// audit in ordinal order and every order of the schema in id order.
+type dbState struct {
+	NextIndex int
+	Audit     []auditRow
+	Orders    []order
+}
+
+// job is a registered job and the orders it was seeded with.
+type job struct {
+	lab       *lab
+	ID        string
+	Tenant    string
+	ChunkSize int
+	Targets   []driver.Target // normalized: in id order
+	orders    []order         // every order seeded, in id order
+}
+
+// seedJob inserts n pending orders of a tenant, with varied ids, revisions
+// and quantities, and orders that are no targets (the same tenant's, another
+// tenant's, a paid one), then registers the job with chunks register, the
+// targets listed in descending id order in the plan file.
+func seedJob(t testing.TB, l *lab, jobID string, n, chunkSize int) *job {
+	t.Helper()
+	j := &job{lab: l, ID: jobID, Tenant: "alien-desert", ChunkSize: chunkSize}
+	for i := range n {
+		target := driver.Target{ID: int64(101 + 3*i), Revision: int64(i % 5), Qty: int64(1 + (7*i)%20)}
+		j.Targets = append(j.Targets, target)
+		j.orders = append(j.orders, order{target.ID, j.Tenant, target.Qty, "pending", target.Revision})
+		switch {
+		case i%5 == 0: // another tenant's order, looking like an approved one
+			j.orders = append(j.orders, order{target.ID + 1, "lunar-bazaar", target.Qty, "pending", target.Revision})
+		case i%7 == 3: // the same tenant's order that was not approved
+			j.orders = append(j.orders, order{target.ID + 2, j.Tenant, 3, "pending", 1})
+		}
+	}
+	j.orders = append(j.orders, order{99, j.Tenant, 5, "paid", 2})
+	slices.SortFunc(j.orders, func(a, b order) int { return int(a.ID - b.ID) })
+	rows, err := json.Marshal(j.orders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Exec(t, `insert into orders (id, tenant, qty, state, revision)
+		select id, tenant, qty, state, revision
+		from jsonb_to_recordset($1::jsonb) as x(id integer, tenant text, qty integer, state text, revision integer)`, string(rows))
+
+	reversed := slices.Clone(j.Targets)
+	slices.Reverse(reversed)
+	plan, err := json.Marshal(map[string]any{
+		"job_id": jobID, "tenant": j.Tenant, "targets": reversed, "chunk_size": chunkSize, "allow_partial": true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(file, plan, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wantJSON(t, l.chunks(t, "register", "--json", file), registered{JobID: jobID, Created: true})
+	j.wantState(t, 0)
+	return j
+}
+
+// registered is what chunks register --json prints.
+type registered struct {
+	JobID   string `json:"job_id"`
+	Created bool   `json:"created"`
+}
+
+// ids are the target ids of positions [from, to).
+func (j *job) ids(from, to int) []int64 {
+	out := []int64{}
+	for _, target := range j.Targets[from:to] {
+		out = append(out, target.ID)
+	}
+	return out
+}
+
+// chunkEnd is where the chunk that starts at from ends.
+func (j *job) chunkEnd(from int) int {
+	return min(from+j.ChunkSize, len(j.Targets))
+}
+
+// want is the database after the first committed targets were cancelled by
+// the job, and nothing else happened.
+func (j *job) want(committed int) dbState {
+	s := dbState{NextIndex: committed, Audit: []auditRow{}}
+	done := map[int64]bool{}
+	for i, target := range j.Targets[:committed] {
+		s.Audit = append(s.Audit, auditRow{i, target.ID, target.Revision, target.Revision + 1, target.Qty})
+		done[target.ID] = true
+	}
+	for _, o := range j.orders {
+		if done[o.ID] {
+			o.State, o.Revision = "cancelled", o.Revision+1
+		}
+		s.Orders = append(s.Orders, o)
+	}
+	return s
+}
+
+// state reads the job's progress, its audit and all orders.
+func (j *job) state(t testing.TB) dbState {
+	t.Helper()
+	var s dbState
+	conn := j.lab.Conn
+	if err := conn.QueryRow(ctx, "select next_index from jobs where job_id = $1", j.ID).Scan(&s.NextIndex); err != nil {
+		t.Fatalf("next_index: %v", err)
+	}
+	rows, _ := conn.Query(ctx, `select ordinal, id, previous_revision, new_revision, qty
+		from job_audit where job_id = $1 order by ordinal`, j.ID)
+	audit, err := pgx.CollectRows(rows, pgx.RowToStructByPos[auditRow])
+	if err != nil {
+		t.Fatalf("job_audit: %v", err)
+	}
+	rows, _ = conn.Query(ctx, "select id, tenant, qty, state, revision from orders order by id")
+	orders, err := pgx.CollectRows(rows, pgx.RowToStructByPos[order])
+	if err != nil {
+		t.Fatalf("orders: %v", err)
+	}
+	s.Audit, s.Orders = audit, orders
+	return s
+}
+
+// wantState fails unless the database is exactly j.want(committed).
+func (j *job) wantState(t testing.TB, committed int) {
+	t.Helper()
+	got, want := j.state(t), j.want(committed)
+	if got.NextIndex != want.NextIndex {
+		t.Fatalf("next_index is %d, want %d", got.NextIndex, want.NextIndex)
+	}
+	if !reflect.DeepEqual(got.Audit, want.Audit) {
+		t.Fatalf("job_audit:\n got %+v\nwant %+v", got.Audit, want.Audit)
+	}
+	if !reflect.DeepEqual(got.Orders, want.Orders) {
+		for i := range min(len(got.Orders), len(want.Orders)) {
+			if got.Orders[i] != want.Orders[i] {
+				t.Fatalf("orders differ first at %+v, want %+v", got.Orders[i], want.Orders[i])
+			}
+		}
+		t.Fatalf("orders: %d rows, want %d", len(got.Orders), len(want.Orders))
+	}
+}
+
+// waitUnlocked waits until no other session holds a lock on the lab's jobs
+// table: a killed client's transaction is over once the server has noticed
+// that its connection dropped.
+func (l *lab) waitUnlocked(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		if err := l.Conn.QueryRow(ctx, `select count(*) from pg_locks
+			where relation = to_regclass($1) and pid <> pg_backend_pid()`, l.Name+".jobs").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the jobs table is still locked 10 s after the client died")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

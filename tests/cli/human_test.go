@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/chunks-dev/chunks/driver"
+)
+
+// reportRow is a row of the report's table: an order id and its status.
+var reportRow = regexp.MustCompile(`(?m)^│\s*(\d+)\s*│\s*(\w+)\s*│$`)
+
+// TestReportHuman: without --json, report prints each committed id with its
+// status and a one-line summary.
+func TestReportHuman(t *testing.T) {
+	t.Parallel()
+	j := seedJob(t, newLab(t), "human", 10, 4)
+	wantJSON(t, j.lab.chunks(t, "drain", "--json", "--max-chunks", "2", j.ID),
+		driver.DrainResult{Calls: 2, Processed: j.ids(0, 8), NextIndex: 8})
+
+	drifted, reopened, missing := j.Targets[1].ID, j.Targets[6].ID, j.Targets[5].ID
+	j.lab.Exec(t, "update orders set qty = qty + 1, revision = revision + 1 where id = $1", drifted)
+	j.lab.Exec(t, "update orders set state = 'pending', revision = revision + 1 where id = $1", reopened)
+	j.lab.Exec(t, "delete from orders where id = $1", missing)
+
+	out := wantOK(t, j.lab.chunks(t, "report", j.ID))
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	summary := "job human: 10 approved, 8 committed, 2 remaining: 5 matching, 2 drifted, 1 missing"
+	if last := lines[len(lines)-1]; last != summary {
+		t.Fatalf("summary line %q, want %q\n%s", last, summary, out)
+	}
+	got := map[int64]string{}
+	for _, m := range reportRow.FindAllStringSubmatch(out, -1) {
+		id, err := strconv.ParseInt(m[1], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, dup := got[id]; dup {
+			t.Fatalf("order %d is listed twice:\n%s", id, out)
+		}
+		got[id] = m[2]
+	}
+	want := map[int64]string{}
+	for _, id := range j.ids(0, 8) {
+		want[id] = "matching"
+	}
+	want[drifted], want[reopened], want[missing] = "drifted", "drifted", "missing"
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("table rows %v, want %v (the 8 committed ids only)\n%s", got, want, out)
+	}
+
+	// The same facts as --json.
+	wantJSON(t, j.lab.chunks(t, "report", "--json", j.ID), driver.JobReport{
+		Approved: j.ids(0, 10), Committed: j.ids(0, 8), Remaining: j.ids(8, 10),
+		Matching: []int64{j.Targets[0].ID, j.Targets[2].ID, j.Targets[3].ID, j.Targets[4].ID, j.Targets[7].ID},
+		Drifted:  []int64{drifted, reopened}, Missing: []int64{missing},
+	})
+
+	// A job with nothing committed yet: no table, only the summary.
+	plan := fmt.Sprintf(`{"job_id": "untouched", "tenant": %q, "targets": [{"id": %d, "revision": %d, "qty": %d}], "chunk_size": 1, "allow_partial": true}`,
+		j.Tenant, j.Targets[9].ID, j.Targets[9].Revision, j.Targets[9].Qty)
+	wantOK(t, runWith(t, opts{stdin: plan}, append(j.lab.globals(), "register", "-")...))
+	want1 := "job untouched: 1 approved, 0 committed, 1 remaining: 0 matching, 0 drifted, 0 missing\n"
+	if out := wantOK(t, j.lab.chunks(t, "report", "untouched")); out != want1 {
+		t.Fatalf("report of an untouched job:\n%s\nwant\n%s", out, want1)
+	}
+}
