@@ -6,6 +6,11 @@ import (
 	"unicode/utf8"
 )
 
+// CheckJobID returns an [ErrInvalid] naming job_id unless jobID is 1 to 64
+// ASCII letters, digits, _ or -: the check every operation on a job makes
+// first, for callers that want it before opening a connection.
+func CheckJobID(jobID string) error { return checkName("job_id", jobID) }
+
 // checkName enforces the job_id / tenant rule: 1 to 64 ASCII letters,
 // digits, _ or -. The length is counted in characters, as the message says
 // and as the SQL face counts, not in bytes.

@@ -35,6 +35,9 @@ func drainCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if err := driver.CheckJobID(jobID); err != nil {
+				return err // before any connection, the progress bar's included
+			}
 			workers := c.Int("workers")
 			if workers < 1 || workers > 64 {
 				return &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf("workers: must be between 1 and 64, got %d", workers)}

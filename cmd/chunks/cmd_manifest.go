@@ -25,10 +25,11 @@ func manifestCommand() *cli.Command {
 			&cli.BoolFlag{Name: "allow-partial", Usage: "approve that each chunk commits on its own (required)"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.Args().Len() != 1 {
-				return usagef("manifest takes one ITEMS.json argument (- for stdin), after the flags")
+			path, err := fileArg(c, "ITEMS.json")
+			if err != nil {
+				return err
 			}
-			data, err := readInput(c.Args().First())
+			data, err := readInput(path)
 			if err != nil {
 				return err
 			}

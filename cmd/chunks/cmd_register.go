@@ -20,10 +20,11 @@ func registerCommand() *cli.Command {
 			"conflict (exit 3).\n\n" +
 			"Example:\n  chunks --schema lab register plan.json",
 		Action: func(c *cli.Context) error {
-			if c.Args().Len() != 1 {
-				return usagef("register takes one PLAN.json argument (- for stdin)")
+			path, err := fileArg(c, "PLAN.json")
+			if err != nil {
+				return err
 			}
-			data, err := readInput(c.Args().First())
+			data, err := readInput(path)
 			if err != nil {
 				return err
 			}
@@ -43,7 +44,7 @@ func registerCommand() *cli.Command {
 				return printJSON(map[string]any{"job_id": plan.JobID, "created": created})
 			}
 			if created {
-				say("registered job %s: %d orders of %s, %d per chunk", plan.JobID, len(plan.Targets), plan.Tenant, plan.ChunkSize)
+				say("registered job %s: %s of %s, %d per chunk", plan.JobID, plural(len(plan.Targets), "order"), plan.Tenant, plan.ChunkSize)
 			} else {
 				say("job %s was already registered with this approval; nothing changed", plan.JobID)
 			}

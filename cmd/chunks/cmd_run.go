@@ -20,7 +20,8 @@ func runCommand() *cli.Command {
 		UsageText: "chunks run [--fail-at POINT] [--crash-at POINT] [--dsn DSN] [--schema S] [--json] JOB",
 		Description: "Crash drills: --fail-at makes the hook at POINT return an error (before COMMIT the chunk\n" +
 			"rolls back; after-commit keeps it), --crash-at kills this process with SIGKILL at POINT (the\n" +
-			"server sees the connection drop). POINT is one of: " + points + ".\n\n" +
+			"server sees the connection drop). POINT is one of: " + points + ". A job that is already\n" +
+			"done runs no chunk and so reaches no hook: the drill does not happen (exit 0, said on stdout).\n\n" +
 			"Example:\n  chunks --schema lab run festival-2026\n  chunks --schema lab run --crash-at after-audit festival-2026",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "fail-at", Usage: "make the hook at `POINT` return an error"},

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/urfave/cli/v2"
 
 	"github.com/chunks-dev/chunks/driver"
@@ -44,9 +46,34 @@ func exitCode(err error) int {
 	return 1
 }
 
+// hint says what to do about an error whose cause is usually the set-up:
+// the chunks functions are not on the search_path.
+func hint(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == pgerrcode.UndefinedFunction || pgErr.Code == pgerrcode.UndefinedTable) {
+		return " (is chunks installed in the schema given by --schema or $CHUNKS_SCHEMA? install it with chunks migrate --schema SCHEMA)"
+	}
+	return ""
+}
+
 // oneLine keeps an error message on one line.
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
+}
+
+// fileArg returns the one positional file argument (- for stdin), refusing
+// a flag typed after it as jobArg does.
+func fileArg(c *cli.Context, what string) (string, error) {
+	args := c.Args().Slice()
+	for _, a := range args[min(1, len(args)):] {
+		if strings.HasPrefix(a, "-") {
+			return "", usagef("flag %s after %s: put flags before it (chunks %s [flags] %s)", a, what, c.Command.Name, what)
+		}
+	}
+	if len(args) != 1 {
+		return "", usagef("%s takes one %s argument (- for stdin)", c.Command.Name, what)
+	}
+	return args[0], nil
 }
 
 // jobArg returns the one positional JOB argument. A flag typed after it

@@ -26,7 +26,7 @@ func run(args []string) int {
 	}
 	var quiet quietExit
 	if !errors.As(err, &quiet) {
-		fmt.Fprintln(os.Stderr, "chunks:", oneLine(err))
+		fmt.Fprintln(os.Stderr, "chunks:", oneLine(err)+hint(err))
 	}
 	return exitCode(err)
 }
@@ -41,6 +41,12 @@ func newApp() *cli.App {
 			"Flags go before the job id. The global flags work before or after the command name.\n" +
 			"Exit status: 0 done, 1 runtime error, 2 invalid input or usage, 3 conflict.",
 		Flags:                globalFlags(),
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return usagef("unknown command %q (chunks help lists the commands)", c.Args().First())
+			}
+			return cli.ShowAppHelp(c)
+		},
 		Commands:             commands(),
 		HideHelpCommand:      false,
 		ExitErrHandler:       func(*cli.Context, error) {}, // exit codes are mapped in run

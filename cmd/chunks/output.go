@@ -51,3 +51,11 @@ func ids(list []int64) string {
 func say(format string, args ...any) {
 	fmt.Fprintf(stdout, format+"\n", args...)
 }
+
+// plural is "1 order", "2 orders".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
