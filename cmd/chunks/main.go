@@ -40,7 +40,7 @@ func newApp() *cli.App {
 			"one job change every order exactly once; the report shows what drifted since.\n\n" +
 			"Flags go before the job id. The global flags work before or after the command name.\n" +
 			"Exit status: 0 done, 1 runtime error, 2 invalid input or usage, 3 conflict.",
-		Flags:                globalFlags(),
+		Flags: globalFlags(),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
 				return usagef("unknown command %q (chunks help lists the commands)", c.Args().First())
