@@ -70,5 +70,6 @@ func commands() []*cli.Command {
 		drainCommand(),
 		reportCommand(),
 		demoCommand(),
+		benchCommand(),
 	}
 }

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/urfave/cli/v2"
+
+	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/bench"
+	"github.com/chunks-dev/chunks/internal/localpg"
+)
+
+func benchCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "bench",
+		Usage:     "measure chunk throughput and latency against the commit ceiling and a client-side baseline",
+		UsageText: "chunks bench [--duration 3s] [--delay 1ms] [--scale=false] [--dsn DSN] [--json]",
+		Description: "Every figure comes from one run on one server, so the ratios hold on a noisy machine.\n" +
+			"Without --dsn it starts a throwaway local server with Postgres' default durability\n" +
+			"(fsync and synchronous_commit on). It works in new schemas and drops them at the end.\n" +
+			"BENCHMARKS.md explains each scenario.\n\n" +
+			"Example:\n  chunks bench\n  chunks bench --dsn 'postgres://me@db.internal/scratch' --duration 5s --json > bench.json",
+		Flags: []cli.Flag{
+			&cli.DurationFlag{Name: "duration", Value: 3 * time.Second, Usage: "how long each scenario runs"},
+			&cli.DurationFlag{Name: "delay", Value: time.Millisecond, Usage: "the network scenario's added delay, each way"},
+			&cli.BoolFlag{Name: "scale", Value: true, Usage: "run the scale scenario (seeds 1,000,000 orders and 10,000 jobs)"},
+		},
+		Action: func(c *cli.Context) (err error) {
+			if c.Args().Len() > 0 {
+				return usagef("bench takes no arguments")
+			}
+			if c.Duration("duration") <= 0 || c.Duration("delay") < 0 {
+				return &driver.Error{Kind: driver.ErrInvalid, Msg: "duration: must be positive, and delay not negative"}
+			}
+			dsnText := global(c, "dsn")
+			if dsnText == "" {
+				fmt.Fprintln(os.Stderr, "starting a throwaway PostgreSQL server (default durability: fsync on)")
+				server, err := localpg.Start(c.Context, localpg.Options{Durable: true})
+				if err != nil {
+					return err
+				}
+				defer func() { err = errors.Join(err, server.Stop()) }()
+				dsnText = server.DSN()
+			}
+			cfg, err := pgx.ParseConfig(dsnText)
+			if err != nil {
+				return &driver.Error{Kind: driver.ErrInvalid, Msg: "dsn: " + err.Error(), Err: err}
+			}
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			report, err := bench.Run(c.Context, bench.Options{
+				Conn: cfg, Duration: c.Duration("duration"), Delay: c.Duration("delay"),
+				Scale: c.Bool("scale"), Chunks: self, Log: os.Stderr,
+			})
+			if err != nil {
+				return err
+			}
+			if jsonOut(c) {
+				return printJSON(report)
+			}
+			printBench(report)
+			return nil
+		},
+	}
+}
+
+func printBench(r bench.Report) {
+	say("%s\n%s\n%s; fsync=%s synchronous_commit=%s full_page_writes=%s shared_buffers=%s",
+		r.Date, r.CPU, r.Server, r.Settings["fsync"], r.Settings["synchronous_commit"],
+		r.Settings["full_page_writes"], r.Settings["shared_buffers"])
+	t := newTable("scenario", "variant", "chunks/s", "orders/s", "mean ms", "p50 ms", "p99 ms", "round trips")
+	for _, x := range r.Results {
+		trips := ""
+		if x.RoundTrips > 0 {
+			trips = fmt.Sprintf("%.1f", x.RoundTrips)
+		}
+		t.AppendRow([]any{x.Scenario, x.Variant, fmt.Sprintf("%.0f", x.ChunksPerS), fmt.Sprintf("%.0f", x.OrdersPerS),
+			fmt.Sprintf("%.3f", x.MeanMs), fmt.Sprintf("%.3f", x.P50Ms), fmt.Sprintf("%.3f", x.P99Ms), trips})
+	}
+	t.Render()
+	g := newTable("ratio", "measured", "goal", "met")
+	for _, x := range r.Ratios {
+		met := "yes"
+		if !x.Met {
+			met = "NO"
+		}
+		g.AppendRow([]any{x.Name, fmt.Sprintf("%.2f", x.Value), x.Goal, met})
+	}
+	g.Render()
+	say("the baseline leaves exactly the orders and audit RunChunk leaves: %t", r.Equivalent)
+}

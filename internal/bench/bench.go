@@ -1,0 +1,383 @@
+// Package bench measures chunks against the commit ceiling of the server and
+// against a client-side baseline, all in one run on one server so that the
+// ratios hold on a noisy machine. chunks bench prints its Report.
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/wire"
+)
+
+// Options says what to measure and where.
+type Options struct {
+	Conn     *pgx.ConnConfig // the database; the benchmark works in new schemas and drops them
+	Duration time.Duration   // how long each scenario runs
+	Delay    time.Duration   // the network scenario's added delay, each way
+	Scale    bool            // run the scale scenario (1,000,000 orders, 10,000 jobs)
+	Chunks   string          // the chunks binary, for drain's peak memory ("" skips it)
+	Log      io.Writer       // progress lines
+}
+
+// Report is every figure of one run.
+type Report struct {
+	Date           string            `json:"date"`
+	CPU            string            `json:"cpu"`
+	Server         string            `json:"server"`
+	Settings       map[string]string `json:"settings"`
+	Equivalent     bool              `json:"baseline_equivalent"`
+	Results        []Result          `json:"results"`
+	Ratios         []Ratio           `json:"ratios"`
+	DrainPeakRSSMB float64           `json:"drain_peak_rss_mb,omitempty"`
+}
+
+// Ratio is one of the goals, measured.
+type Ratio struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Goal  string  `json:"goal"`
+	Met   bool    `json:"met"`
+}
+
+// Run measures every scenario.
+func Run(ctx context.Context, o Options) (r Report, err error) {
+	admin, err := pgx.ConnectConfig(ctx, o.Conn)
+	if err != nil {
+		return r, err
+	}
+	defer closeConn(ctx, admin, &err)
+	r = Report{Date: time.Now().UTC().Format("2006-01-02 15:04 MST"), CPU: cpuModel(), Settings: map[string]string{}}
+	if err := admin.QueryRow(ctx, "select version()").Scan(&r.Server); err != nil {
+		return r, err
+	}
+	for _, name := range []string{"fsync", "synchronous_commit", "full_page_writes", "wal_level", "shared_buffers"} {
+		var v string
+		if err := admin.QueryRow(ctx, "select current_setting($1)", name).Scan(&v); err != nil {
+			return r, err
+		}
+		r.Settings[name] = v
+	}
+
+	schema := "chunks_bench_" + randomHex()
+	cfg, seed, drop, err := newSchema(ctx, admin, o.Conn, schema)
+	if err != nil {
+		return r, err
+	}
+	defer func() { err = errors.Join(err, drop()) }()
+	logf := func(format string, args ...any) {
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, format+"\n", args...)
+		}
+	}
+	d := o.Duration
+	add := func(res Result) { r.Results = append(r.Results, res) }
+
+	logf("checking that the baseline leaves exactly what RunChunk leaves")
+	if r.Equivalent, err = equivalent(ctx, cfg, seed); err != nil {
+		return r, err
+	}
+	if !r.Equivalent {
+		return r, errors.New("the baseline does not leave the same orders and audit as RunChunk")
+	}
+
+	ceilingFirst, err := seed.filler(ctx, 10000)
+	if err != nil {
+		return r, err
+	}
+	logf("ceiling: single-row UPDATE transactions for %v", d)
+	s, err := ceiling(ctx, cfg, d, ceilingFirst, 10000)
+	if err != nil {
+		return r, err
+	}
+	add(s.result("ceiling", "1 conn", true))
+
+	for _, size := range []int{1, 5, 10} {
+		logf("chunks: RunChunk, chunk size %d, for %v", size, d)
+		res, err := measureChunks(ctx, cfg, seed, d, size, 1, runChunk)
+		if err != nil {
+			return r, err
+		}
+		add(res.result("chunks", fmt.Sprintf("size %d", size), true))
+	}
+	for _, size := range []int{1, 10} {
+		logf("baseline: statement by statement, chunk size %d, for %v", size, d)
+		res, err := measureChunks(ctx, cfg, seed, d, size, 1, baselineChunk)
+		if err != nil {
+			return r, err
+		}
+		add(res.result("baseline", fmt.Sprintf("size %d", size), true))
+	}
+
+	logf("network: through a proxy adding %v each way", o.Delay)
+	if err := network(ctx, cfg, seed, o.Delay, d, ceilingFirst, add); err != nil {
+		return r, err
+	}
+
+	for _, n := range []int{1, 2, 4, 8} {
+		logf("parallel: %d workers on distinct jobs, chunk size 10", n)
+		jobs, err := seed.jobs(ctx, jobsFor(d.Seconds(), 10, n), 10)
+		if err != nil {
+			return r, err
+		}
+		res, err := parallel(ctx, cfg, d, n, jobs, runChunk)
+		if err != nil {
+			return r, err
+		}
+		add(res.result("parallel", fmt.Sprintf("%d workers, distinct jobs", n), false))
+	}
+	for _, n := range []int{2, 4} {
+		logf("parallel: %d workers on the same job, chunk size 1", n)
+		jobs, err := seed.jobs(ctx, jobsFor(d.Seconds(), 1, 1), 1)
+		if err != nil {
+			return r, err
+		}
+		res, err := sameJob(ctx, cfg, d, n, jobs)
+		if err != nil {
+			return r, err
+		}
+		add(res.result("parallel", fmt.Sprintf("%d workers, same job", n), false))
+	}
+
+	if o.Scale {
+		if err := scale(ctx, admin, o.Conn, logf, add); err != nil {
+			return r, err
+		}
+	}
+	if o.Chunks != "" {
+		logf("drain: peak memory of a chunks drain process")
+		if r.DrainPeakRSSMB, err = drainMemory(ctx, o, schema, seed); err != nil {
+			return r, err
+		}
+	}
+	r.Ratios = ratios(r)
+	return r, nil
+}
+
+// newSchema installs chunks into schema and returns a connection config on
+// it, a seeder and the function that drops it again.
+func newSchema(ctx context.Context, admin *pgx.Conn, base *pgx.ConnConfig, schema string) (*pgx.ConnConfig, *seeder, func() error, error) {
+	if err := driver.Migrate(ctx, admin, schema); err != nil {
+		return nil, nil, nil, err
+	}
+	drop := func() error {
+		_, err := admin.Exec(context.WithoutCancel(ctx), "drop schema "+pgx.Identifier{schema}.Sanitize()+" cascade")
+		return err
+	}
+	cfg := base.Copy()
+	cfg.RuntimeParams["search_path"] = schema
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, nil, nil, errors.Join(err, drop())
+	}
+	return cfg, &seeder{conn: conn, tenant: "bench", nextID: 1}, func() error {
+		return errors.Join(conn.Close(context.WithoutCancel(ctx)), drop())
+	}, nil
+}
+
+// measureChunks drains freshly seeded jobs with chunk on one connection.
+func measureChunks(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, d time.Duration, size, workers int, chunk chunkFunc) (sample, error) {
+	jobs, err := seed.jobs(ctx, jobsFor(d.Seconds(), size, workers), size)
+	if err != nil {
+		return sample{}, err
+	}
+	return parallel(ctx, cfg, d, workers, jobs, chunk)
+}
+
+// equivalent drains one job with RunChunk and an identical one with the
+// baseline, and compares the orders and audit they leave (ids shifted).
+func equivalent(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder) (bool, error) {
+	var jobs [2]string
+	var first [2]int64
+	for i, chunk := range []chunkFunc{runChunk, baselineChunk} {
+		first[i] = seed.nextID
+		ids, err := seed.jobs(ctx, 1, 3)
+		if err != nil {
+			return false, err
+		}
+		jobs[i] = ids[0]
+		if _, err := drainFor(ctx, cfg, time.Minute, queue(ids), chunk); err != nil {
+			return false, err
+		}
+	}
+	var same bool
+	err := seed.conn.QueryRow(ctx, `
+		with o as (select o.id >= $4 as b, jsonb_agg(jsonb_build_array(o.id - case when o.id >= $4 then $4 else $3 end,
+		                                                  o.tenant, o.qty, o.state, o.revision) order by o.id) as rows
+		             from orders as o where o.id between $3 and $3 + 63 or o.id between $4 and $4 + 63 group by 1),
+		     a as (select a.job_id = $2 as b, count(*) as n,
+		                  jsonb_agg(jsonb_build_array(a.ordinal, a.id - case when a.job_id = $2 then $4 else $3 end,
+		                                              a.previous_revision, a.new_revision, a.qty) order by a.ordinal) as rows
+		             from job_audit as a where a.job_id in ($1, $2) group by 1)
+		select (select rows from o where not b) = (select rows from o where b)
+		   and (select rows from a where not b) = (select rows from a where b)
+		   and (select n from a where not b) = 64`, jobs[0], jobs[1], first[0], first[1]).Scan(&same)
+	return same, err
+}
+
+// network repeats the ceiling, chunks and baseline through a delaying proxy.
+func network(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, delay, d time.Duration, ceilingFirst int64, add func(Result)) (err error) {
+	proxy := &wire.Proxy{Delay: delay, Target: fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)}
+	if err := proxy.Listen(); err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, proxy.Close()) }()
+	via := cfg.Copy()
+	via.Host, via.Port = "127.0.0.1", proxy.Port()
+	via.Fallbacks = nil
+	variant := fmt.Sprintf("+%v each way", delay)
+	s, err := ceiling(ctx, via, d, ceilingFirst, 10000)
+	if err != nil {
+		return err
+	}
+	add(s.result("network ceiling", variant, true))
+	for _, m := range []struct {
+		name  string
+		chunk chunkFunc
+	}{{"network chunks", runChunk}, {"network baseline", baselineChunk}} {
+		s, err := measureChunks(ctx, via, seed, d, 10, 1, m.chunk)
+		if err != nil {
+			return err
+		}
+		add(s.result(m.name, "size 10, "+variant, true))
+	}
+	return nil
+}
+
+// scale compares the per-chunk cost in a schema of 10 jobs with one of
+// 10,000 registered jobs and 1,000,000 orders.
+func scale(ctx context.Context, admin *pgx.Conn, base *pgx.ConnConfig, logf func(string, ...any), add func(Result)) error {
+	const perRun = 10 // jobs drained in each schema, chunk size 1: 640 chunks
+	for _, big := range []bool{false, true} {
+		schema := "chunks_bench_scale_" + randomHex()
+		cfg, seed, drop, err := newSchema(ctx, admin, base, schema)
+		if err != nil {
+			return err
+		}
+		variant := "10 jobs"
+		if big {
+			variant = "10,000 jobs, 1,000,000 orders"
+			logf("scale: seeding %s", variant)
+			if _, err := seed.jobs(ctx, 10000-perRun, 1); err == nil {
+				_, err = seed.filler(ctx, 1000000-10000*targetsPerJob)
+			}
+			if err != nil {
+				return errors.Join(err, drop())
+			}
+		}
+		jobs, err := seed.jobs(ctx, perRun, 1)
+		if err != nil {
+			return errors.Join(err, drop())
+		}
+		logf("scale: %s", variant)
+		s, err := drainFor(ctx, cfg, time.Hour, queue(jobs), runChunk)
+		if err = errors.Join(err, drop()); err != nil {
+			return err
+		}
+		add(s.result("scale", variant, false))
+	}
+	return nil
+}
+
+// drainMemory runs chunks drain on a job as a child process and returns its
+// peak resident memory.
+func drainMemory(ctx context.Context, o Options, schema string, seed *seeder) (float64, error) {
+	jobs, err := seed.jobs(ctx, 1, 1)
+	if err != nil {
+		return 0, err
+	}
+	cmd := exec.CommandContext(ctx, o.Chunks, "drain", "--dsn", o.Conn.ConnString(), "--schema", schema, "--json", jobs[0])
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("chunks drain: %w\n%s", err, out)
+	}
+	usage, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0, errors.New("no resource usage for the drain process")
+	}
+	return float64(usage.Maxrss) / 1024, nil // Linux reports kilobytes
+}
+
+func ratios(r Report) []Ratio {
+	get := func(scenario, variant string) Result {
+		for _, x := range r.Results {
+			if x.Scenario == scenario && strings.HasPrefix(x.Variant, variant) {
+				return x
+			}
+		}
+		return Result{}
+	}
+	div := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return a / b
+	}
+	var out []Ratio
+	ratio := func(name string, v float64, goal string, met bool) {
+		out = append(out, Ratio{Name: name, Value: v, Goal: goal, Met: met})
+	}
+	v := div(get("chunks", "size 10").OrdersPerS, get("chunks", "size 1").OrdersPerS)
+	ratio("orders/s, chunk size 10 vs 1", v, ">= 5", v >= 5)
+	v = div(get("chunks", "size 10").ChunksPerS, get("ceiling", "").ChunksPerS)
+	ratio("chunks/s (size 10) vs the commit ceiling's tx/s", v, ">= 0.5", v >= 0.5)
+	v = div(get("chunks", "size 10").ChunksPerS, get("baseline", "size 10").ChunksPerS)
+	ratio("chunks vs baseline, chunks/s, no delay", v, "> 1", v > 1)
+	v = div(get("network chunks", "").ChunksPerS, get("network baseline", "").ChunksPerS)
+	ratio("chunks vs baseline, chunks/s, with the network delay", v, ">= 8", v >= 8)
+	one := get("parallel", "1 workers").ChunksPerS
+	for _, n := range []string{"2", "4", "8"} {
+		v = div(get("parallel", n+" workers, distinct").ChunksPerS, one)
+		ratio(n+" workers vs 1, distinct jobs", v, "grows until the server's CPU is the limit", v > 1)
+	}
+	if small, big := get("scale", "10 jobs"), get("scale", "10,000"); small.Chunks > 0 && big.Chunks > 0 {
+		v = div(big.MeanMs, small.MeanMs)
+		ratio("per-chunk time, 10,000 jobs vs 10 jobs", v, "<= 1.10", v <= 1.10)
+	}
+	if rt := get("chunks", "size 10").RoundTrips; rt != 0 {
+		ratio("round trips per RunChunk", rt, "= 2", rt == 2)
+	}
+	if r.DrainPeakRSSMB > 0 {
+		ratio("drain peak memory, MB", r.DrainPeakRSSMB, "< 30", r.DrainPeakRSSMB < 30)
+	}
+	return out
+}
+
+func randomHex() string {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// cpuModel is the processor's name from /proc/cpuinfo, with the core count.
+func cpuModel() string {
+	info, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	model, cores := "unknown", 0
+	for _, line := range strings.Split(string(info), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			switch strings.TrimSpace(k) {
+			case "model name":
+				model = strings.TrimSpace(v)
+			case "processor":
+				cores++
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %d cores", model, cores)
+}
