@@ -69,6 +69,10 @@ func commands() []*cli.Command {
 		runCommand(),
 		drainCommand(),
 		reportCommand(),
+		workerCommand(),
+		statusCommand(),
+		pauseCommand(),
+		resumeCommand(),
 		demoCommand(),
 		benchCommand(),
 	}

@@ -10,3 +10,9 @@
 {{ template "cancel_chunk.sql" . }}
 {{ template "run_chunk.sql" . }}
 {{ template "report.sql" . }}
+{{ template "queue_channel.sql" . }}
+{{ template "claim_job.sql" . }}
+{{ template "release_job.sql" . }}
+{{ template "pause_job.sql" . }}
+{{ template "resume_job.sql" . }}
+{{ template "job_status.sql" . }}

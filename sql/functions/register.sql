@@ -43,6 +43,10 @@ begin
   values (register.plan ->> 'job_id', register.plan ->> 'tenant', v_targets, v_chunk_size::integer, 0)
   on conflict (job_id) do nothing;
   if found then
+    -- Fleet mode: a new job is runnable in the same commit that records it,
+    -- and the workers listening on queue_channel() hear of it then.
+    insert into job_queue (job_id, visible_at) values (register.plan ->> 'job_id', clock_timestamp());
+    perform pg_notify(queue_channel(), register.plan ->> 'job_id');
     return true;
   end if;
 
@@ -70,6 +74,8 @@ comment on function {{ .schema }}.register(jsonb) is
 $c$Records an approved job; returns true when new, false when the same approval is already there.
 PLAN is {"job_id", "tenant", "targets": [{"id", "revision", "qty"}, ...], "chunk_size": 1..10,
 "allow_partial": true}; targets are stored sorted by id with next_index 0.
+A new job also joins the fleet's queue (job_queue), visible at once, and queue_channel() is
+notified with its id, in the same transaction.
 The same job_id with the same tenant, targets and chunk_size changes nothing (false);
 with anything different it is CH409. Progress is never reset.
 Errors: 22023 bad input (names the field); CH409 a different job under this id.$c$;

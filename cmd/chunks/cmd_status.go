@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/urfave/cli/v2"
+
+	"github.com/chunks-dev/chunks/fleet"
+)
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "status",
+		Usage:     "show every job: progress, queued / leased / paused / done / idle, and drift",
+		UsageText: "chunks status [--dsn DSN] [--schema S] [--json]",
+		Description: "progress is next_index/n. state: queued (claimable; \"rests until\" a --rate or retry delay\n" +
+			"ends), leased (a worker holds it until the time shown), paused (chunks resume JOB), done, or\n" +
+			"idle (unfinished but not queued; chunks resume JOB queues it). drift counts the committed\n" +
+			"orders that chunks report calls drifted or missing. One query; nothing is written.\n\n" +
+			"Example:\n  chunks --schema lab status\n  chunks --schema lab status --json | jq '.[] | select(.state == \"paused\")'",
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() > 0 {
+				return usagef("status takes no arguments, got %q", c.Args().Slice())
+			}
+			var list []fleet.JobStatus
+			var now time.Time
+			err := withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
+				if list, err = fleet.Status(ctx, conn); err != nil {
+					return err
+				}
+				return conn.QueryRow(ctx, "select now()").Scan(&now)
+			})
+			if err != nil {
+				return err
+			}
+			if jsonOut(c) {
+				return printJSON(list)
+			}
+			printStatus(list, now)
+			return nil
+		},
+	}
+}
+
+func printStatus(list []fleet.JobStatus, now time.Time) {
+	if len(list) == 0 {
+		say("no jobs")
+		return
+	}
+	count := map[string]int{}
+	drift := 0
+	t := newTable("job", "tenant", "progress", "state", "leased by", "until", "drift")
+	for _, j := range list {
+		count[j.State]++
+		leasedBy, until, d := "", "", "?"
+		if j.LeasedBy != nil {
+			leasedBy = *j.LeasedBy
+		}
+		if j.LeaseUntil != nil {
+			until = j.LeaseUntil.Local().Format("15:04:05.000")
+		} else if j.VisibleAt != nil && j.VisibleAt.After(now) {
+			until = "rests until " + j.VisibleAt.Local().Format("15:04:05.000")
+		}
+		if j.Drift != nil {
+			d = fmt.Sprint(*j.Drift)
+			drift += *j.Drift
+		}
+		t.AppendRow([]any{j.JobID, j.Tenant, fmt.Sprintf("%d/%d", j.NextIndex, j.N), j.State, leasedBy, until, d})
+	}
+	t.Render()
+	var parts []string
+	for _, s := range []string{fleet.StateQueued, fleet.StateLeased, fleet.StatePaused, fleet.StateDone, fleet.StateIdle} {
+		if count[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", count[s], s))
+		}
+	}
+	say("%s: %s; %s drifted or missing", plural(len(list), "job"), strings.Join(parts, ", "), plural(drift, "order"))
+}

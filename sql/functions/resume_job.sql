@@ -1,0 +1,46 @@
+-- Fleet mode: an operator gives a job back to the fleet.
+create or replace function {{ .schema }}.resume_job(job_id text) returns boolean
+language plpgsql volatile security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+#variable_conflict use_column
+declare
+  v_n integer;
+  v_next_index integer;
+begin
+  perform check_name(resume_job.job_id, 'job_id');
+  -- FOR SHARE: judged on committed progress, as in pause_job.
+  select case when jsonb_typeof(j.targets) = 'array' then jsonb_array_length(j.targets) end, j.next_index
+    into v_n, v_next_index
+    from jobs as j
+   where j.job_id = resume_job.job_id
+     for share;
+  if not found then
+    raise exception 'job %: not found', resume_job.job_id using errcode = 'CH409';
+  end if;
+  if v_next_index >= v_n then
+    raise exception 'job %: already done (next_index % of %); nothing to resume', resume_job.job_id, v_next_index, v_n
+      using errcode = 'CH409';
+  end if;
+  -- A paused job is queued again, visible now (behind every job already
+  -- waiting) unless a lease taken before the pause still runs; an
+  -- unfinished job that has no queue row at all (idle) gets one.
+  insert into job_queue as q (job_id, visible_at)
+  values (resume_job.job_id, clock_timestamp())
+  on conflict (job_id) do update
+     set paused = false,
+         visible_at = case when q.leased_by is not null and q.visible_at > now() then q.visible_at
+                           else clock_timestamp() end
+   where q.paused;
+  if not found then
+    return false;
+  end if;
+  perform pg_notify(queue_channel(), resume_job.job_id);
+  return true;
+end
+$$;
+comment on function {{ .schema }}.resume_job(text) is
+$c$Gives a paused job back to the fleet: it is queued again, visible now, and queue_channel() is
+notified. An unfinished job with no queue row (idle) is queued too. Returns true when it
+queued the job, false when it was neither paused nor idle (already queued or leased).
+Errors: 22023 bad job_id; CH409 unknown job, or a job that is already done.$c$;

@@ -1,0 +1,109 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chunks-dev/chunks/driver"
+	fleetapi "github.com/chunks-dev/chunks/fleet"
+	"github.com/chunks-dev/chunks/internal/pgtest"
+)
+
+// fleet.Worker in process: it drains the queue; a conflict pauses its job
+// (an operator must look) while the other jobs finish; cancelling its
+// context returns nil.
+func TestWorkerInProcess(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	s := newSeeder(l, 11)
+	var good []job
+	for _, id := range []string{"a", "b", "c"} {
+		j := s.job(t, id, 7, 2)
+		l.register(t, j)
+		good = append(good, j)
+	}
+	bad := s.job(t, "changed", 6, 2)
+	l.register(t, bad)
+	// Its third order changed after the approval: the second chunk conflicts.
+	l.Exec(t, "update orders set qty = qty + 1, revision = revision + 1 where id = $1", bad.Targets[2].ID)
+
+	var logs bytes.Buffer
+	w := &fleetapi.Worker{
+		Pool:        pgtest.Pool(t, l.DSN),
+		ID:          "in-process",
+		Concurrency: 3,
+		Poll:        50 * time.Millisecond,
+		Logger:      slog.New(slog.NewTextHandler(&logs, nil)),
+	}
+	stop, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(stop, context.Background()) }()
+
+	waitFor(t, 20*time.Second, "the good jobs done and the bad one paused", func() bool {
+		st := l.status(t)
+		return st["a"].State == fleetapi.StateDone && st["b"].State == fleetapi.StateDone &&
+			st["c"].State == fleetapi.StateDone && st["changed"].State == fleetapi.StatePaused
+	})
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run after cancel: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	if got := l.nextIndex(t, bad.ID); got != 2 {
+		t.Fatalf("the conflicting job is at next_index %d, want 2 (its first chunk only)", got)
+	}
+	st := w.Stats()
+	if st.Conflicts != 1 || st.JobsDone != 3 || st.Chunks != 3*4+1 || st.Failures != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	out := logs.String()
+	if !strings.Contains(out, "msg=ready") || !strings.Contains(out, "job=changed") ||
+		!strings.Contains(out, "order "+strconv.FormatInt(bad.Targets[2].ID, 10)+": revision is") || !strings.Contains(out, "msg=stopped") {
+		t.Fatalf("log:\n%s", out)
+	}
+	l.Exec(t, "delete from job_audit where job_id = $1", bad.ID)
+	l.Exec(t, "delete from jobs where job_id = $1", bad.ID) // the queue row goes with it (on delete cascade)
+	var ids []int64
+	for _, target := range bad.Targets {
+		ids = append(ids, target.ID)
+	}
+	l.Exec(t, "delete from orders where id = any($1)", ids)
+	l.wantFinished(t, good)
+}
+
+// Run refuses a bad configuration, and a search_path without the queue,
+// before doing anything.
+func TestWorkerRefuses(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t, pgtest.WithSearchPath(pgtest.DSN(), "nowhere"))
+	for _, c := range []struct {
+		w    *fleetapi.Worker
+		want string
+	}{
+		{&fleetapi.Worker{}, "invalid: pool: is nil"},
+		{&fleetapi.Worker{Pool: pool, Concurrency: 65}, "invalid: concurrency: must be between 1 and 64, got 65"},
+		{&fleetapi.Worker{Pool: pool, Lease: time.Millisecond}, "invalid: lease: must be between 100ms and 24h0m0s, got 1ms"},
+		{&fleetapi.Worker{Pool: pool, Poll: -time.Second}, "invalid: poll: must be between 10ms and 24h0m0s, got -1s"},
+		{&fleetapi.Worker{Pool: pool, Rate: 1001}, "invalid: rate: must be between 0 (no limit) and 1000 chunks per second per job, got 1001"},
+		{&fleetapi.Worker{Pool: pool, ID: "a\nb"}, `invalid: id: must be 1 to 200 characters without control characters, got "a\nb"`},
+	} {
+		err := c.w.Run(ctx, nil)
+		if !errors.Is(err, driver.ErrInvalid) || err.Error() != c.want {
+			t.Errorf("Run: %v, want %q", err, c.want)
+		}
+	}
+	w := &fleetapi.Worker{Pool: pool}
+	if err := w.Run(ctx, nil); !errors.Is(err, fleetapi.ErrNotInstalled) {
+		t.Fatalf("Run without the queue on the search_path: %v", err)
+	}
+}

@@ -1,0 +1,518 @@
+package fleet
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"reflect"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/chunks-dev/chunks/driver"
+	fleetapi "github.com/chunks-dev/chunks/fleet"
+	"github.com/chunks-dev/chunks/internal/pgtest"
+)
+
+var ctx = context.Background()
+
+// processTimeout bounds every chunks process: one still running then is
+// killed and the test fails.
+const processTimeout = 60 * time.Second
+
+// cleanEnv is this process's environment without the variables that would
+// choose a database or schema behind a test's back.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "CHUNKS_DSN", "DATABASE_URL", "CHUNKS_SCHEMA", binEnv:
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// result is how a chunks process ended.
+type result struct {
+	args           []string
+	stdout, stderr string
+	code           int            // the exit status, or -1 when a signal killed it
+	signal         syscall.Signal // the signal that killed it, or 0
+}
+
+func (r result) String() string {
+	end := fmt.Sprintf("exit status %d", r.code)
+	if r.signal != 0 {
+		end = "killed by " + r.signal.String()
+	}
+	return fmt.Sprintf("chunks %s: %s\n--- stdout:\n%s--- stderr:\n%s", strings.Join(r.args, " "), end, r.stdout, r.stderr)
+}
+
+// proc is a started chunks process whose stderr is read line by line as it
+// comes, so a test can wait for a log line.
+type proc struct {
+	name   string
+	args   []string
+	cmd    *exec.Cmd
+	cancel context.CancelFunc
+	stdout bytes.Buffer
+	mu     sync.Mutex
+	lines  []string
+	read   chan struct{} // closed when stderr is at its end
+	ended  chan struct{} // closed when the process has been waited for
+	res    result
+}
+
+// start starts the binary with args (a process of its own, killed when the
+// test ends if it is still running).
+func start(t testing.TB, name string, args ...string) *proc {
+	t.Helper()
+	return startCmd(t, name, bin, args...)
+}
+
+func startCmd(t testing.TB, name, path string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, args: args, read: make(chan struct{}), ended: make(chan struct{})}
+	pctx, cancel := context.WithTimeout(ctx, processTimeout)
+	p.cancel = cancel
+	p.cmd = exec.CommandContext(pctx, path, args...)
+	p.cmd.Env = cleanEnv()
+	p.cmd.Stdout = &p.stdout
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		defer close(p.read)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.lines = append(p.lines, sc.Text())
+			p.mu.Unlock()
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
+	go func() {
+		<-p.read
+		err := p.cmd.Wait()
+		p.res = result{args: args, stdout: p.stdout.String(), stderr: strings.Join(p.snapshot(), "\n") + "\n"}
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			p.res.code, p.res.stderr = -1, p.res.stderr+"(wait: "+err.Error()+")\n"
+		} else {
+			status := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+			p.res.code = status.ExitStatus()
+			if status.Signaled() {
+				p.res.signal = status.Signal()
+			}
+		}
+		cancel()
+		close(p.ended)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.ended:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.ended
+		}
+	})
+	return p
+}
+
+// snapshot is the stderr lines read so far.
+func (p *proc) snapshot() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.lines...)
+}
+
+// lineCount is the number of stderr lines read so far.
+func (p *proc) lineCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.lines)
+}
+
+// waitLine waits until a stderr line from index from on contains every part,
+// and returns its index.
+func (p *proc) waitLine(t testing.TB, from int, within time.Duration, parts ...string) int {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		lines := p.snapshot()
+		for i := from; i < len(lines); i++ {
+			if containsAll(lines[i], parts) {
+				return i
+			}
+		}
+		select {
+		case <-p.ended:
+			t.Fatalf("%s ended before logging %q:\n%v", p.name, parts, p.res)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no line with %q within %s; stderr so far:\n%s", p.name, parts, within, strings.Join(lines, "\n"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, part := range parts {
+		if !strings.Contains(s, part) {
+			return false
+		}
+	}
+	return true
+}
+
+// signal sends sig to the process.
+func (p *proc) signal(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("%s: signal %v: %v", p.name, sig, err)
+	}
+}
+
+// wait waits (bounded) for the process to end and says how.
+func (p *proc) wait(t testing.TB, within time.Duration) result {
+	t.Helper()
+	select {
+	case <-p.ended:
+		return p.res
+	case <-time.After(within):
+		_ = p.cmd.Process.Kill()
+		<-p.ended
+		t.Fatalf("%s still running after %s; killed:\n%v", p.name, within, p.res)
+		return result{}
+	}
+}
+
+// run runs the binary with args to its end.
+func run(t testing.TB, args ...string) result {
+	t.Helper()
+	return start(t, "chunks "+strings.Join(args, " "), args...).wait(t, processTimeout)
+}
+
+// lab is a test's own migrated schema.
+type lab struct {
+	*pgtest.Schema
+}
+
+func newLab(t testing.TB) *lab {
+	t.Helper()
+	return &lab{pgtest.NewSchema(t)}
+}
+
+// globals point chunks at the lab. The connections of its processes carry
+// the lab's name as application_name, so pg_stat_activity tells them from
+// those of tests running in parallel.
+func (l *lab) globals() []string { return l.globalsAs(l.Name) }
+
+// globalsAs is globals with another application_name.
+func (l *lab) globalsAs(app string) []string {
+	dsn := pgtest.DSN()
+	switch {
+	case !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://"):
+		dsn += " application_name=" + app
+	case strings.Contains(dsn, "?"):
+		dsn += "&application_name=" + app
+	default:
+		dsn += "?application_name=" + app
+	}
+	return []string{"--dsn", dsn, "--schema", l.Name}
+}
+
+// chunks runs "chunks --dsn D --schema S args..." to its end.
+func (l *lab) chunks(t testing.TB, args ...string) result {
+	t.Helper()
+	return run(t, append(l.globals(), args...)...)
+}
+
+// worker starts "chunks worker --id name --verbose args..." on the lab and
+// waits for its ready line.
+func (l *lab) worker(t testing.TB, name string, args ...string) *proc {
+	t.Helper()
+	p := l.startWorker(t, name, args...)
+	p.waitLine(t, 0, 20*time.Second, "msg=ready", "worker="+name)
+	return p
+}
+
+func (l *lab) startWorker(t testing.TB, name string, args ...string) *proc {
+	t.Helper()
+	return l.startWorkerAs(t, l.Name, name, args...)
+}
+
+// startWorkerAs starts a worker whose connections carry application_name app.
+func (l *lab) startWorkerAs(t testing.TB, app, name string, args ...string) *proc {
+	t.Helper()
+	all := append(l.globalsAs(app), append([]string{"worker", "--id", name, "--verbose"}, args...)...)
+	return start(t, name, all...)
+}
+
+// stopWorkers sends SIGTERM to each worker and wants exit 0 from each.
+func stopWorkers(t testing.TB, workers ...*proc) {
+	t.Helper()
+	for _, w := range workers {
+		w.signal(t, syscall.SIGTERM)
+	}
+	for _, w := range workers {
+		if r := w.wait(t, 20*time.Second); r.code != 0 || r.signal != 0 {
+			t.Fatalf("want %s to exit 0 after SIGTERM, got %v", w.name, r)
+		}
+	}
+}
+
+// mustString runs sql on conn and returns its one value as text.
+func mustString(t testing.TB, conn *pgx.Conn, sql string, args ...any) string {
+	t.Helper()
+	var v *string
+	if err := conn.QueryRow(ctx, sql, args...).Scan(&v); err != nil {
+		t.Fatalf("%s %v: %v", sql, args, err)
+	}
+	if v == nil {
+		return "<null>"
+	}
+	return *v
+}
+
+func mustInt(t testing.TB, conn *pgx.Conn, sql string, args ...any) int {
+	t.Helper()
+	var v int
+	if err := conn.QueryRow(ctx, sql, args...).Scan(&v); err != nil {
+		t.Fatalf("%s %v: %v", sql, args, err)
+	}
+	return v
+}
+
+// job is a registered job and the orders it was seeded with.
+type job struct {
+	ID        string
+	Tenant    string
+	ChunkSize int
+	Targets   []driver.Target // in id order
+}
+
+func (j job) plan() string {
+	b, err := json.Marshal(driver.Plan{JobID: j.ID, Tenant: j.Tenant, Targets: j.Targets, ChunkSize: j.ChunkSize, AllowPartial: true})
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+func (j job) chunks() int { return (len(j.Targets) + j.ChunkSize - 1) / j.ChunkSize }
+
+// seeder hands out order ids and inserts orders.
+type seeder struct {
+	l      *lab
+	nextID int64
+	rng    *rand.Rand
+}
+
+func newSeeder(l *lab, seed uint64) *seeder {
+	return &seeder{l: l, nextID: 1000, rng: rand.New(rand.NewPCG(seed, 7))}
+}
+
+// job inserts n pending orders for a new job (and one order of the same
+// tenant that is no target, to prove it is never touched) and returns the
+// job; register it with register.
+func (s *seeder) job(t testing.TB, id string, n, chunkSize int) job {
+	t.Helper()
+	j := job{ID: id, Tenant: fmt.Sprintf("tenant-%d", s.rng.IntN(3)), ChunkSize: chunkSize}
+	for range n {
+		j.Targets = append(j.Targets, driver.Target{ID: s.nextID, Revision: int64(s.rng.IntN(5)), Qty: int64(1 + s.rng.IntN(20))})
+		s.nextID += 1 + int64(s.rng.IntN(2)) // gaps: some ids are no target
+	}
+	rows, err := json.Marshal(j.Targets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.l.Exec(t, `insert into orders (id, tenant, qty, state, revision)
+		select id, $2, qty, 'pending', revision from jsonb_to_recordset($1::jsonb) as x(id integer, revision integer, qty integer)
+		union all select $3, $2, 1, 'pending', 0`, string(rows), j.Tenant, s.nextID)
+	s.nextID++
+	return j
+}
+
+// register registers j with the SQL function (a NOTIFY goes with it).
+func (l *lab) register(t testing.TB, j job) {
+	t.Helper()
+	if got := mustString(t, l.Conn, "select register($1::jsonb)::text", j.plan()); got != "true" {
+		t.Fatalf("register %s: %s", j.ID, got)
+	}
+}
+
+// slowOrders makes every UPDATE statement on orders take seconds longer, so
+// that chunks are in flight long enough to be caught there.
+func (l *lab) slowOrders(t testing.TB, seconds float64) {
+	t.Helper()
+	l.slowOrdersFor(t, seconds, "", 0)
+}
+
+// slowOrdersFor is slowOrders, with another delay for the sessions whose
+// application_name is app.
+func (l *lab) slowOrdersFor(t testing.TB, seconds float64, app string, appSeconds float64) {
+	t.Helper()
+	l.Exec(t, `create or replace function slow_orders() returns trigger language plpgsql as $$
+		begin
+		  perform pg_sleep(case when current_setting('application_name') = tg_argv[1] then tg_argv[2] else tg_argv[0] end::float8);
+		  return null;
+		end $$`)
+	l.Exec(t, "drop trigger if exists orders_slow on orders")
+	l.Exec(t, fmt.Sprintf("create trigger orders_slow after update on orders for each statement execute function slow_orders('%g', '%s', '%g')",
+		seconds, app, appSeconds))
+}
+
+// waitFor polls cond every 10 ms until it holds, for at most within.
+func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	started := time.Now()
+	for !cond() {
+		if time.Since(started) > within {
+			t.Fatalf("%s: not within %s", what, within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return time.Since(started)
+}
+
+// nextIndex is the job's committed progress.
+func (l *lab) nextIndex(t testing.TB, jobID string) int {
+	t.Helper()
+	return mustInt(t, l.Conn, "select next_index from jobs where job_id = $1", jobID)
+}
+
+// status is fleet.Status on the lab.
+func (l *lab) status(t testing.TB) map[string]fleetapi.JobStatus {
+	t.Helper()
+	list, err := fleetapi.Status(ctx, l.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]fleetapi.JobStatus{}
+	for _, s := range list {
+		out[s.JobID] = s
+	}
+	return out
+}
+
+// allDone says whether every job of the lab is finished.
+func (l *lab) allDone(t testing.TB) bool {
+	t.Helper()
+	return mustInt(t, l.Conn, "select count(*) from jobs where next_index < jsonb_array_length(targets)") == 0
+}
+
+// chunkInFlight says whether a session of the lab's processes is inside
+// run_chunk, sleeping in the slow trigger: a chunk has started and has not
+// committed.
+func (l *lab) chunkInFlight(t testing.TB) bool {
+	t.Helper()
+	return l.chunkInFlightAs(t, l.Name)
+}
+
+func (l *lab) chunkInFlightAs(t testing.TB, app string) bool {
+	t.Helper()
+	return mustInt(t, l.Conn, `select count(*) from pg_stat_activity
+		where application_name = $1 and query like '%run_chunk%' and wait_event = 'PgSleep'`, app) > 0
+}
+
+// wantFinished fails unless every job finished exactly as approved: each
+// approved order was changed exactly once (cancelled, revision + 1), every
+// other order is untouched, every audit equals its targets, the queue is
+// empty and status says done with no drift.
+func (l *lab) wantFinished(t testing.TB, jobs []job) {
+	t.Helper()
+	approved := map[int64]driver.Target{}
+	for _, j := range jobs {
+		if got := l.nextIndex(t, j.ID); got != len(j.Targets) {
+			t.Errorf("job %s: next_index %d, want %d", j.ID, got, len(j.Targets))
+		}
+		type auditRow struct {
+			Ordinal                           int
+			ID, PreviousRevision, NewRevision int64
+			Qty                               int64
+		}
+		rows, _ := l.Conn.Query(ctx, `select ordinal, id, previous_revision, new_revision, qty
+			from job_audit where job_id = $1 order by ordinal`, j.ID)
+		audit, err := pgx.CollectRows(rows, pgx.RowToStructByPos[auditRow])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []auditRow{}
+		for i, target := range j.Targets {
+			want = append(want, auditRow{i, target.ID, target.Revision, target.Revision + 1, target.Qty})
+			approved[target.ID] = target
+		}
+		if len(audit) == 0 {
+			audit = []auditRow{}
+		}
+		if !reflect.DeepEqual(audit, want) {
+			t.Errorf("job %s: audit\n got %+v\nwant %+v", j.ID, audit, want)
+		}
+	}
+	type order struct {
+		ID       int64
+		State    string
+		Revision int64
+		Qty      int64
+	}
+	rows, _ := l.Conn.Query(ctx, "select id, state, revision, qty from orders order by id")
+	orders, err := pgx.CollectRows(rows, pgx.RowToStructByPos[order])
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := 0
+	for _, o := range orders {
+		target, ok := approved[o.ID]
+		switch {
+		case ok && (o.State != "cancelled" || o.Revision != target.Revision+1 || o.Qty != target.Qty):
+			t.Errorf("order %d: %+v, want cancelled once (revision %d)", o.ID, o, target.Revision+1)
+		case !ok && (o.State != "pending" || o.Revision != 0):
+			t.Errorf("order %d is no target but changed: %+v", o.ID, o)
+		case ok:
+			changed++
+		}
+	}
+	if changed != len(approved) {
+		t.Errorf("%d approved orders changed, want %d", changed, len(approved))
+	}
+	if n := mustInt(t, l.Conn, "select count(*) from job_queue"); n != 0 {
+		t.Errorf("the queue still has %d rows: %s", n, mustString(t, l.Conn, "select jsonb_agg(q)::text from job_queue q"))
+	}
+	for id, s := range l.status(t) {
+		if s.State != fleetapi.StateDone || s.Drift == nil || *s.Drift != 0 {
+			t.Errorf("status of %s: %+v, want done with drift 0", id, s)
+		}
+	}
+}
+
+// mustJSON is v as JSON text.
+func mustJSON(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
