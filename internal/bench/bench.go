@@ -151,6 +151,11 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 		add(res.result("parallel", fmt.Sprintf("%d workers, same job", n), false))
 	}
 
+	if o.Chunks != "" {
+		if err := fleetScenarios(ctx, admin, o, logf, add); err != nil {
+			return r, err
+		}
+	}
 	if o.Scale {
 		if err := scale(ctx, admin, o.Conn, logf, add); err != nil {
 			return r, err
@@ -256,6 +261,47 @@ func network(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, delay, d ti
 	return nil
 }
 
+// fleetScenarios measures chunks worker processes in a schema of their own
+// (so no job left over by another scenario is in their queue).
+func fleetScenarios(ctx context.Context, admin *pgx.Conn, o Options, logf func(string, ...any), add func(Result)) (err error) {
+	schema := "chunks_bench_fleet_" + randomHex()
+	_, seed, drop, err := newSchema(ctx, admin, o.Conn, schema)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, drop()) }()
+	for _, m := range []struct {
+		variant string
+		poll    time.Duration
+		jobs    int
+		notify  bool
+	}{{"NOTIFY (workers poll every 30s)", 30 * time.Second, 30, true}, {"poll every 1s only (no NOTIFY sent)", time.Second, 8, false}} {
+		logf("fleet: pickup latency, %s", m.variant)
+		stop, err := workers(ctx, o, schema, 1, m.poll)
+		if err != nil {
+			return err
+		}
+		s, err := pickup(ctx, seed.conn, seed, m.jobs, m.notify)
+		if err = errors.Join(err, stop()); err != nil {
+			return err
+		}
+		add(s.result("fleet pickup", m.variant, false))
+	}
+	for _, n := range []int{1, 2, 4} {
+		logf("fleet: %d worker processes over 1,000 jobs", n)
+		stop, err := workers(ctx, o, schema, n, time.Second)
+		if err != nil {
+			return err
+		}
+		s, err := throughput(ctx, seed.conn, seed, 1000)
+		if err = errors.Join(err, stop()); err != nil {
+			return err
+		}
+		add(s.result("fleet", fmt.Sprintf("%d worker processes, 1,000 jobs of 16 (chunk 8)", n), false))
+	}
+	return nil
+}
+
 // scale compares the per-chunk cost in a schema of 10 jobs with one of
 // 10,000 registered jobs and 1,000,000 orders.
 func scale(ctx context.Context, admin *pgx.Conn, base *pgx.ConnConfig, logf func(string, ...any), add func(Result)) error {
@@ -344,6 +390,15 @@ func ratios(r Report) []Ratio {
 	if small, big := get("scale", "10 jobs"), get("scale", "10,000"); small.Chunks > 0 && big.Chunks > 0 {
 		v = div(big.MeanMs, small.MeanMs)
 		ratio("per-chunk time, 10,000 jobs vs 10 jobs", v, "<= 1.10", v <= 1.10)
+	}
+	if p := get("fleet pickup", "NOTIFY"); p.Chunks > 0 {
+		ratio("fleet pickup p50 with NOTIFY, ms", p.P50Ms, "< 10", p.P50Ms < 10)
+	}
+	if one := get("fleet", "1 worker").ChunksPerS; one > 0 {
+		v = div(get("fleet", "2 worker").ChunksPerS, one)
+		ratio("fleet: 2 worker processes vs 1", v, ">= 1.6 until the server's CPU is the limit", v >= 1.6)
+		v = div(get("fleet", "4 worker").ChunksPerS, one)
+		ratio("fleet: 4 worker processes vs 1", v, "grows until the server's CPU is the limit", v > 1)
 	}
 	if rt := get("chunks", "size 10").RoundTrips; rt != 0 {
 		ratio("round trips per RunChunk", rt, "= 2", rt == 2)

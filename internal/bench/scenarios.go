@@ -56,6 +56,7 @@ func drainFor(ctx context.Context, cfg *pgx.ConnConfig, d time.Duration, jobs <-
 				return s, fmt.Errorf("job %s: %w", job, err)
 			}
 			s.latencies = append(s.latencies, time.Since(t0))
+			s.chunks++
 			s.orders += len(res.Processed)
 			done = res.Done
 		}
@@ -130,6 +131,7 @@ func sameJob(ctx context.Context, cfg *pgx.ConnConfig, d time.Duration, n int, j
 				}
 				if len(res.Processed) > 0 {
 					samples[i].latencies = append(samples[i].latencies, time.Since(t0))
+					samples[i].chunks++
 					samples[i].orders += len(res.Processed)
 				}
 				if res.Done {
@@ -163,6 +165,7 @@ func ceiling(ctx context.Context, cfg *pgx.ConnConfig, d time.Duration, firstID 
 			return s, err
 		}
 		s.latencies = append(s.latencies, time.Since(t0))
+		s.chunks++
 		s.orders++
 	}
 	s.elapsed = time.Since(start)

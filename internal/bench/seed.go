@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -22,27 +23,45 @@ type seeder struct {
 
 // jobs registers n new jobs of 64 targets with chunkSize and returns their ids.
 func (s *seeder) jobs(ctx context.Context, n, chunkSize int) ([]string, error) {
+	return s.jobsSized(ctx, n, targetsPerJob, chunkSize)
+}
+
+// jobsSized registers n new jobs of size targets with chunkSize, in one
+// transaction (so a fleet hears of them all at once), and returns their ids.
+func (s *seeder) jobsSized(ctx context.Context, n, size, chunkSize int) (ids []string, err error) {
 	first, prefix := s.nextID, fmt.Sprintf("b%d-", s.nextJob)
-	if _, err := s.conn.Exec(ctx, `insert into orders (id, tenant, qty, state, revision)
-		select $1 + g, $3::text, 1 + (g % 64) % 7, 'pending', (g % 64) % 5 from generate_series(0, $2 - 1) as g`,
-		first, n*targetsPerJob, s.tenant); err != nil {
+	tx, err := s.conn.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if rerr := tx.Rollback(context.WithoutCancel(ctx)); rerr != nil && !errors.Is(rerr, pgx.ErrTxClosed) {
+			err = errors.Join(err, rerr)
+		}
+	}()
+	if _, err := tx.Exec(ctx, `insert into orders (id, tenant, qty, state, revision)
+		select $1 + g, $3::text, 1 + (g % $4) % 7, 'pending', (g % $4) % 5 from generate_series(0, $2 - 1) as g`,
+		first, n*size, s.tenant, size); err != nil {
 		return nil, fmt.Errorf("seed orders: %w", err)
 	}
-	if _, err := s.conn.Exec(ctx, `select count(register(jsonb_build_object(
+	if _, err := tx.Exec(ctx, `select count(register(jsonb_build_object(
 		  'job_id', $3::text || j, 'tenant', $5::text, 'chunk_size', $4::int, 'allow_partial', true,
-		  'targets', (select jsonb_agg(jsonb_build_object('id', $1 + j * 64 + i, 'revision', i % 5, 'qty', 1 + i % 7))
-		                from generate_series(0, 63) as i))))
-		from generate_series(0, $2 - 1) as j`, first, n, prefix, chunkSize, s.tenant); err != nil {
+		  'targets', (select jsonb_agg(jsonb_build_object('id', $1 + j * $6 + i, 'revision', i % 5, 'qty', 1 + i % 7))
+		                from generate_series(0, $6 - 1) as i))))
+		from generate_series(0, $2 - 1) as j`, first, n, prefix, chunkSize, s.tenant, size); err != nil {
 		return nil, fmt.Errorf("register jobs: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, err
 	}
 	if _, err := s.conn.Exec(ctx, "analyze orders, jobs, job_audit"); err != nil {
 		return nil, err
 	}
-	ids := make([]string, n)
+	ids = make([]string, n)
 	for j := range ids {
 		ids[j] = fmt.Sprintf("%s%d", prefix, j)
 	}
-	s.nextID += int64(n * targetsPerJob)
+	s.nextID += int64(n * size)
 	s.nextJob++
 	return ids, nil
 }

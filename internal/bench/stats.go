@@ -20,8 +20,10 @@ type Result struct {
 	RoundTrips float64 `json:"round_trips_per_chunk,omitempty"`
 }
 
-// sample is what a timed loop gathered.
+// sample is what a timed loop gathered. latencies has one entry per chunk
+// when they were timed one by one.
 type sample struct {
+	chunks    int
 	latencies []time.Duration
 	orders    int
 	elapsed   time.Duration
@@ -29,6 +31,7 @@ type sample struct {
 }
 
 func (s *sample) add(o sample) {
+	s.chunks += o.chunks
 	s.latencies = append(s.latencies, o.latencies...)
 	s.orders += o.orders
 	s.trips += o.trips
@@ -36,12 +39,18 @@ func (s *sample) add(o sample) {
 }
 
 func (s sample) result(scenario, variant string, countTrips bool) Result {
-	r := Result{Scenario: scenario, Variant: variant, Chunks: len(s.latencies), Orders: s.orders, Seconds: s.elapsed.Seconds()}
-	if len(s.latencies) == 0 || s.elapsed <= 0 {
+	r := Result{Scenario: scenario, Variant: variant, Chunks: s.chunks, Orders: s.orders, Seconds: s.elapsed.Seconds()}
+	if s.chunks == 0 || s.elapsed <= 0 {
 		return r
 	}
 	r.ChunksPerS = float64(r.Chunks) / r.Seconds
 	r.OrdersPerS = float64(r.Orders) / r.Seconds
+	if countTrips {
+		r.RoundTrips = float64(s.trips) / float64(r.Chunks)
+	}
+	if len(s.latencies) == 0 {
+		return r
+	}
 	sorted := slices.Clone(s.latencies)
 	slices.Sort(sorted)
 	var sum time.Duration
@@ -51,9 +60,6 @@ func (s sample) result(scenario, variant string, countTrips bool) Result {
 	r.MeanMs = ms(sum / time.Duration(len(sorted)))
 	r.P50Ms = ms(sorted[len(sorted)/2])
 	r.P99Ms = ms(sorted[min(len(sorted)-1, len(sorted)*99/100)])
-	if countTrips {
-		r.RoundTrips = float64(s.trips) / float64(r.Chunks)
-	}
 	return r
 }
 

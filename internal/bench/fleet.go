@@ -1,0 +1,158 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Fleet mode: pickup latency (a job registered while workers sleep, to its
+// first chunk) and the throughput of 1, 2 and 4 chunks worker processes.
+
+// workers starts n chunks worker processes on schema and waits until each
+// has logged that it is ready.
+func workers(ctx context.Context, o Options, schema string, n int, poll time.Duration) (stop func() error, err error) {
+	var cmds []*exec.Cmd
+	stop = func() error {
+		var errs []error
+		for _, c := range cmds {
+			errs = append(errs, c.Process.Signal(syscall.SIGTERM))
+		}
+		for _, c := range cmds {
+			errs = append(errs, c.Wait())
+		}
+		return errors.Join(errs...)
+	}
+	for i := range n {
+		cmd := exec.CommandContext(ctx, o.Chunks, "worker", "--dsn", o.Conn.ConnString(), "--schema", schema,
+			"--poll", poll.String(), "--id", fmt.Sprintf("bench-%d", i))
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			return nil, errors.Join(err, stop())
+		}
+		if err := cmd.Start(); err != nil {
+			return nil, errors.Join(err, stop())
+		}
+		cmds = append(cmds, cmd)
+		ready := make(chan error, 1)
+		go func() {
+			sc := bufio.NewScanner(stderr)
+			found := false
+			for sc.Scan() {
+				if !found && strings.Contains(sc.Text(), "msg=ready") {
+					found = true
+					ready <- nil
+				}
+			}
+			if !found {
+				ready <- errors.New("chunks worker exited before it was ready")
+			}
+		}()
+		select {
+		case err := <-ready:
+			if err != nil {
+				return nil, errors.Join(err, stop())
+			}
+		case <-time.After(30 * time.Second):
+			return nil, errors.Join(errors.New("chunks worker not ready in 30s"), stop())
+		}
+	}
+	return stop, nil
+}
+
+// pickup measures register → the first chunk's audit rows, both read on
+// the server's clock, for jobs registered one at a time while the workers
+// are idle. With notify false the job is queued the way an upgrade queues
+// it, with no NOTIFY, so only polling can find it.
+func pickup(ctx context.Context, conn *pgx.Conn, seed *seeder, jobs int, notify bool) (sample, error) {
+	if _, err := conn.Exec(ctx, `create table if not exists bench_pickup (job_id text primary key, at timestamptz not null);
+		create or replace function bench_pickup_seen() returns trigger language plpgsql as $$
+		begin
+		  insert into bench_pickup values (new.job_id, clock_timestamp()) on conflict do nothing;
+		  return null;
+		end $$;
+		drop trigger if exists bench_pickup on job_audit;
+		create trigger bench_pickup after insert on job_audit for each row execute function bench_pickup_seen()`); err != nil {
+		return sample{}, err
+	}
+	var s sample
+	start := time.Now()
+	for i := range jobs {
+		jobID := fmt.Sprintf("pickup-%t-%d", notify, i)
+		id := seed.nextID
+		seed.nextID++
+		var registered time.Time
+		if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "insert into orders values ($1, 'bench', 1, 'pending', 0)", id); err != nil {
+				return err
+			}
+			target := fmt.Sprintf(`[{"id": %d, "revision": 0, "qty": 1}]`, id)
+			var err error
+			if notify {
+				_, err = tx.Exec(ctx, `select register(jsonb_build_object('job_id', $1::text, 'tenant', 'bench',
+				  'chunk_size', 1, 'allow_partial', true, 'targets', $2::jsonb))`, jobID, target)
+			} else {
+				if _, err = tx.Exec(ctx, "insert into jobs values ($1, 'bench', $2::jsonb, 1, 0)", jobID, target); err == nil {
+					_, err = tx.Exec(ctx, "insert into job_queue (job_id, visible_at) values ($1, clock_timestamp())", jobID)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			return tx.QueryRow(ctx, "select clock_timestamp()").Scan(&registered)
+		}); err != nil {
+			return s, err
+		}
+		var seen time.Time
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := conn.QueryRow(ctx, "select at from bench_pickup where job_id = $1", jobID).Scan(&seen)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return s, err
+			}
+			if time.Now().After(deadline) {
+				return s, fmt.Errorf("job %s not picked up in 10s", jobID)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		s.latencies = append(s.latencies, seen.Sub(registered))
+		s.chunks++
+		s.orders++
+	}
+	s.elapsed = time.Since(start)
+	return s, nil
+}
+
+// throughput registers jobs in one transaction while n worker processes
+// wait, and times them until the queue is empty.
+func throughput(ctx context.Context, conn *pgx.Conn, seed *seeder, jobs int) (sample, error) {
+	start := time.Now()
+	ids, err := seed.jobsSized(ctx, jobs, 16, 8)
+	if err != nil {
+		return sample{}, err
+	}
+	for {
+		var left int
+		if err := conn.QueryRow(ctx, "select count(*) from job_queue where job_id = any($1)", ids).Scan(&left); err != nil {
+			return sample{}, err
+		}
+		if left == 0 {
+			break
+		}
+		if time.Since(start) > 5*time.Minute {
+			return sample{}, errors.New("fleet throughput: jobs not done in 5 minutes")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return sample{elapsed: time.Since(start), chunks: jobs * 2, orders: jobs * 16}, nil // 16 targets, 8 a chunk
+}
