@@ -38,7 +38,7 @@ func cleanEnv() []string {
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
-		case "CHUNKS_DSN", "DATABASE_URL", "CHUNKS_SCHEMA", binEnv:
+		case "CHUNKS_DSN", "DATABASE_URL", "CHUNKS_SCHEMA", pgtest.BinaryEnv:
 			continue
 		}
 		env = append(env, kv)
