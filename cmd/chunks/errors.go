@@ -21,23 +21,14 @@ func usagef(format string, args ...any) error {
 	return usageError{fmt.Sprintf(format, args...)}
 }
 
-// quietExit ends the process with a status and no message of its own (the
-// command has already said what happened).
-type quietExit struct{ code int }
-
-func (e quietExit) Error() string { return fmt.Sprintf("exit status %d", e.code) }
-
 func onUsageError(_ *cli.Context, err error, _ bool) error {
 	return usageError{err.Error()}
 }
 
 func exitCode(err error) int {
-	var quiet quietExit
 	var usage usageError
 	var cliExit cli.ExitCoder // urfave/cli's own: "No help topic for 'frobnicate'", an unknown command
 	switch {
-	case errors.As(err, &quiet):
-		return quiet.code
 	case errors.Is(err, driver.ErrConflict):
 		return 3
 	case errors.Is(err, driver.ErrInvalid), errors.As(err, &usage), errors.As(err, &cliExit):

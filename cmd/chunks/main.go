@@ -6,7 +6,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 
@@ -24,10 +23,7 @@ func run(args []string) int {
 	if err == nil {
 		return 0
 	}
-	var quiet quietExit
-	if !errors.As(err, &quiet) {
-		fmt.Fprintln(os.Stderr, "chunks:", oneLine(err)+hint(err))
-	}
+	fmt.Fprintln(os.Stderr, "chunks:", oneLine(err)+hint(err))
 	return exitCode(err)
 }
 
