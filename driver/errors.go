@@ -53,9 +53,10 @@ func invalidf(format string, args ...any) error {
 	return &Error{Kind: ErrInvalid, Msg: fmt.Sprintf(format, args...)}
 }
 
-// mapError gives the server's 22023 and CH409 their kinds and passes every
-// other error through unchanged.
-func mapError(err error) error {
+// MapError gives the server's SQLSTATE 22023 and CH409 their kinds
+// ([ErrInvalid], [ErrConflict]) and passes every other error through
+// unchanged: for callers of the chunks SQL functions outside this package.
+func MapError(err error) error {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
 		return err

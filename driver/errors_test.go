@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// mapError gives the server's 22023 and CH409 their kinds, keeps the
+// MapError gives the server's 22023 and CH409 their kinds, keeps the
 // server's error reachable with errors.As, and passes every other error
 // through as the very same value.
 func TestMapErrorKinds(t *testing.T) {
@@ -40,7 +40,7 @@ func TestMapErrorKinds(t *testing.T) {
 				in = fmt.Errorf("select register: %w", c.pg)
 			}
 			t.Run(name, func(t *testing.T) {
-				err := mapError(in)
+				err := MapError(in)
 				if !errors.Is(err, c.kind) {
 					t.Fatalf("%v does not match %v", err, c.kind)
 				}
@@ -91,17 +91,17 @@ func TestMapErrorPassesThrough(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := mapError(c.err)
+			got := MapError(c.err)
 			if got != c.err {
-				t.Fatalf("mapError(%v) = %v (%T), want the same value", c.err, got, got)
+				t.Fatalf("MapError(%v) = %v (%T), want the same value", c.err, got, got)
 			}
 			if errors.Is(got, ErrInvalid) || errors.Is(got, ErrConflict) {
 				t.Fatalf("%v matches ErrInvalid or ErrConflict", got)
 			}
 		})
 	}
-	if got := mapError(nil); got != nil {
-		t.Fatalf("mapError(nil) = %v", got)
+	if got := MapError(nil); got != nil {
+		t.Fatalf("MapError(nil) = %v", got)
 	}
 }
 

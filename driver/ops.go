@@ -25,7 +25,7 @@ func Register(ctx context.Context, db DB, plan Plan) (bool, error) {
 	}
 	var created bool
 	if err := db.QueryRow(ctx, "select register($1::jsonb)", string(body)).Scan(&created); err != nil {
-		return false, mapError(err)
+		return false, MapError(err)
 	}
 	return created, nil
 }
@@ -38,7 +38,7 @@ func InspectJob(ctx context.Context, db DB, jobID string) (*Job, error) {
 	}
 	var body []byte
 	if err := db.QueryRow(ctx, "select inspect_job($1)::text", jobID).Scan(&body); err != nil {
-		return nil, mapError(err)
+		return nil, MapError(err)
 	}
 	if body == nil {
 		return nil, nil
@@ -59,7 +59,7 @@ func Report(ctx context.Context, db DB, jobID string) (JobReport, error) {
 	}
 	var body []byte
 	if err := db.QueryRow(ctx, "select report($1)::text", jobID).Scan(&body); err != nil {
-		return JobReport{}, mapError(err)
+		return JobReport{}, MapError(err)
 	}
 	var r JobReport
 	if err := json.Unmarshal(body, &r); err != nil {
@@ -98,7 +98,7 @@ func CancelChunk(ctx context.Context, db DB, tenant string, items []Target) (cha
 	}
 	var out []byte
 	if err := tx.QueryRow(ctx, "select cancel_chunk($1, $2::jsonb)::text", tenant, string(body)).Scan(&out); err != nil {
-		return nil, rollbackTx(ctx, tx, mapError(err))
+		return nil, rollbackTx(ctx, tx, MapError(err))
 	}
 	if err := json.Unmarshal(out, &changes); err != nil {
 		return nil, rollbackTx(ctx, tx, fmt.Errorf("cancel_chunk: %w", err))

@@ -66,7 +66,7 @@ func RunChunk(ctx context.Context, conn *pgx.Conn, jobID string, fault Fault) (r
 	batch.ExecParams("select run_chunk($1)::text", [][]byte{[]byte(jobID)}, []uint32{pgtype.TextOID}, nil, nil)
 	results, err := pg.ExecBatch(ctx, &batch).ReadAll()
 	if err != nil {
-		return ChunkResult{}, rollback(ctx, pg, mapError(err))
+		return ChunkResult{}, rollback(ctx, pg, MapError(err))
 	}
 	if len(results) != 4 || len(results[3].Rows) != 1 {
 		return ChunkResult{}, rollback(ctx, pg, fmt.Errorf("run_chunk: unexpected reply (%d results)", len(results)))

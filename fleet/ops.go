@@ -3,12 +3,8 @@ package fleet
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgerrcode"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/chunks-dev/chunks/driver"
 )
@@ -49,7 +45,7 @@ type Claim struct {
 func Status(ctx context.Context, db driver.DB) ([]JobStatus, error) {
 	var body []byte
 	if err := db.QueryRow(ctx, "select job_status()::text").Scan(&body); err != nil {
-		return nil, mapError(err)
+		return nil, driver.MapError(err)
 	}
 	out := []JobStatus{}
 	if err := json.Unmarshal(body, &out); err != nil {
@@ -76,12 +72,12 @@ func Resume(ctx context.Context, db driver.DB, jobID string) (bool, error) {
 }
 
 func jobCall(ctx context.Context, db driver.DB, sql, jobID string) (bool, error) {
-	if err := checkJobID(jobID); err != nil {
+	if err := driver.CheckJobID(jobID); err != nil {
 		return false, err
 	}
 	var changed bool
 	if err := db.QueryRow(ctx, sql, jobID).Scan(&changed); err != nil {
-		return false, mapError(err)
+		return false, driver.MapError(err)
 	}
 	return changed, nil
 }
@@ -92,7 +88,7 @@ func jobCall(ctx context.Context, db driver.DB, sql, jobID string) (bool, error)
 func ClaimJob(ctx context.Context, db driver.DB, worker string, lease time.Duration) (*Claim, error) {
 	var body []byte
 	if err := db.QueryRow(ctx, "select claim_job($1, $2)::text", worker, lease.Milliseconds()).Scan(&body); err != nil {
-		return nil, mapError(err)
+		return nil, driver.MapError(err)
 	}
 	if body == nil {
 		return nil, nil
@@ -113,40 +109,11 @@ func ReleaseJob(ctx context.Context, db driver.DB, c Claim, done bool, delay tim
 	var released bool
 	err := db.QueryRow(ctx, "select release_job($1, $2, $3, $4)", c.JobID, c.Receipt, done, delay.Milliseconds()).Scan(&released)
 	if err != nil {
-		return false, mapError(err)
+		return false, driver.MapError(err)
 	}
 	return released, nil
 }
 
-// checkJobID is the job_id rule of CONTRACT §3, checked before any query.
-func checkJobID(jobID string) error {
-	ok := len(jobID) >= 1 && len(jobID) <= driver.MaxNameLen
-	for i := 0; ok && i < len(jobID); i++ {
-		c := jobID[i]
-		ok = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-'
-	}
-	if !ok {
-		return invalidf("job_id: must be 1 to %d ASCII letters, digits, _ or -, got %q", driver.MaxNameLen, jobID)
-	}
-	return nil
-}
-
 func invalidf(format string, args ...any) error {
 	return &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf(format, args...)}
-}
-
-// mapError gives the server's 22023 and CH409 their driver kinds, as the
-// driver does, and passes every other error through unchanged.
-func mapError(err error) error {
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		return err
-	}
-	switch pgErr.Code {
-	case pgerrcode.InvalidParameterValue:
-		return &driver.Error{Kind: driver.ErrInvalid, Msg: pgErr.Message, Err: err}
-	case driver.ConflictCode:
-		return &driver.Error{Kind: driver.ErrConflict, Msg: pgErr.Message, Err: err}
-	}
-	return err
 }
