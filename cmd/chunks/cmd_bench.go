@@ -25,7 +25,7 @@ func benchCommand() *cli.Command {
 			"BENCHMARKS.md explains each scenario.\n\n" +
 			"Example:\n  chunks bench\n  chunks bench --dsn 'postgres://me@db.internal/scratch' --duration 5s --json > bench.json",
 		Flags: []cli.Flag{
-			&cli.DurationFlag{Name: "duration", Value: 3 * time.Second, Usage: "how long each scenario runs"},
+			&cli.DurationFlag{Name: "duration", Value: 3 * time.Second, Usage: "how long each scenario runs (under 1s: a smoke run, the fleet drains 100 jobs instead of 1,000)"},
 			&cli.DurationFlag{Name: "delay", Value: time.Millisecond, Usage: "the network scenario's added delay, each way"},
 			&cli.BoolFlag{Name: "scale", Value: true, Usage: "run the scale scenario (seeds 1,000,000 orders and 10,000 jobs)"},
 		},

@@ -107,7 +107,6 @@ func sameJob(ctx context.Context, cfg *pgx.ConnConfig, d time.Duration, n int, j
 	samples := make([]sample, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
-	start := time.Now()
 	for i := range n {
 		wg.Add(1)
 		go func() {
@@ -118,6 +117,7 @@ func sameJob(ctx context.Context, cfg *pgx.ConnConfig, d time.Duration, n int, j
 				return
 			}
 			defer closeConn(ctx, conn, &errs[i])
+			start := time.Now() // after connecting, as drainFor does
 			for time.Since(start) < d {
 				k := current.Load()
 				if int(k) >= len(jobs) {

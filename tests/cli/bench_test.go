@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"math"
 	"testing"
 	"time"
 
@@ -19,13 +18,14 @@ func TestBenchSmoke(t *testing.T) {
 	if !report.Equivalent {
 		t.Fatal("the baseline does not leave what RunChunk leaves")
 	}
-	want := map[string]float64{ // round trips per chunk
+	// Round trips per chunk, at least: RunChunk costs exactly 2, always. The
+	// others also prepare each statement once per connection (pgx's
+	// statement cache), which a 100 ms run does not amortize, and a 64-target
+	// job's last baseline chunk of 10 is 4 orders (6 x 25 + 13 over 7).
+	least := map[string]float64{
 		"ceiling/1 conn":   1,
-		"chunks/size 1":    2,
-		"chunks/size 5":    2,
-		"chunks/size 10":   2,
 		"baseline/size 1":  2*1 + 5,
-		"baseline/size 10": 2*10 + 5,
+		"baseline/size 10": (6*25 + 13) / 7.0,
 	}
 	seen := map[string]bool{}
 	for _, x := range report.Results {
@@ -34,13 +34,11 @@ func TestBenchSmoke(t *testing.T) {
 		if x.Chunks == 0 {
 			t.Errorf("%s: no chunks measured", key)
 		}
-		if rt, ok := want[key]; ok {
-			// RunChunk costs exactly 2, always. The others prepare each
-			// statement once per connection (pgx's statement cache), and a
-			// job's last baseline chunk is shorter: allow them that much.
-			if x.Scenario == "chunks" && x.RoundTrips != rt || math.Abs(x.RoundTrips-rt) > rt/4 {
-				t.Errorf("%s: %.2f round trips per chunk, want %v", key, x.RoundTrips, rt)
-			}
+		if x.Scenario == "chunks" && x.RoundTrips != 2 {
+			t.Errorf("%s: %.2f round trips per chunk, want exactly 2", key, x.RoundTrips)
+		}
+		if rt, ok := least[key]; ok && x.RoundTrips < rt-0.01 {
+			t.Errorf("%s: %.2f round trips per chunk, want at least %.2f", key, x.RoundTrips, rt)
 		}
 	}
 	for _, s := range []string{"ceiling", "chunks", "baseline", "network ceiling", "network chunks", "network baseline", "parallel"} {
