@@ -104,7 +104,7 @@ func drainWorkers(ctx context.Context, dsn, jobID string, maxChunks, n int) (dri
 	return out, errors.Join(distinct...)
 }
 
-// showProgress draws committed/total orders of the job on stderr, reading
+// showProgress draws the job's chunks done / total and ids/s on stderr, reading
 // the job's progress from the database, until the returned stop is called.
 func showProgress(c *cli.Context, jobID string) (stop func() error) {
 	conn, err := connect(c)
@@ -115,12 +115,12 @@ func showProgress(c *cli.Context, jobID string) (stop func() error) {
 	if err != nil || job == nil {
 		return func() error { return errors.Join(err, conn.Close(context.WithoutCancel(c.Context))) }
 	}
-	bar := progressbar.NewOptions(len(job.Targets),
+	n, size := len(job.Targets), job.ChunkSize
+	chunksOf := func(ids int) int { return (ids + size - 1) / size } // the last chunk may be short
+	bar := progressbar.NewOptions(chunksOf(n),
 		progressbar.OptionSetWriter(os.Stderr),
 		progressbar.OptionSetDescription("job "+jobID),
-		progressbar.OptionShowCount(),
-		progressbar.OptionShowIts(),
-		progressbar.OptionSetItsString("ids"),
+		progressbar.OptionShowCount(), // chunks done / total
 		progressbar.OptionThrottle(50*time.Millisecond),
 		progressbar.OptionClearOnFinish())
 	done := make(chan struct{})
@@ -129,12 +129,15 @@ func showProgress(c *cli.Context, jobID string) (stop func() error) {
 		var perr error
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
+		start, first := time.Now(), job.NextIndex
 		for {
 			var next int
 			if perr = conn.QueryRow(c.Context, "select next_index from jobs where job_id = $1", jobID).Scan(&next); perr != nil {
 				break
 			}
-			if perr = bar.Set(next); perr != nil {
+			rate := float64(next-first) / time.Since(start).Seconds()
+			bar.Describe(fmt.Sprintf("job %s: %d/%d ids, %.0f ids/s, chunks", jobID, next, n, rate))
+			if perr = bar.Set(chunksOf(next)); perr != nil {
 				break
 			}
 			select {
