@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"errors"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -47,8 +48,7 @@ func TestSQLConcurrentRegister(t *testing.T) {
 					<-start
 					err = tx.QueryRow(ctx, "select register($1)", p).Scan(&results[i].created)
 					if err != nil {
-						_ = tx.Rollback(ctx)
-						results[i].err = err
+						results[i].err = errors.Join(err, tx.Rollback(ctx))
 						return
 					}
 					results[i].err = tx.Commit(ctx)

@@ -18,6 +18,15 @@ type Proxy struct {
 	wg       sync.WaitGroup
 	mu       sync.Mutex
 	conns    []net.Conn
+	errs     []error // what went wrong while proxying, returned by Close
+}
+
+func (p *Proxy) record(err error) {
+	if err = ignoreClosed(err); err != nil {
+		p.mu.Lock()
+		p.errs = append(p.errs, err)
+		p.mu.Unlock()
+	}
 }
 
 // Listen starts the proxy on a free loopback port.
@@ -45,7 +54,9 @@ func (p *Proxy) Close() error {
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
-	return err
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return errors.Join(append([]error{err}, p.errs...)...)
 }
 
 func (p *Proxy) accept() {
@@ -56,8 +67,8 @@ func (p *Proxy) accept() {
 			return // closed
 		}
 		server, err := net.Dial("tcp", p.Target)
-		if err != nil {
-			_ = client.Close() // the client sees the refusal as a dropped connection
+		if err != nil { // the client sees the refusal as a dropped connection
+			p.record(errors.Join(err, client.Close()))
 			continue
 		}
 		p.mu.Lock()
@@ -102,7 +113,7 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 	}
 	close(queue)
 	<-done
-	_ = ignoreClosed(dst.Close()) // the other direction's end; its errors are the peer's
+	p.record(dst.Close()) // the other direction may have closed it first: ignoreClosed
 }
 
 func ignoreClosed(err error) error {
