@@ -31,6 +31,8 @@ type Error struct {
 	Err  error  // the server's error, or nil for a Go-side refusal
 }
 
+// Error is the kind, the message and, when the server gave one, its detail:
+// "conflict: order 9: state is paid".
 func (e *Error) Error() string {
 	s := e.Kind.Error() + ": " + e.Msg
 	var pgErr *pgconn.PgError

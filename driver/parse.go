@@ -34,6 +34,7 @@ type jsonPath struct {
 	isIndex bool
 }
 
+// String is the path as error messages name it: targets[3].id.
 func (p *jsonPath) String() string {
 	switch {
 	case p.parent == nil:

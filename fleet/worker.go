@@ -293,11 +293,14 @@ type wakeHandler struct {
 	onListen func()
 }
 
+// HandleNotification wakes one idle pass.
 func (h *wakeHandler) HandleNotification(context.Context, *pgconn.Notification, *pgx.Conn) error {
 	h.r.wakeOne()
 	return nil
 }
 
+// HandleBacklog runs when listening (re)starts: it wakes a pass, since
+// notifications sent while the connection was down are lost.
 func (h *wakeHandler) HandleBacklog(context.Context, string, *pgx.Conn) error {
 	h.onListen()
 	h.r.wakeOne()

@@ -15,6 +15,7 @@ import (
 // usageError is a command line that cannot be run as typed (exit 2).
 type usageError struct{ msg string }
 
+// Error says what was wrong with the command line.
 func (e usageError) Error() string { return "usage: " + e.msg }
 
 func usagef(format string, args ...any) error {
