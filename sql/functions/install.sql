@@ -5,6 +5,7 @@
 {{ template "validate.sql" . }}
 {{ template "cancel_orders.sql" . }}
 {{ template "job_problem.sql" . }}
+{{ template "order_matches.sql" . }}
 {{ template "register.sql" . }}
 {{ template "inspect_job.sql" . }}
 {{ template "cancel_chunk.sql" . }}
@@ -13,6 +14,7 @@
 {{ template "queue_channel.sql" . }}
 {{ template "claim_job.sql" . }}
 {{ template "release_job.sql" . }}
+{{ template "lock_unfinished_job.sql" . }}
 {{ template "pause_job.sql" . }}
 {{ template "resume_job.sql" . }}
 {{ template "job_status.sql" . }}

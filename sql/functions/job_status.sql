@@ -30,9 +30,7 @@ as $$
                         from jsonb_array_elements(j.targets) with ordinality as x(e, ord)
                         left join orders as o on o.id = (x.e -> 'id')::bigint
                        where x.ord <= j.next_index
-                         and (o.id is null
-                              or not (o.tenant = j.tenant and o.qty = (x.e -> 'qty')::bigint and o.state = 'cancelled'
-                                      and o.revision = (x.e -> 'revision')::bigint + 1)))
+                         and (o.id is null or not order_matches(o.tenant, o.qty, o.state, o.revision, j.tenant, x.e)))
                  end as drift
             from jobs as j
             left join job_queue as q on q.job_id = j.job_id

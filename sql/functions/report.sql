@@ -23,8 +23,7 @@ begin
                 from (select (x.e -> 'id')::bigint as id, x.ord <= j.next_index as committed,
                              case
                                when o.id is null then 'missing'
-                               when o.tenant = j.tenant and o.qty = (x.e -> 'qty')::bigint and o.state = 'cancelled'
-                                    and o.revision = (x.e -> 'revision')::bigint + 1 then 'matching'
+                               when order_matches(o.tenant, o.qty, o.state, o.revision, j.tenant, x.e) then 'matching'
                                else 'drifted'
                              end as status
                         from jsonb_array_elements(j.targets) with ordinality as x(e, ord)

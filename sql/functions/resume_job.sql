@@ -4,24 +4,8 @@ language plpgsql volatile security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
 #variable_conflict use_column
-declare
-  v_n integer;
-  v_next_index integer;
 begin
-  perform check_name(resume_job.job_id, 'job_id');
-  -- FOR SHARE: judged on committed progress, as in pause_job.
-  select case when jsonb_typeof(j.targets) = 'array' then jsonb_array_length(j.targets) end, j.next_index
-    into v_n, v_next_index
-    from jobs as j
-   where j.job_id = resume_job.job_id
-     for share;
-  if not found then
-    raise exception 'job %: not found', resume_job.job_id using errcode = 'CH409';
-  end if;
-  if v_next_index >= v_n then
-    raise exception 'job %: already done (next_index % of %); nothing to resume', resume_job.job_id, v_next_index, v_n
-      using errcode = 'CH409';
-  end if;
+  perform lock_unfinished_job(resume_job.job_id, 'resume');
   -- A paused job is queued again, visible now (behind every job already
   -- waiting) unless a lease taken before the pause still runs; an
   -- unfinished job that has no queue row at all (idle) gets one.

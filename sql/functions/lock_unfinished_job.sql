@@ -1,0 +1,29 @@
+-- Fleet mode: the check pause_job and resume_job share. FOR SHARE waits for
+-- a chunk in flight (run_chunk holds the job row FOR UPDATE), so "done" is
+-- judged on committed progress and the job cannot finish between this check
+-- and the caller's queue write.
+create or replace function {{ .schema }}.lock_unfinished_job(job_id text, action text) returns void
+language plpgsql volatile security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_n integer;
+  v_next_index integer;
+begin
+  perform check_name(lock_unfinished_job.job_id, 'job_id');
+  select case when jsonb_typeof(j.targets) = 'array' then jsonb_array_length(j.targets) end, j.next_index
+    into v_n, v_next_index
+    from jobs as j
+   where j.job_id = lock_unfinished_job.job_id
+     for share;
+  if not found then
+    raise exception 'job %: not found', lock_unfinished_job.job_id using errcode = 'CH409';
+  end if;
+  if v_next_index >= v_n then
+    raise exception 'job %: already done (next_index % of %); nothing to %', lock_unfinished_job.job_id,
+      v_next_index, v_n, lock_unfinished_job.action using errcode = 'CH409';
+  end if;
+end
+$$;
+comment on function {{ .schema }}.lock_unfinished_job(text, text) is
+  'chunks helper: locks job JOB_ID FOR SHARE (waiting for a chunk in flight) and raises CH409 when it is unknown or already done, naming ACTION.';
