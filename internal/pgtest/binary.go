@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -74,4 +75,20 @@ func buildAndRun(dir string) int {
 		return 1
 	}
 	return 0
+}
+
+// CleanEnv is this process's environment for a chunks process under test:
+// without the variables that would choose a database or schema behind the
+// test's back, nor the binary's own path.
+func CleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "CHUNKS_DSN", "DATABASE_URL", "CHUNKS_SCHEMA", BinaryEnv:
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
 }

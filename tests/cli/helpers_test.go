@@ -65,21 +65,6 @@ type proc struct {
 	stdout, stderr bytes.Buffer
 }
 
-// cleanEnv is this process's environment without the variables that would
-// choose a database or schema behind a test's back.
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		switch name {
-		case "CHUNKS_DSN", "DATABASE_URL", "CHUNKS_SCHEMA", pgtest.BinaryEnv:
-			continue
-		}
-		env = append(env, kv)
-	}
-	return env
-}
-
 // start starts chunks with args.
 func start(t testing.TB, o opts, args ...string) *proc {
 	t.Helper()
@@ -89,7 +74,7 @@ func start(t testing.TB, o opts, args ...string) *proc {
 	p := &proc{args: args, timeout: o.timeout}
 	p.ctx, p.cancel = context.WithTimeout(ctx, o.timeout)
 	p.cmd = exec.CommandContext(p.ctx, bin, args...)
-	p.cmd.Env = append(cleanEnv(), o.env...)
+	p.cmd.Env = append(pgtest.CleanEnv(), o.env...)
 	p.cmd.Stdin = strings.NewReader(o.stdin)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {

@@ -35,7 +35,7 @@ func TestTernCLIInstall(t *testing.T) {
 	if _, err := admin.Exec(ctx, "create schema "+schema); err != nil {
 		t.Fatal(err)
 	}
-	env := append(cleanEnv(), "CHUNKS_SCHEMA="+schema, "PGHOST="+cfg.Host, "PGPORT="+strconv.Itoa(int(cfg.Port)),
+	env := append(pgtest.CleanEnv(), "CHUNKS_SCHEMA="+schema, "PGHOST="+cfg.Host, "PGPORT="+strconv.Itoa(int(cfg.Port)),
 		"PGUSER="+cfg.User, "PGDATABASE="+cfg.Database, "PGPASSWORD="+cfg.Password, "PGSSLMODE=disable")
 	for _, args := range [][]string{
 		{"migrate", "-c", "tern.conf", "-m", "sql/migrations"},

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"reflect"
 	"strings"
@@ -30,21 +29,6 @@ var ctx = context.Background()
 // processTimeout bounds every chunks process: one still running then is
 // killed and the test fails.
 const processTimeout = 60 * time.Second
-
-// cleanEnv is this process's environment without the variables that would
-// choose a database or schema behind a test's back.
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		switch name {
-		case "CHUNKS_DSN", "DATABASE_URL", "CHUNKS_SCHEMA", pgtest.BinaryEnv:
-			continue
-		}
-		env = append(env, kv)
-	}
-	return env
-}
 
 // result is how a chunks process ended.
 type result struct {
@@ -90,7 +74,7 @@ func startCmd(t testing.TB, name, path string, args ...string) *proc {
 	pctx, cancel := context.WithTimeout(ctx, processTimeout)
 	p.cancel = cancel
 	p.cmd = exec.CommandContext(pctx, path, args...)
-	p.cmd.Env = cleanEnv()
+	p.cmd.Env = pgtest.CleanEnv()
 	p.cmd.Stdout = &p.stdout
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
