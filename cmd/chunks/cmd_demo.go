@@ -67,15 +67,22 @@ func demoCommand() *cli.Command {
 				return err
 			}
 			fmt.Println()
-			fmt.Println("Look at the data yourself:")
-			fmt.Printf("  psql %q -c 'select * from %s.job_audit order by ordinal'\n", base, schema)
+			look := func() {
+				fmt.Println("Look at the data yourself:")
+				fmt.Printf("  psql %q -c 'select * from %s.job_audit order by ordinal'\n", base, schema)
+			}
 			switch {
 			case server != nil && c.Bool("keep"):
-				fmt.Printf("The server keeps running (pid %d). Stop it and remove its data with:\n  %s\n", server.PID(), server.StopCommand())
+				fmt.Printf("The server keeps running (pid %d).\n", server.PID())
+				look()
+				fmt.Printf("Stop it and remove its data with:\n  %s\n", server.StopCommand())
 			case server != nil:
-				fmt.Println("(The throwaway server is stopped and removed now; chunks demo --keep leaves it running.)")
+				fmt.Println("The throwaway server is stopped and removed now, with its data.")
+				fmt.Println("To look at the data yourself, run chunks demo --keep: it leaves the server running and says how to connect.")
 			default:
-				fmt.Printf("The schema %s stays in your database; drop it with: drop schema %s cascade\n", schema, schema)
+				fmt.Printf("The schema %s stays in your database.\n", schema)
+				look()
+				fmt.Printf("Drop it with: drop schema %s cascade\n", schema)
 			}
 			return nil
 		},
