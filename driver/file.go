@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/chunks-dev/chunks/internal/chunktx"
 )
 
 // ConnectTimeout bounds opening a connection in [ChunkFile] and [Drain],
@@ -14,13 +16,15 @@ import (
 const ConnectTimeout = 2 * time.Second
 
 // parseDSN reads a connection string (URL or keyword/value; the libpq PG*
-// variables fill what it leaves out) and sets the connect timeout.
+// variables fill what it leaves out), sets the connect timeout, and makes a
+// cancelled context cancel the chunk in flight on the server.
 func parseDSN(dsn string) (*pgx.ConnConfig, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, &Error{Kind: ErrInvalid, Msg: "dsn: " + err.Error(), Err: err}
 	}
 	cfg.ConnectTimeout = ConnectTimeout
+	chunktx.CancelOnContext(&cfg.Config)
 	return cfg, nil
 }
 

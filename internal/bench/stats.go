@@ -18,6 +18,10 @@ type Result struct {
 	P50Ms      float64 `json:"p50_ms"`
 	P99Ms      float64 `json:"p99_ms"`
 	RoundTrips float64 `json:"round_trips_per_chunk,omitempty"`
+	// The server's commits and WAL fsyncs per chunk (pg_stat_database,
+	// pg_stat_wal), for the scenarios that count them.
+	CommitsPerChunk  float64 `json:"commits_per_chunk,omitempty"`
+	WALSyncsPerChunk float64 `json:"wal_syncs_per_chunk,omitempty"`
 }
 
 // sample is what a timed loop gathered. latencies has one entry per chunk
