@@ -44,12 +44,15 @@ type Options struct {
 	// of initdb on PATH, else the newest /usr/lib/postgresql/*/bin.
 	BinDir string
 	// Durable keeps Postgres' default durability: fsync, synchronous_commit
-	// and full_page_writes on, so a commit is on disk when it returns and
-	// survives a crash of the server or of the machine. Otherwise the three
-	// are off, for speed: a commit returns before its WAL is written, so a
-	// [Server.Crash] may lose the last fraction of a second of commits, and
-	// a crash of the machine may corrupt the cluster. Use Durable for tests
-	// that crash the server and check committed data.
+	// and full_page_writes on, so a commit's WAL is flushed to disk before
+	// the commit returns, and the commit survives [Server.Crash]. (initdb
+	// runs with --no-sync either way, so the new cluster's first files may
+	// still be only in the OS cache: a crash of the machine is not covered.)
+	// Otherwise the three are off, for speed: a commit returns before its WAL
+	// is even written, so a [Server.Crash] loses the commits of up to the
+	// last 600ms (three times wal_writer_delay), and a crash of the machine
+	// may corrupt the cluster.
+	// Use Durable for tests that crash the server and check committed data.
 	Durable bool
 	// Detach lets the server outlive this process (chunks demo --keep).
 	Detach bool
@@ -358,7 +361,9 @@ func (s *Server) Crash() error {
 // until it accepts connections. After [Server.Crash] the server runs crash
 // recovery first. A running server is shut down first (fast shutdown), as
 // with pg_ctl restart. The new postmaster, like the first, dies with this
-// process unless [Options.Detach].
+// process unless [Options.Detach]. A standby comes back as a standby (a
+// promoted one as a primary); Restart does not wait for it to stream again,
+// as its upstream may be down.
 func (s *Server) Restart(ctx context.Context) error {
 	s.opMu.Lock()
 	defer s.opMu.Unlock()

@@ -249,6 +249,10 @@ func TestDurability(t *testing.T) {
 	if got, want := settings(overridden), `on on on 13MB it's a\b`; got != want {
 		t.Errorf("durable standby of the non-durable server: %q, want %q", got, want)
 	}
+	if _, err := fast.StartStandby(context.Background(), StandbyOptions{Name: "standby1"}); err == nil ||
+		!strings.Contains(err.Error(), "already streams") {
+		t.Errorf("a second standby named standby1: %v, want an error", err)
+	}
 	if inherited.Name() != "standby1" || overridden.Name() != "standby2" {
 		t.Errorf("default standby names %q and %q, want standby1 and standby2", inherited.Name(), overridden.Name())
 	}

@@ -91,7 +91,7 @@ func (s *Server) StartStandby(ctx context.Context, opts StandbyOptions) (*Server
 	if !standbyName.MatchString(name) {
 		return nil, fmt.Errorf("standby name %q: want 1 to 63 letters, digits, _ or -", name)
 	}
-	if err := s.prepareUpstream(ctx, opts.Synchronous); err != nil {
+	if err := s.prepareUpstream(ctx, name, opts.Synchronous); err != nil {
 		return nil, err
 	}
 
@@ -163,13 +163,18 @@ func (s *Server) StartStandby(ctx context.Context, opts StandbyOptions) (*Server
 
 // prepareUpstream sets what s needs before a standby of it is copied: a WAL
 // reserve, and for a synchronous standby a primary that can wait.
-func (s *Server) prepareUpstream(ctx context.Context, synchronous bool) error {
+func (s *Server) prepareUpstream(ctx context.Context, name string, synchronous bool) error {
 	return s.withConn(ctx, func(conn *pgx.Conn) error {
-		var inRecovery bool
+		var inRecovery, taken bool
 		var keep, syncCommit string
 		if err := conn.QueryRow(ctx, `select pg_is_in_recovery(), current_setting('wal_keep_size'),
-				current_setting('synchronous_commit')`).Scan(&inRecovery, &keep, &syncCommit); err != nil {
+				current_setting('synchronous_commit'),
+				exists (select from pg_stat_replication where application_name = $1)`, name).
+			Scan(&inRecovery, &keep, &syncCommit, &taken); err != nil {
 			return fmt.Errorf("read the settings of %v: %w", s, err)
+		}
+		if taken {
+			return fmt.Errorf("a standby named %s already streams from %v", name, s)
 		}
 		if synchronous && inRecovery {
 			return fmt.Errorf("a synchronous standby needs a primary, and %v is a standby", s)
@@ -251,8 +256,10 @@ func (s *Server) Promote(ctx context.Context) error {
 }
 
 // SetApplyDelay sets a standby's recovery_min_apply_delay (ALTER SYSTEM on
-// the standby and a reload) and returns when the new value is in force. A
-// shorter delay also applies to the commits already waiting.
+// the standby and a reload) and returns when a session on the standby sees
+// the new value; the startup process, which applies the WAL, is sent the
+// reload at the same moment. A shorter delay also applies to the commits
+// already waiting. Whole milliseconds.
 func (s *Server) SetApplyDelay(ctx context.Context, d time.Duration) error {
 	if d < 0 {
 		return fmt.Errorf("negative apply delay %v", d)
