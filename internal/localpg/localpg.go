@@ -62,7 +62,9 @@ type Options struct {
 	Settings []string
 }
 
-// Server is a running throwaway cluster.
+// Server is a throwaway cluster: a primary made by [Start] or a standby made
+// by [Server.StartStandby]. Its methods may be called from several
+// goroutines; Crash, Shutdown, Restart and Stop run one at a time.
 type Server struct {
 	Dir    string // the temporary folder: data/, the socket and server.log
 	Port   int
@@ -294,8 +296,9 @@ func (s *Server) logTail() string {
 // Stop shuts the server down (fast shutdown: open sessions are ended) and
 // removes its folder. It works after [Server.Crash] and [Server.Restart]
 // too, and a second Stop does nothing. A standby's Stop removes only the
-// standby's own folder; its upstream runs on (and, if the standby was
-// synchronous, its commits wait for a synchronous standby again).
+// standby's own folder; its upstream runs on (if the standby was
+// synchronous, the upstream's commits then hang until a standby of that name
+// is back).
 func (s *Server) Stop() error {
 	s.opMu.Lock()
 	defer s.opMu.Unlock()

@@ -45,8 +45,8 @@ type StandbyOptions struct {
 	// server) it is set to on, because otherwise commits would not wait.
 	// While the standby is down, commits on the upstream hang.
 	Synchronous bool
-	// Durable overrides the durability ([Options.Durable]) that the standby
-	// otherwise inherits from its upstream's configuration.
+	// Durable, if not nil, overrides the durability ([Options.Durable]) that
+	// the standby otherwise inherits from its upstream's configuration.
 	Durable *bool
 	// Settings are extra "name=value" settings for the standby only.
 	Settings []string
