@@ -15,7 +15,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -185,8 +184,19 @@ func (w *Worker) runner() (*runner, error) {
 //
 // Idle passes wake on a notification (a dedicated LISTEN connection,
 // reconnected when lost) and otherwise every Poll, so a lost notification
-// only costs latency. Run does not migrate: it returns [ErrNotInstalled]
-// at once when the queue is not on the search_path.
+// only costs latency.
+//
+// Before the first pass, Run checks that the database is reachable,
+// writable (not a standby) and has the queue on the search_path. It waits
+// out transient faults ([Classify]: the server down, starting, out of
+// connection slots, a standby not yet promoted), logging every attempt with
+// its reason and trying again after 100 ms, then twice as long each time, up
+// to 5 s; when ctx ends meanwhile, it returns nil (ErrAborted if abort ended
+// too). A permanent fault (authentication, an unknown database, the SQL
+// refused) is returned at once. Run does not migrate: it returns
+// [ErrNotInstalled] at once when the queue is not on the search_path. Once
+// passes run, every error, transient or permanent, is logged and retried:
+// a permanent one at error level, again every minute while it lasts.
 func (w *Worker) Run(ctx, abort context.Context) error {
 	r, err := w.runner()
 	if err != nil {
@@ -200,13 +210,16 @@ func (w *Worker) Run(ctx, abort context.Context) error {
 	unlink := context.AfterFunc(abort, cancelStop)
 	defer unlink()
 
-	var channel string
-	if err := r.pool.QueryRow(abort, "select queue_channel()").Scan(&channel); err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UndefinedFunction {
-			return fmt.Errorf("%w (%s)", ErrNotInstalled, pgErr.Message)
+	channel, err := r.waitReady(stop)
+	if err != nil {
+		return err
+	}
+	if stop.Err() != nil {
+		r.log.Info("stopped before the database was ready: no chunk ran")
+		if abort.Err() != nil {
+			return ErrAborted
 		}
-		return fmt.Errorf("worker %s: %w", r.id, err)
+		return nil
 	}
 
 	var wg sync.WaitGroup
@@ -266,9 +279,9 @@ func (r *runner) listen(stop context.Context, channel string, started chan<- boo
 				return // stopping
 			}
 			report(false)
-			if r.listenLog.first(err) {
-				r.log.Warn("listen: lost or refused; polling only until it is back", "channel", channel,
-					"every", r.poll, "error", err)
+			if repeats, ok := r.listenLog.first(err); ok {
+				r.logFault("listen: lost or refused; polling only until it is back", err, repeats,
+					"channel", channel, "poll_ms", r.poll.Milliseconds())
 			}
 		},
 		ReconnectDelay: min(r.poll, time.Second),
@@ -334,11 +347,10 @@ func (r *runner) once(abort context.Context) (bool, error) {
 	started := time.Now()
 	p, err := r.runNext(abort)
 	if err != nil {
-		switch {
-		case abort.Err() != nil:
+		if abort.Err() != nil {
 			r.log.Warn("pass cancelled: its chunk rolled back", "error", err)
-		case r.passLog.first(err):
-			r.log.Error("pass failed: nothing of it committed; retrying", "error", err,
+		} else if repeats, ok := r.passLog.first(err); ok {
+			r.logFault("pass failed: nothing of it committed; retrying", err, repeats,
 				"retry_in_ms", min(r.poll, r.retryDelay).Milliseconds())
 		}
 		return false, err
@@ -400,25 +412,55 @@ func shown(s string) string {
 	return fmt.Sprintf("%s... (%d characters)", strconv.Quote(string([]rune(s)[:keep])), utf8.RuneCountInString(s))
 }
 
-// quiet logs a repeating error once, until the next success.
-type quiet struct {
-	mu   sync.Mutex
-	last string
+// logFault logs an error of a pass or of the LISTEN connection with what
+// [Classify] makes of it: a transient one as a warning, a permanent one as an
+// error that says it will not go away by itself. repeats is how many times
+// the same error came since it was last logged.
+func (r *runner) logFault(msg string, err error, repeats int, args ...any) {
+	transient, reason := Classify(err)
+	args = append(args, "reason", reason, "error", err)
+	if repeats > 0 {
+		args = append(args, "repeats", repeats)
+	}
+	if transient {
+		r.log.Warn(msg, args...)
+		return
+	}
+	r.log.Error(msg+"; this error does not go away by itself: fix its cause (the worker keeps retrying and logs it again every "+
+		quietRepeat.String()+")", args...)
 }
 
-func (q *quiet) first(err error) bool {
+// quietRepeat is how often [quiet] logs an error again that keeps coming.
+const quietRepeat = time.Minute
+
+// quiet logs a repeating error once, until the next success, and again
+// every quietRepeat while it keeps coming.
+type quiet struct {
+	mu      sync.Mutex
+	last    string
+	logged  time.Time // when last was logged
+	repeats int       // how often last came since
+}
+
+// first says whether to log err now, and how often it came since it was
+// last logged.
+func (q *quiet) first(err error) (repeats int, log bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	msg := err.Error()
-	if msg == q.last {
-		return false
+	if msg == q.last && time.Since(q.logged) < quietRepeat {
+		q.repeats++
+		return 0, false
 	}
-	q.last = msg
-	return true
+	if msg == q.last {
+		repeats = q.repeats
+	}
+	q.last, q.logged, q.repeats = msg, time.Now(), 0
+	return repeats, true
 }
 
 func (q *quiet) ok() {
 	q.mu.Lock()
-	q.last = ""
+	q.last, q.repeats = "", 0
 	q.mu.Unlock()
 }

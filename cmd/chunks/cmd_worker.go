@@ -29,6 +29,10 @@ func workerCommand() *cli.Command {
 			"runnable again at once. A chunk that meets a conflict pauses its job, with the reason (see it\n" +
 			"in chunks status; fix it, then chunks resume JOB); other errors make the job rest --retry-delay.\n" +
 			"Idle passes wake on NOTIFY and otherwise poll every --poll.\n\n" +
+			"At start it waits for the database while it is down, starting up, out of connection slots or a\n" +
+			"standby not yet promoted, logging every attempt (100 ms, doubling to 5 s); a wrong user, password\n" +
+			"or database, or a schema without chunks, exits 1 at once. Once running it never stops on a\n" +
+			"database error: it logs it and tries again.\n\n" +
 			"Run chunks migrate first: the worker never migrates. The log goes to stderr (JSON lines with\n" +
 			"--json; every chunk with --verbose); \"msg=ready\" says it is running. SIGTERM or SIGINT\n" +
 			"finishes the chunks in flight, starts no new one, prints a summary and exits 0; a second\n" +
