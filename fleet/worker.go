@@ -436,6 +436,7 @@ const quietRepeat = time.Minute
 // quiet logs a repeating error once, until the next success, and again
 // every quietRepeat while it keeps coming.
 type quiet struct {
+	every   time.Duration // how often to log the same error again; 0: quietRepeat
 	mu      sync.Mutex
 	last    string
 	logged  time.Time // when last was logged
@@ -447,8 +448,12 @@ type quiet struct {
 func (q *quiet) first(err error) (repeats int, log bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	every := q.every
+	if every == 0 {
+		every = quietRepeat
+	}
 	msg := err.Error()
-	if msg == q.last && time.Since(q.logged) < quietRepeat {
+	if msg == q.last && time.Since(q.logged) < every {
 		q.repeats++
 		return 0, false
 	}

@@ -114,12 +114,11 @@ func TestClassifyRealErrors(t *testing.T) {
 	if err := admin.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var down error
-	waitFor(t, 10*time.Second, "the server to exit", func() bool {
-		down = connectErr(srv.DSN())
-		return !strings.Contains(down.Error(), "57P03")
+	pid := srv.PID()
+	waitFor(t, 10*time.Second, "the postmaster to exit", func() bool {
+		return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 	})
-	check("server down", down, true, "connection refused")
+	check("server down", connectErr(srv.DSN()), true, "connection refused")
 }
 
 // chunks worker at start: a wrong role or database, or a schema without
@@ -304,6 +303,10 @@ func TestFailoverToSynchronousStandby(t *testing.T) {
 		return progressSum(l.progress(t)) >= 20 && l.chunkInFlightAs(t, app)
 	})
 	crashed := crashUnder(t, c.srv, workers)
+	for _, w := range workers {
+		w.waitLine(t, 0, 10*time.Second, `"msg":"pass failed: nothing of it committed; retrying"`,
+			`"reason":"no writable server among the hosts (target_session_attrs=read-write)`)
+	}
 
 	replica := c.lab(t, sb)
 	progress := replica.replayed(t, jobs)
