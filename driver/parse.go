@@ -34,17 +34,20 @@ type jsonPath struct {
 	isIndex bool
 }
 
-// String is the path as error messages name it: targets[3].id.
-func (p *jsonPath) String() string {
+// String is the path as error messages name it: targets[3].id (an
+// [Excerpt] of it: keys below the known ones are the input's own).
+func (p *jsonPath) String() string { return Excerpt(p.full(), false) }
+
+func (p *jsonPath) full() string {
 	switch {
 	case p.parent == nil:
 		return p.key
 	case p.isIndex:
-		return fmt.Sprintf("%s[%d]", p.parent, p.index)
+		return fmt.Sprintf("%s[%d]", p.parent.full(), p.index)
 	case p.parent.parent == nil && p.parent.key == "plan":
 		return p.key // a plan's keys are the fields themselves
 	}
-	return p.parent.String() + "." + p.key
+	return p.parent.full() + "." + p.key
 }
 
 // decodeStrict reads data as exactly one JSON value. Objects become *object
@@ -91,10 +94,10 @@ func decodeValue(dec *json.Decoder, path *jsonPath, depth int, keys []string) (a
 			}
 			key := kt.(string) // the decoder only yields string keys inside an object
 			if keys != nil && !slices.Contains(keys, key) {
-				return nil, invalidf("%s: unexpected key %q", path, key)
+				return nil, invalidf("%s: unexpected key %s", path, Excerpt(key, true))
 			}
 			if _, dup := obj.vals[key]; dup {
-				return nil, invalidf("%s: duplicate key %q", path, key)
+				return nil, invalidf("%s: duplicate key %s", path, Excerpt(key, true))
 			}
 			v, err := decodeValue(dec, &jsonPath{parent: path, key: key}, depth+1, nil)
 			if err != nil {
@@ -124,6 +127,9 @@ func decodeValue(dec *json.Decoder, path *jsonPath, depth int, keys []string) (a
 	return tok, nil
 }
 
+// keyList is an object's keys as a refusal shows them: "id, qty".
+func keyList(keys []string) string { return Excerpt(strings.Join(keys, ", "), false) }
+
 func syntaxError(path *jsonPath, err error) error {
 	if errors.Is(err, io.EOF) {
 		return invalidf("%s: invalid JSON: unexpected end of input", path)
@@ -140,7 +146,7 @@ func integer(path string, v any, min, max int64) (int64, error) {
 	}
 	n, err := strconv.ParseInt(string(num), 10, 64)
 	if err != nil || n < min || n > max {
-		return 0, invalidf("%s: must be between %d and %d, got %s", path, min, max, num)
+		return 0, invalidf("%s: must be between %d and %d, got %s", path, min, max, Excerpt(string(num), false))
 	}
 	return n, nil
 }
@@ -162,13 +168,13 @@ func targetsFrom(field string, v any) ([]Target, error) {
 			return nil, invalidf("%s: must be an object with the keys id, revision, qty, got %s", path, describe(e))
 		}
 		if len(obj.keys) != len(targetFields) {
-			return nil, invalidf("%s: must have exactly the keys id, revision, qty, got %s", path, strings.Join(obj.keys, ", "))
+			return nil, invalidf("%s: must have exactly the keys id, revision, qty, got %s", path, keyList(obj.keys))
 		}
 		var vals [3]int64
 		for j, f := range targetFields {
 			fv, present := obj.vals[f.name]
 			if !present {
-				return nil, invalidf("%s: must have exactly the keys id, revision, qty, got %s", path, strings.Join(obj.keys, ", "))
+				return nil, invalidf("%s: must have exactly the keys id, revision, qty, got %s", path, keyList(obj.keys))
 			}
 			n, err := integer(path+"."+f.name, fv, f.min, f.max)
 			if err != nil {

@@ -18,6 +18,7 @@ var inlined = map[string]struct{ call, shows string }{
 	"target_problem":      {"(e, 'x', 0) from jsonb_array_elements('[{}]') e", "CASE WHEN"},
 	"targets_look_normal": {"(e) from jsonb_array_elements('[[]]') e", "~"},
 	"order_matches":       {"('a', 1, 'cancelled', 2, 'a', e) from jsonb_array_elements('[{}]') e", "'qty'::text"},
+	"excerpt":             {"(e::text, true) from jsonb_array_elements('[1]') e", "length("},
 }
 
 // CONTRACT §6: every function is documented with COMMENT ON; and every one

@@ -79,7 +79,7 @@ func TestSQLRunChunkCorruptJob(t *testing.T) {
 		{"tenant with a space", 1, `update jobs set tenant = 'acme corp'`, `job j: stored tenant "acme corp" is not valid`},
 		{"tenant empty", 0, `update jobs set tenant = ''`, `job j: stored tenant "" is not valid`},
 		{"tenant of 65 characters", 0, `update jobs set tenant = repeat('a', 65)`,
-			fmt.Sprintf(`job j: stored tenant "%s" is not valid`, strings.Repeat("a", 65))},
+			fmt.Sprintf(`job j: stored tenant "%s"… (65 characters) is not valid`, strings.Repeat("a", 64))},
 		{"next_index beyond n", 2, `update jobs set next_index = 26`, "job j: next_index 26 is beyond the 25 targets"},
 		{"next_index not a multiple of chunk_size", 1, `update jobs set next_index = 5`,
 			"job j: next_index 5 is not a multiple of chunk_size 10"},

@@ -31,12 +31,9 @@ func drainCommand() *cli.Command {
 			&cli.IntFlag{Name: "workers", Value: 1, Usage: "run `N` drainers at once, 1 to 64"},
 		},
 		Action: func(c *cli.Context) error {
-			jobID, err := jobArg(c)
+			jobID, err := jobArg(c) // a valid id, before any connection
 			if err != nil {
 				return err
-			}
-			if err := driver.CheckJobID(jobID); err != nil {
-				return err // before any connection, the progress bar's included
 			}
 			workers := c.Int("workers")
 			if workers < 1 || workers > 64 {

@@ -24,7 +24,7 @@ func statusCommand() *cli.Command {
 			"Example:\n  chunks --schema lab status\n  chunks --schema lab status --json | jq '.[] | select(.state == \"paused\")'",
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() > 0 {
-				return usagef("status takes no arguments, got %q", c.Args().Slice())
+				return usagef("status takes no arguments, got %s", argList(c.Args().Slice()))
 			}
 			var list []fleet.JobStatus
 			var now time.Time

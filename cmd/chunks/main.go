@@ -10,6 +10,8 @@ import (
 	"os"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/chunks-dev/chunks/driver"
 )
 
 func main() {
@@ -39,7 +41,7 @@ func newApp() *cli.App {
 		Flags: globalFlags(),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return usagef("unknown command %q (chunks help lists the commands)", c.Args().First())
+				return usagef("unknown command %s (chunks help lists the commands)", driver.Excerpt(c.Args().First(), true))
 			}
 			return cli.ShowAppHelp(c)
 		},

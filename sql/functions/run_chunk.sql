@@ -30,7 +30,7 @@ begin
   if not targets_look_normal(v_job.targets) or jsonb_array_length(v_job.targets) > 64 then
     v_problem := job_problem(v_job.job_id, v_job.targets, v_job.next_index);
   elsif v_job.tenant !~ '^[A-Za-z0-9_-]{1,64}$' then
-    v_problem := format('stored tenant %s is not valid', to_jsonb(v_job.tenant));
+    v_problem := format('stored tenant %s is not valid', excerpt(v_job.tenant, true));
   elsif v_job.chunk_size not between 1 and 10 then
     v_problem := format('stored chunk_size %s is not between 1 and 10', v_job.chunk_size);
   else

@@ -45,7 +45,7 @@ func (r result) String() string {
 	if r.signal != 0 {
 		end = "killed by " + r.signal.String()
 	}
-	return fmt.Sprintf("chunks %s: %s\n--- stdout:\n%s--- stderr:\n%s", strings.Join(r.args, " "), end, r.stdout, r.stderr)
+	return fmt.Sprintf("chunks %s: %s\n--- stdout:\n%s--- stderr:\n%s", driver.Excerpt(strings.Join(r.args, " "), false), end, r.stdout, r.stderr)
 }
 
 // opts are the extras of one chunks process.
