@@ -4,24 +4,49 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // ConnectTimeout bounds opening a connection in [ChunkFile] and [Drain],
 // whatever the DSN says.
 const ConnectTimeout = 2 * time.Second
 
-// parseDSN reads a connection string (URL or keyword/value; the libpq PG*
-// variables fill what it leaves out) and sets the connect timeout.
-func parseDSN(dsn string) (*pgx.ConnConfig, error) {
+// ParseDSN reads a connection string (a URL postgres://… or key=value
+// pairs; the libpq PG* variables fill what it leaves out) into a config with
+// the 2 s [ConnectTimeout]. A string that cannot be parsed is an
+// [ErrInvalid] whose text never shows the string, since it may hold a
+// password. Set the schema with cfg.RuntimeParams["search_path"].
+func ParseDSN(dsn string) (*pgx.ConnConfig, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, &Error{Kind: ErrInvalid, Msg: "dsn: " + err.Error(), Err: err}
+		return nil, &Error{Kind: ErrInvalid, Msg: "dsn: " + dsnProblem(err) +
+			" (the connection string is not shown: it may hold a password)", Err: err}
 	}
 	cfg.ConnectTimeout = ConnectTimeout
 	return cfg, nil
+}
+
+// dsnProblem is what pgx found wrong with a connection string, without the
+// string: pgx's own text shows it, with passwords masked only on a best
+// effort basis (a "password = x" with spaces, a password holding @). Only
+// pgx's fixed wording is kept ("invalid port"); wording that quotes a part of
+// the string is dropped.
+func dsnProblem(err error) string {
+	var pe *pgconn.ParseConfigError
+	if errors.As(err, &pe) {
+		text := pe.Error() // "cannot parse `…`: msg" or "… msg (inner error)"
+		if inner := pe.Unwrap(); inner != nil {
+			text = strings.TrimSuffix(text, " ("+inner.Error()+")")
+		}
+		if i := strings.LastIndex(text, "`: "); i >= 0 && !strings.ContainsAny(text[i+3:], "\"'`=:@\\") {
+			return "cannot parse it: " + text[i+3:]
+		}
+	}
+	return "cannot parse it as a URL (postgres://…) or as key=value pairs"
 }
 
 // ChunkFile opens its own connection from dsn (autocommit; connect timeout
@@ -29,19 +54,29 @@ func parseDSN(dsn string) (*pgx.ConnConfig, error) {
 // [RunChunk] on it and closes it again, on success, on error and on panic.
 // If the client dies after COMMIT but before hearing the answer, the next
 // call does the next chunk, never the finished one again.
-func ChunkFile(ctx context.Context, dsn, jobID string, fault Fault) (res ChunkResult, err error) {
+func ChunkFile(ctx context.Context, dsn, jobID string, fault Fault) (ChunkResult, error) {
 	if err := checkName("job_id", jobID); err != nil {
 		return ChunkResult{}, err
 	}
-	cfg, err := parseDSN(dsn)
+	cfg, err := ParseDSN(dsn)
 	if err != nil {
 		return ChunkResult{}, err
 	}
-	return chunkFile(ctx, cfg, jobID, fault)
+	return ChunkFileConfig(ctx, cfg, jobID, fault)
 }
 
-func chunkFile(ctx context.Context, cfg *pgx.ConnConfig, jobID string, fault Fault) (res ChunkResult, err error) {
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+// ChunkFileConfig is [ChunkFile] on a parsed config (see [ParseDSN]); the
+// connect timeout is 2 s whatever cfg says, and cfg itself is not changed.
+func ChunkFileConfig(ctx context.Context, cfg *pgx.ConnConfig, jobID string, fault Fault) (res ChunkResult, err error) {
+	if err := checkName("job_id", jobID); err != nil {
+		return ChunkResult{}, err
+	}
+	if cfg == nil {
+		return ChunkResult{}, invalidf("cfg: is nil")
+	}
+	own := cfg.Copy()
+	own.ConnectTimeout = ConnectTimeout
+	conn, err := pgx.ConnectConfig(ctx, own)
 	if err != nil {
 		return ChunkResult{}, err
 	}
@@ -67,13 +102,25 @@ func Drain(ctx context.Context, dsn, jobID string, maxChunks int) (DrainResult, 
 	if err := checkMaxChunks(maxChunks); err != nil {
 		return DrainResult{}, err
 	}
-	cfg, err := parseDSN(dsn)
+	cfg, err := ParseDSN(dsn)
 	if err != nil {
+		return DrainResult{}, err
+	}
+	return DrainConfig(ctx, cfg, jobID, maxChunks)
+}
+
+// DrainConfig is [Drain] on a parsed config (see [ParseDSN]), each call on
+// a connection of its own ([ChunkFileConfig]).
+func DrainConfig(ctx context.Context, cfg *pgx.ConnConfig, jobID string, maxChunks int) (DrainResult, error) {
+	if err := checkName("job_id", jobID); err != nil {
+		return DrainResult{}, err
+	}
+	if err := checkMaxChunks(maxChunks); err != nil {
 		return DrainResult{}, err
 	}
 	out := DrainResult{Processed: []int64{}}
 	for out.Calls < maxChunks {
-		r, err := chunkFile(ctx, cfg.Copy(), jobID, nil)
+		r, err := ChunkFileConfig(ctx, cfg, jobID, nil)
 		if err != nil {
 			return out, err
 		}

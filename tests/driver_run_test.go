@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -388,6 +389,18 @@ func TestDrainValidatesBeforeConnecting(t *testing.T) {
 	_, err := driver.Drain(ctx, unreachable, "j", 1)
 	if err == nil || errors.Is(err, driver.ErrInvalid) || errors.Is(err, driver.ErrConflict) {
 		t.Fatalf("error %v, want a connection error", err)
+	}
+	// A DSN that cannot be parsed is refused without being shown: pgx's own
+	// text masks passwords only on a best effort basis.
+	for _, dsn := range []string{"host=127.0.0.1 password = SECRET port=x", "postgres://me:SEC@RET@127.0.0.1:x/db"} {
+		_, err := driver.Drain(ctx, dsn, "j", 1)
+		want := "invalid: dsn: cannot parse it: invalid port (the connection string is not shown: it may hold a password)"
+		if !errors.Is(err, driver.ErrInvalid) || err.Error() != want {
+			t.Fatalf("Drain on %q: %v, want %q", dsn, err, want)
+		}
+		if _, err := driver.ChunkFile(ctx, dsn, "j", nil); !errors.Is(err, driver.ErrInvalid) || strings.Contains(err.Error(), "SEC") {
+			t.Fatalf("ChunkFile on %q: %v", dsn, err)
+		}
 	}
 }
 

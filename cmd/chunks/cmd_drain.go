@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -44,7 +45,7 @@ func drainCommand() *cli.Command {
 			if n := c.Int("max-chunks"); n < 1 || n > driver.MaxMaxChunks {
 				return &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf("max_chunks: must be between 1 and %d, got %d", driver.MaxMaxChunks, n)}
 			}
-			d, err := dsn(c)
+			cfg, err := connConfig(c)
 			if err != nil {
 				return err
 			}
@@ -52,8 +53,8 @@ func drainCommand() *cli.Command {
 			if !jsonOut(c) && term.IsTerminal(int(os.Stderr.Fd())) {
 				stopProgress = showProgress(c, jobID)
 			}
-			res, err := drainWorkers(c.Context, d, jobID, c.Int("max-chunks"), workers)
-			err = errors.Join(err, stopProgress())
+			res, err := drainWorkers(c.Context, cfg, jobID, c.Int("max-chunks"), workers)
+			err = errors.Join(connectHint(c, err), stopProgress())
 			if res.Calls == 0 && err != nil {
 				return err // nothing was done: stdout stays empty
 			}
@@ -70,7 +71,7 @@ func drainCommand() *cli.Command {
 }
 
 // drainWorkers runs n drains of one job at once and combines their results.
-func drainWorkers(ctx context.Context, dsn, jobID string, maxChunks, n int) (driver.DrainResult, error) {
+func drainWorkers(ctx context.Context, cfg *pgx.ConnConfig, jobID string, maxChunks, n int) (driver.DrainResult, error) {
 	results := make([]driver.DrainResult, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -78,7 +79,7 @@ func drainWorkers(ctx context.Context, dsn, jobID string, maxChunks, n int) (dri
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = driver.Drain(ctx, dsn, jobID, maxChunks)
+			results[i], errs[i] = driver.DrainConfig(ctx, cfg, jobID, maxChunks)
 		}()
 	}
 	wg.Wait()

@@ -36,11 +36,12 @@ func runCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			d, err := dsn(c)
+			cfg, err := connConfig(c)
 			if err != nil {
 				return err
 			}
-			res, err := driver.ChunkFile(c.Context, d, jobID, fault)
+			res, err := driver.ChunkFileConfig(c.Context, cfg, jobID, fault)
+			err = connectHint(c, err)
 			if err != nil && len(res.Processed) == 0 {
 				return err
 			}
