@@ -10,6 +10,11 @@ const (
 	MinChunkSize = 1
 	MaxChunkSize = 10
 	MaxMaxChunks = 64 // drain's max_chunks is 1 to 64
+
+	// MaxInputBytes bounds a plan or a target list as JSON text (1 MiB). 64
+	// targets take a few kilobytes; the bound keeps a hostile input from
+	// costing seconds and gigabytes before it is refused.
+	MaxInputBytes = 1 << 20
 )
 
 // targetFields are the keys of a target, with their inclusive ranges.

@@ -50,13 +50,20 @@ func (p *jsonPath) full() string {
 	return p.parent.full() + "." + p.key
 }
 
-// decodeStrict reads data as exactly one JSON value. Objects become *object
+// decodeStrict reads data (at most [MaxInputBytes], with no byte order
+// mark) as exactly one JSON value. Objects become *object
 // (a duplicate key is refused), lists []any, numbers json.Number (their
 // text, so 1.0 and 1e3 stay distinguishable from 1), plus string, bool, nil.
 // When keys is not nil and the value is an object, a key not in keys is
 // refused as soon as it is read, before its value: what cannot be a field
 // is not looked into.
 func decodeStrict(field string, data []byte, keys []string) (any, error) {
+	if len(data) > MaxInputBytes {
+		return nil, invalidf("%s: is larger than the 1 MiB limit (%d bytes, at most %d)", field, len(data), MaxInputBytes)
+	}
+	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
+		return nil, invalidf("%s: starts with a UTF-8 byte order mark; save it without one", field)
+	}
 	if !utf8.Valid(data) {
 		return nil, invalidf("%s: is not valid UTF-8", field)
 	}

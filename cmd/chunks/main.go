@@ -52,7 +52,12 @@ func newApp() *cli.App {
 		EnableBashCompletion: false,
 	}
 	for _, cmd := range app.Commands {
-		cmd.Flags = append(cmd.Flags, globalFlags()...)
+		for _, f := range globalFlags() {
+			if cmd.Name == "manifest" && f.Names()[0] != "json" {
+				continue // manifest needs no database: no --dsn, no --schema
+			}
+			cmd.Flags = append(cmd.Flags, f)
+		}
 		cmd.OnUsageError = onUsageError
 	}
 	return app
