@@ -202,7 +202,7 @@ func (d *demo) run() (err error) {
 	if !ok || !status.Signaled() || status.Signal() != syscall.SIGKILL {
 		return fmt.Errorf("the crash drill did not die by SIGKILL: %v\n%s", runErr, out)
 	}
-	note("%s", strings.TrimSpace(string(out)))
+	note("%s", terminalSafe(strings.TrimSpace(string(out))))
 	note("the child (pid %d) died by SIGKILL: its connection dropped in the middle of the chunk", cmd.ProcessState.Pid())
 	var next, audit, cancelled int
 	if err := d.conn.QueryRow(d.ctx, `select next_index, (select count(*) from job_audit),

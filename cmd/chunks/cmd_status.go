@@ -69,7 +69,7 @@ func printStatus(list []fleet.JobStatus, now time.Time) {
 			d = fmt.Sprint(*j.Drift)
 			drift += *j.Drift
 		}
-		t.AppendRow([]any{j.JobID, j.Tenant, fmt.Sprintf("%d/%d", j.NextIndex, j.N), j.State, leasedBy, until, d})
+		t.AppendRow([]any{terminalSafe(j.JobID), terminalSafe(j.Tenant), fmt.Sprintf("%d/%d", j.NextIndex, j.N), j.State, terminalSafe(leasedBy), until, d})
 	}
 	t.Render()
 	var parts []string

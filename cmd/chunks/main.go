@@ -25,7 +25,7 @@ func run(args []string) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(os.Stderr, "chunks:", oneLine(err)+hint(err))
+	fmt.Fprintln(os.Stderr, "chunks:", terminalSafe(oneLine(err)+hint(err))) // server messages quote database values
 	return exitCode(err)
 }
 
