@@ -3,7 +3,6 @@ package driver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -109,10 +108,14 @@ func CancelChunk(ctx context.Context, db DB, tenant string, items []Target) (cha
 	return changes, nil
 }
 
-// rollbackTx rolls tx back even when ctx is cancelled, and keeps cause.
+// rollbackTx rolls tx back even when ctx is cancelled, and keeps cause (as
+// rollback does for a chunk).
 func rollbackTx(ctx context.Context, tx pgx.Tx, cause error) error {
+	if cause != nil && tx.Conn().IsClosed() {
+		return cause
+	}
 	if err := tx.Rollback(context.WithoutCancel(ctx)); err != nil {
-		return errors.Join(cause, fmt.Errorf("rollback: %w", err))
+		return rollbackFailed(cause, err, tx.Conn().IsClosed())
 	}
 	return cause
 }

@@ -128,9 +128,29 @@ func commit(ctx context.Context, pg *pgconn.PgConn) error {
 }
 
 // rollback ends the transaction even when ctx is cancelled, and keeps cause.
+// A connection that is gone (a lost server, a terminated backend) needs no
+// rollback, since the server rolls back a transaction whose connection
+// dropped: then cause is the one error, not cause and "rollback: conn
+// closed" glued together.
 func rollback(ctx context.Context, pg *pgconn.PgConn, cause error) error {
+	if cause != nil && pg.IsClosed() {
+		return cause
+	}
 	if _, err := pg.Exec(context.WithoutCancel(ctx), "rollback").ReadAll(); err != nil {
-		return errors.Join(cause, fmt.Errorf("rollback: %w", err))
+		return rollbackFailed(cause, err, pg.IsClosed())
 	}
 	return cause
+}
+
+// rollbackFailed is the error of a failed rollback after cause: cause alone
+// when the connection is gone (the server rolls back), else both, in one
+// sentence.
+func rollbackFailed(cause, err error, closed bool) error {
+	switch {
+	case cause == nil:
+		return fmt.Errorf("rollback: %w", err)
+	case closed:
+		return cause
+	}
+	return fmt.Errorf("%w (and the rollback failed: %w)", cause, err)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/chunks-dev/chunks/driver"
@@ -526,4 +527,46 @@ func TestRegisterInspectReportOverEachDB(t *testing.T) {
 			t.Fatalf("%T register different: %v", db, err)
 		}
 	}
+}
+
+// A connection lost in the middle of a chunk (its backend terminated) reads
+// as one error, the server's 57P01, not that and "rollback: conn closed"
+// glued together; nothing of the chunk stays.
+func TestRunChunkLostConnection(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	registerJob(t, s, "j", "acme", 1, 10, 5)
+	s.Exec(t, `create function slow() returns trigger language plpgsql as $$ begin perform pg_sleep(5); return null; end $$;
+		create trigger slow after update on orders for each statement execute function slow()`)
+	before := state(t, s)
+	conn, err := pgx.Connect(ctx, s.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := conn.PgConn().PID()
+	done := make(chan error, 1)
+	go func() {
+		_, err := driver.RunChunk(ctx, conn, "j", nil)
+		done <- err
+	}()
+	for sleeping := false; !sleeping; {
+		if err := s.Conn.QueryRow(ctx, "select count(*) = 1 from pg_stat_activity where pid = $1 and wait_event = 'PgSleep'", pid).Scan(&sleeping); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Conn.Exec(ctx, "select pg_terminate_backend($1)", pid); err != nil {
+		t.Fatal(err)
+	}
+	err = <-done
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "57P01" {
+		t.Fatalf("RunChunk on a terminated backend: %v, want SQLSTATE 57P01", err)
+	}
+	if want := "FATAL: terminating connection due to administrator command (SQLSTATE 57P01)"; err.Error() != want {
+		t.Fatalf("the error reads %q, want %q", err.Error(), want)
+	}
+	if !conn.IsClosed() {
+		t.Fatal("the connection is still open")
+	}
+	unchanged(t, s, "a chunk whose connection was lost", before)
 }
