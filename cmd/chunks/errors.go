@@ -31,7 +31,10 @@ func onUsageError(_ *cli.Context, err error, _ bool) error {
 func exitCode(err error) int {
 	var usage usageError
 	var cliExit cli.ExitCoder // urfave/cli's own: "No help topic for 'frobnicate'", an unknown command
+	var interrupted *interruptedError
 	switch {
+	case errors.As(err, &interrupted):
+		return 128 + int(interrupted.signal) // 130 for SIGINT, 143 for SIGTERM
 	case errors.Is(err, driver.ErrConflict):
 		return 3
 	case errors.Is(err, driver.ErrInvalid), errors.As(err, &usage), errors.As(err, &cliExit):

@@ -19,7 +19,8 @@ func main() {
 }
 
 // run runs the command line and maps its outcome to an exit status, in this
-// one place: 0 done, 1 runtime error, 2 invalid input or usage, 3 conflict.
+// one place: 0 done, 1 runtime error, 2 invalid input or usage, 3 conflict,
+// 128 + the signal's number for a drain a signal stopped.
 func run(args []string) int {
 	err := newApp().Run(args)
 	if err == nil {

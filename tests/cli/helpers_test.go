@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,6 +54,7 @@ type opts struct {
 	env     []string // VAR=value added to the cleaned environment
 	stdin   string
 	timeout time.Duration // processTimeout when zero
+	stderr  io.Writer     // where stderr goes instead of the result (a terminal, say)
 }
 
 // proc is a started chunks process.
@@ -77,6 +79,9 @@ func start(t testing.TB, o opts, args ...string) *proc {
 	p.cmd.Env = append(pgtest.CleanEnv(), o.env...)
 	p.cmd.Stdin = strings.NewReader(o.stdin)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if o.stderr != nil {
+		p.cmd.Stderr = o.stderr
+	}
 	if err := p.cmd.Start(); err != nil {
 		p.cancel()
 		t.Fatalf("start chunks %s: %v", strings.Join(args, " "), err)
