@@ -46,7 +46,8 @@
 //	if err != nil {
 //		return err // errors.Is(err, driver.ErrInvalid), naming the field
 //	}
-//	pool, err := pgxpool.New(ctx, "postgres://app@db/shop?options=-csearch_path%3Dlab")
+//	dsn := "postgres://app@db/shop?options=-csearch_path%3Dlab"
+//	pool, err := pgxpool.New(ctx, dsn)
 //	if err != nil {
 //		return err
 //	}

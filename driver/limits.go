@@ -1,6 +1,6 @@
 package driver
 
-// The limits of CONTRACT §3, in one table for all of the Go validation. The
+// The limits of docs/contract.md §3, in one table for all of the Go validation. The
 // SQL functions hold the same numbers; tests/limits_test.go states the
 // contract's numbers and proves that both faces accept every edge and refuse
 // one step past it, so neither can drift from the contract unnoticed.

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Register validates plan (CONTRACT §3) and records it with the server's
+// Register validates plan (docs/contract.md §3) and records it with the server's
 // register function: true when the job is new, false when the same approval
 // (tenant, normalized targets, chunk size) is already registered. A
 // different job under the same id is an [ErrConflict]. Progress is never

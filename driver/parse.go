@@ -207,7 +207,7 @@ func ParseTargets(data []byte) ([]Target, error) {
 
 // ParsePlan reads a strict JSON plan: an object with exactly the keys
 // job_id, tenant, targets, chunk_size and allow_partial, each valid by
-// CONTRACT §3 (numbers must be JSON integers, allow_partial exactly true, no
+// docs/contract.md §3 (numbers must be JSON integers, allow_partial exactly true, no
 // duplicate keys). Targets come back normalized.
 func ParsePlan(data []byte) (Plan, error) {
 	v, err := decodeStrict("plan", data, planKeys)

@@ -17,7 +17,7 @@ import (
 	"github.com/chunks-dev/chunks/driver"
 )
 
-// The fuzz targets check ParsePlan and ParseTargets against CONTRACT §3
+// The fuzz targets check ParsePlan and ParseTargets against docs/contract.md §3
 // without a database:
 //
 //   - they never panic, and give the same answer twice;

@@ -74,7 +74,7 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-// Manifest validates an approval (CONTRACT §3) and returns it as a new
+// Manifest validates an approval (docs/contract.md §3) and returns it as a new
 // [Plan] whose Targets are a sorted copy of items: changing one never
 // changes the other. It needs no database.
 func Manifest(jobID, tenant string, items []Target, chunkSize int, allowPartial bool) (Plan, error) {

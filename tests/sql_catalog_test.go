@@ -21,7 +21,7 @@ var inlined = map[string]struct{ call, shows string }{
 	"excerpt":             {"(e::text, true) from jsonb_array_elements('[1]') e", "length("},
 }
 
-// CONTRACT §6: every function is documented with COMMENT ON; and every one
+// docs/contract.md §6: every function is documented with COMMENT ON; and every one
 // runs with the caller's rights and its own schema's search_path, so neither
 // the caller's search_path nor a lookalike object in pg_temp can change what
 // it reads or calls.

@@ -17,7 +17,7 @@ import (
 	chunkssql "github.com/chunks-dev/chunks/sql"
 )
 
-// CONTRACT §2 and §6: driver.Migrate installs into one schema, idempotently,
+// docs/contract.md §2 and §6: driver.Migrate installs into one schema, idempotently,
 // safely from many sessions at once, and creates nothing in public.
 
 // ownSchema migrates a new schema through admin (a connection without

@@ -9,7 +9,7 @@ import (
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
-// CONTRACT §4 and §5 run_chunk at the SQL face.
+// docs/contract.md §4 and §5 run_chunk at the SQL face.
 
 // A stored job that breaks §4 is a conflict naming the job, and run_chunk
 // changes nothing. Each case starts from empty tables, registers job "j"

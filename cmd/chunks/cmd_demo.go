@@ -88,7 +88,8 @@ func demoCommand() *cli.Command {
 			}
 			switch {
 			case server != nil && c.Bool("keep"):
-				fmt.Printf("The server keeps running (pid %d). Stop it and remove its data with:\n  %s\n", server.PID(), server.StopCommand())
+				fmt.Printf("The server keeps running (pid %d). Its connection string (it has no password):\n  export CHUNKS_DSN='%s'\n", server.PID(), base)
+				fmt.Printf("Stop it and remove its data with:\n  %s\n", server.StopCommand())
 			case server != nil:
 				fmt.Println("(The throwaway server is stopped and removed now; chunks demo --keep leaves it running.)")
 			default:

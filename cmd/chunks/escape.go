@@ -9,12 +9,12 @@ import (
 
 // terminalSafe is s for a terminal: every control character (C0, DEL, C1)
 // and every Unicode format character (category Cf: the bidi overrides such
-// as U+202E, zero-width characters) is written as an escape (\x1b,
-// \u202e, \U000e0001), and so is each byte of invalid UTF-8 (\xff). A value from the
-// database then cannot clear the screen, move the cursor, set the window
-// title or reorder what the line shows. Everything else, other scripts
-// included, is left as it is. Human output passes every string that came
-// from the database (or from the server's error messages) through it.
+// as U+202E, zero-width characters) is written as an escape (\x1b, \u202e,
+// \U000e0001), and so is each byte of invalid UTF-8 (\xff). A value from
+// the database then cannot clear the screen, move the cursor, set the
+// window title or reorder what the line shows. Everything else, other
+// scripts included, is left as it is. Human output passes every string that
+// came from the database (or from the server's error messages) through it.
 func terminalSafe(s string) string {
 	if strings.IndexFunc(s, unsafeRune) < 0 && utf8.ValidString(s) {
 		return s

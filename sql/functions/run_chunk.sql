@@ -25,7 +25,7 @@ begin
     raise exception 'job %: not found', run_chunk.job_id using errcode = 'CH409';
   end if;
 
-  -- CONTRACT §4: the stored job must be sound before anything is written.
+  -- docs/contract.md §4: the stored job must be sound before anything is written.
   -- targets_look_normal is the fast guard on the targets' shape; ranges and
   -- order are checked below with the audit. Only when something is wrong
   -- does job_problem spell out what, with the same words as the input checks.
