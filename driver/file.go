@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/chunks-dev/chunks/internal/chunktx"
 )
 
 // ConnectTimeout bounds opening a connection in [ChunkFile] and [Drain],
@@ -17,9 +19,11 @@ const ConnectTimeout = 2 * time.Second
 
 // ParseDSN reads a connection string (a URL postgres://… or key=value
 // pairs; the libpq PG* variables fill what it leaves out) into a config with
-// the 2 s [ConnectTimeout]. A string that cannot be parsed is an
-// [ErrInvalid] whose text never shows the string, since it may hold a
-// password. Set the schema with cfg.RuntimeParams["search_path"].
+// the 2 s [ConnectTimeout], on which a cancelled context cancels the
+// statement in flight on the server (a cancel request: a chunk then rolls
+// back). A string that cannot be parsed is an [ErrInvalid] whose text never
+// shows the string, since it may hold a password. Set the schema with
+// cfg.RuntimeParams["search_path"].
 func ParseDSN(dsn string) (*pgx.ConnConfig, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
@@ -27,6 +31,7 @@ func ParseDSN(dsn string) (*pgx.ConnConfig, error) {
 			" (the connection string is not shown: it may hold a password)", Err: err}
 	}
 	cfg.ConnectTimeout = ConnectTimeout
+	chunktx.CancelOnContext(&cfg.Config)
 	return cfg, nil
 }
 
@@ -65,8 +70,9 @@ func ChunkFile(ctx context.Context, dsn, jobID string, fault Fault) (ChunkResult
 	return ChunkFileConfig(ctx, cfg, jobID, fault)
 }
 
-// ChunkFileConfig is [ChunkFile] on a parsed config (see [ParseDSN]); the
-// connect timeout is 2 s whatever cfg says, and cfg itself is not changed.
+// ChunkFileConfig is [ChunkFile] on a parsed config (see [ParseDSN]). Its
+// connection has the 2 s connect timeout and cancels on the server when ctx
+// is cancelled, whatever cfg says; cfg itself is not changed.
 func ChunkFileConfig(ctx context.Context, cfg *pgx.ConnConfig, jobID string, fault Fault) (res ChunkResult, err error) {
 	if err := checkName("job_id", jobID); err != nil {
 		return ChunkResult{}, err
@@ -76,6 +82,7 @@ func ChunkFileConfig(ctx context.Context, cfg *pgx.ConnConfig, jobID string, fau
 	}
 	own := cfg.Copy()
 	own.ConnectTimeout = ConnectTimeout
+	chunktx.CancelOnContext(&own.Config)
 	conn, err := pgx.ConnectConfig(ctx, own)
 	if err != nil {
 		return ChunkResult{}, err

@@ -108,8 +108,9 @@ func CancelChunk(ctx context.Context, db DB, tenant string, items []Target) (cha
 	return changes, nil
 }
 
-// rollbackTx rolls tx back even when ctx is cancelled, and keeps cause (as
-// rollback does for a chunk).
+// rollbackTx rolls tx back even when ctx is cancelled, and keeps cause. A
+// connection that is gone needs no rollback (the server has ended the
+// transaction): then cause is the one error.
 func rollbackTx(ctx context.Context, tx pgx.Tx, cause error) error {
 	if cause != nil && tx.Conn().IsClosed() {
 		return cause
@@ -118,4 +119,17 @@ func rollbackTx(ctx context.Context, tx pgx.Tx, cause error) error {
 		return rollbackFailed(cause, err, tx.Conn().IsClosed())
 	}
 	return cause
+}
+
+// rollbackFailed is the error of a failed rollback after cause: cause alone
+// when the connection is gone (the server rolls back), else both, in one
+// sentence.
+func rollbackFailed(cause, err error, closed bool) error {
+	switch {
+	case cause == nil:
+		return fmt.Errorf("rollback: %w", err)
+	case closed:
+		return cause
+	}
+	return fmt.Errorf("%w (and the rollback failed: %w)", cause, err)
 }

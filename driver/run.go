@@ -3,19 +3,13 @@ package driver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
-)
 
-// The per-chunk bounds. SET LOCAL ends with the transaction, so the
-// caller's own settings are back afterwards.
-const (
-	setLockTimeout      = "set local lock_timeout = '500ms'"
-	setStatementTimeout = "set local statement_timeout = '2000ms'"
+	"github.com/chunks-dev/chunks/internal/chunktx"
 )
 
 // RunChunk runs the job's next chunk in one transaction on conn and commits
@@ -23,16 +17,17 @@ const (
 // otherwise [ErrInvalid] at once, with nothing done), and it is left open,
 // idle and with every session setting as it was, on success and on failure.
 //
-// It costs two round trips. The first sends BEGIN, SET LOCAL lock_timeout =
-// '500ms', SET LOCAL statement_timeout = '2000ms' and SELECT run_chunk($1)
-// together; the server locks the job row, checks the stored job, cancels the
-// range, writes its audit rows and moves next_index in that one call. Then
-// the hooks after-orders, after-audit and after-checkpoint are called, in
-// that order (nothing is visible outside the transaction before COMMIT, so
-// what they can observe is what they would observe between the steps). The
-// second round trip is COMMIT, then the after-commit hook.
+// Without a fault it costs one round trip: BEGIN, SET LOCAL lock_timeout =
+// '500ms', SET LOCAL statement_timeout = '2000ms', SELECT run_chunk($1) and
+// COMMIT are sent together (a failure anywhere in them costs one more, the
+// ROLLBACK). The server locks the job row, checks the stored job, cancels
+// the range, writes its audit rows and moves next_index in that one call.
 //
-// A nil fault calls no hooks; a finished job calls none either and returns
+// With a fault it costs two: the same batch without COMMIT; then the hooks
+// after-orders, after-audit and after-checkpoint are called, in that order
+// (nothing is visible outside the transaction before COMMIT, so what they
+// can observe is what they would observe between the steps); then COMMIT,
+// then the after-commit hook. A finished job calls no hook and returns
 // {Processed: [], Done: true}. An error or panic in a hook before COMMIT, or
 // a cancelled ctx, rolls back this chunk only (earlier chunks stay
 // committed); the hook's error is returned unchanged, and a panic is
@@ -41,9 +36,14 @@ const (
 // unchanged except 22023 ([ErrInvalid]) and CH409 ([ErrConflict]); a lock
 // wait over 500 ms is SQLSTATE 55P03 and a statement over 2 s is 57014.
 //
-// If ctx is cancelled while a round trip is in flight, pgx closes the
-// connection (the server then rolls the transaction back); that is the only
-// failure that does not leave conn open.
+// If ctx is cancelled while a round trip is in flight, what happens depends
+// on conn's context watcher. With pgx's default, pgx closes the connection;
+// the server then rolls back an open transaction, but without a fault the
+// COMMIT went with the chunk, so the chunk may still commit, exactly as when
+// a client dies after sending it. With [pgconn.CancelRequestContextWatcherHandler]
+// (what [ChunkFile] and [Drain] use) the server cancels the statement and
+// the chunk rolls back, unless it had already finished. A closed connection
+// is the only failure that does not leave conn open.
 func RunChunk(ctx context.Context, conn *pgx.Conn, jobID string, fault Fault) (res ChunkResult, err error) {
 	if err := checkName("job_id", jobID); err != nil {
 		return ChunkResult{}, err
@@ -59,35 +59,40 @@ func RunChunk(ctx context.Context, conn *pgx.Conn, jobID string, fault Fault) (r
 	}
 
 	pg := conn.PgConn()
-	var batch pgconn.Batch
-	batch.ExecParams("begin", nil, nil, nil, nil)
-	batch.ExecParams(setLockTimeout, nil, nil, nil, nil)
-	batch.ExecParams(setStatementTimeout, nil, nil, nil, nil)
-	batch.ExecParams("select run_chunk($1)::text", [][]byte{[]byte(jobID)}, []uint32{pgtype.TextOID}, nil, nil)
-	results, err := pg.ExecBatch(ctx, &batch).ReadAll()
+	arg := chunktx.Arg{Text: jobID, OID: pgtype.TextOID}
+	if fault == nil {
+		body, err := chunktx.Call(ctx, pg, "select run_chunk($1)::text", arg)
+		if err != nil {
+			return ChunkResult{}, MapError(err)
+		}
+		if err := json.Unmarshal(body, &res); err != nil {
+			return ChunkResult{}, fmt.Errorf("run_chunk: committed, but its reply does not read: %w", err)
+		}
+		res.Processed = nonNil(res.Processed)
+		return res, nil
+	}
+
+	body, err := chunktx.Open(ctx, pg, "select run_chunk($1)::text", arg)
 	if err != nil {
-		return ChunkResult{}, rollback(ctx, pg, MapError(err))
+		return ChunkResult{}, MapError(err)
 	}
-	if len(results) != 4 || len(results[3].Rows) != 1 {
-		return ChunkResult{}, rollback(ctx, pg, fmt.Errorf("run_chunk: unexpected reply (%d results)", len(results)))
-	}
-	if err := json.Unmarshal(results[3].Rows[0][0], &res); err != nil {
-		return ChunkResult{}, rollback(ctx, pg, fmt.Errorf("run_chunk: %w", err))
+	if err := json.Unmarshal(body, &res); err != nil {
+		return ChunkResult{}, chunktx.Rollback(ctx, pg, fmt.Errorf("run_chunk: %w", err))
 	}
 	res.Processed = nonNil(res.Processed)
 
-	if fault != nil && len(res.Processed) > 0 {
+	if len(res.Processed) > 0 {
 		if err := preCommitHooks(ctx, pg, fault); err != nil {
 			return ChunkResult{}, err
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return ChunkResult{}, rollback(ctx, pg, err)
+		return ChunkResult{}, chunktx.Rollback(ctx, pg, err)
 	}
-	if err := commit(ctx, pg); err != nil {
+	if err := chunktx.Commit(ctx, pg); err != nil {
 		return ChunkResult{}, err
 	}
-	if fault != nil && len(res.Processed) > 0 {
+	if len(res.Processed) > 0 {
 		if err := fault(AfterCommit); err != nil {
 			return res, err
 		}
@@ -100,7 +105,7 @@ func RunChunk(ctx context.Context, conn *pgx.Conn, jobID string, fault Fault) (r
 func preCommitHooks(ctx context.Context, pg *pgconn.PgConn, fault Fault) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			if rerr := rollback(ctx, pg, nil); rerr != nil {
+			if rerr := chunktx.Rollback(ctx, pg, nil); rerr != nil {
 				panic(fmt.Sprintf("%v (and the rollback after it failed: %v)", p, rerr))
 			}
 			panic(p)
@@ -108,49 +113,8 @@ func preCommitHooks(ctx context.Context, pg *pgconn.PgConn, fault Fault) (err er
 	}()
 	for _, point := range Points[:3] {
 		if err := fault(point); err != nil {
-			return rollback(ctx, pg, err)
+			return chunktx.Rollback(ctx, pg, err)
 		}
 	}
 	return nil
-}
-
-// commit ends the transaction. A transaction that had failed answers COMMIT
-// with ROLLBACK; that is reported as an error, never as success.
-func commit(ctx context.Context, pg *pgconn.PgConn) error {
-	results, err := pg.Exec(ctx, "commit").ReadAll()
-	if err != nil {
-		return err
-	}
-	if len(results) != 1 || results[0].CommandTag.String() != "COMMIT" {
-		return errors.New("commit: the server rolled the transaction back")
-	}
-	return nil
-}
-
-// rollback ends the transaction even when ctx is cancelled, and keeps cause.
-// A connection that is gone (a lost server, a terminated backend) needs no
-// rollback, since the server rolls back a transaction whose connection
-// dropped: then cause is the one error, not cause and "rollback: conn
-// closed" glued together.
-func rollback(ctx context.Context, pg *pgconn.PgConn, cause error) error {
-	if cause != nil && pg.IsClosed() {
-		return cause
-	}
-	if _, err := pg.Exec(context.WithoutCancel(ctx), "rollback").ReadAll(); err != nil {
-		return rollbackFailed(cause, err, pg.IsClosed())
-	}
-	return cause
-}
-
-// rollbackFailed is the error of a failed rollback after cause: cause alone
-// when the connection is gone (the server rolls back), else both, in one
-// sentence.
-func rollbackFailed(cause, err error, closed bool) error {
-	switch {
-	case cause == nil:
-		return fmt.Errorf("rollback: %w", err)
-	case closed:
-		return cause
-	}
-	return fmt.Errorf("%w (and the rollback failed: %w)", cause, err)
 }

@@ -4,40 +4,64 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/chunktx"
 )
 
 // The states of a job in [JobStatus].
 const (
-	StateQueued = "queued" // claimable from VisibleAt (now, or after a --rate delay)
-	StateLeased = "leased" // a worker holds it until LeaseUntil
-	StatePaused = "paused" // never claimed until [Resume]
-	StateDone   = "done"   // next_index = n; not in the queue
-	StateIdle   = "idle"   // unfinished and not in the queue; [Resume] queues it
+	StateQueued  = "queued"  // runnable from VisibleAt (now, or after a --rate or retry rest)
+	StateRunning = "running" // a chunk of it is in flight, in the session RunningIn
+	StatePaused  = "paused"  // no worker starts a chunk of it until [Resume]
+	StateDone    = "done"    // next_index = n; not in the queue
+	StateIdle    = "idle"    // unfinished and not in the queue; [Resume] queues it
 )
 
 // JobStatus is one job as chunks status shows it.
 type JobStatus struct {
-	JobID      string     `json:"job_id"`
-	Tenant     string     `json:"tenant"`
-	NextIndex  int        `json:"next_index"`
-	N          int        `json:"n"` // the number of targets
-	State      string     `json:"state"`
-	LeasedBy   *string    `json:"leased_by"`   // the worker id, when leased
-	LeaseUntil *time.Time `json:"lease_until"` // when leased
-	VisibleAt  *time.Time `json:"visible_at"`  // when queued: claimable from then on
+	JobID     string `json:"job_id"`
+	Tenant    string `json:"tenant"`
+	NextIndex int    `json:"next_index"`
+	N         int    `json:"n"` // the number of targets
+	State     string `json:"state"`
+	// RunningIn is the session a chunk in flight runs in (a worker's id,
+	// or "pid N"), when running.
+	RunningIn *string    `json:"running_in"`
+	VisibleAt *time.Time `json:"visible_at"` // when queued: runnable from then on
+	// PauseReason, PausedAt and PausedBy say why, when and by whom (a
+	// worker id, or the operator's role) the job was paused; nil unless
+	// paused.
+	PauseReason *string    `json:"pause_reason"`
+	PausedAt    *time.Time `json:"paused_at"`
+	PausedBy    *string    `json:"paused_by"`
 	// Drift counts the committed orders that [driver.Report] would call
 	// drifted or missing; nil when the stored job cannot be read.
 	Drift *int `json:"drift"`
 }
 
-// Claim is a lease on one job: what [ClaimJob] took and [ReleaseJob] gives
-// back.
-type Claim struct {
-	JobID   string `json:"job_id"`
-	Receipt int64  `json:"receipt"`
+// Pass is what one worker pass did ([RunNext], SQL run_next_chunk): nil
+// when nothing was runnable. Exactly one of three things happened to JobID:
+//   - a chunk committed (Err empty): Processed, NextIndex and Done as in
+//     [driver.ChunkResult]; a finished job left the queue;
+//   - the chunk rolled back with a conflict, or the job cannot be run at
+//     all (Paused): the job is paused, with Err as its reason;
+//   - the chunk rolled back with another error (a lock wait over 500 ms, a
+//     statement timeout): the job rests RestMs before any worker takes it.
+type Pass struct {
+	JobID     string  `json:"job_id"`
+	Processed []int64 `json:"processed"`
+	NextIndex int     `json:"next_index"`
+	Done      bool    `json:"done"`
+	SQLState  string  `json:"sqlstate,omitempty"`
+	Err       string  `json:"error,omitempty"`
+	Paused    bool    `json:"paused,omitempty"`
+	RestMs    int64   `json:"rest_ms,omitempty"`
 }
 
 // Status lists every job of the schema with its fleet state, ordered by job
@@ -54,10 +78,11 @@ func Status(ctx context.Context, db driver.DB) ([]JobStatus, error) {
 	return out, nil
 }
 
-// Pause stops the fleet from claiming the job until [Resume]. A chunk in
-// flight finishes first (the call waits for it), and a worker that claimed
-// the job just before may still run that one chunk. It returns true when it
-// paused the job, false when the job was already paused. An unknown or
+// Pause stops every worker from starting a chunk of the job until
+// [Resume]. A chunk of it in flight finishes first (the call waits for it,
+// up to 5 s), so when Pause returns, no chunk of the job runs or will start
+// in the fleet (chunks drain and run are not stopped). It returns true when
+// it paused the job, false when the job was already paused. An unknown or
 // finished job is an [driver.ErrConflict].
 func Pause(ctx context.Context, db driver.DB, jobID string) (bool, error) {
 	return jobCall(ctx, db, "select pause_job($1)", jobID)
@@ -66,7 +91,7 @@ func Pause(ctx context.Context, db driver.DB, jobID string) (bool, error) {
 // Resume queues a paused job again, visible at once, and wakes the workers.
 // An unfinished job with no queue row at all (state idle) is queued too. It
 // returns true when it queued the job, false when the job was already
-// queued or leased. An unknown or finished job is an [driver.ErrConflict].
+// queued. An unknown or finished job is an [driver.ErrConflict].
 func Resume(ctx context.Context, db driver.DB, jobID string) (bool, error) {
 	return jobCall(ctx, db, "select resume_job($1)", jobID)
 }
@@ -82,36 +107,41 @@ func jobCall(ctx context.Context, db driver.DB, sql, jobID string) (bool, error)
 	return changed, nil
 }
 
-// ClaimJob leases the next runnable job for worker for lease (SQL
-// claim_job: SKIP LOCKED, so concurrent claimers take different jobs). It
-// returns nil when no job is runnable.
-func ClaimJob(ctx context.Context, db driver.DB, worker string, lease time.Duration) (*Claim, error) {
-	var body []byte
-	if err := db.QueryRow(ctx, "select claim_job($1, $2)::text", worker, lease.Milliseconds()).Scan(&body); err != nil {
+// RunNext is one worker pass (SQL run_next_chunk) in a transaction of its
+// own on conn, in one round trip: BEGIN, the per-chunk bounds (SET LOCAL
+// lock_timeout = '500ms', statement_timeout = '2000ms'), SELECT
+// run_next_chunk and COMMIT. The server takes the next runnable job with
+// SKIP LOCKED, runs its next chunk and records in the queue what became of
+// it, all in that one commit. After a chunk the job is runnable again after
+// rate (0: at once, behind every job already waiting); after a transient
+// error, after retry. conn is borrowed as by [driver.RunChunk]: it must be
+// idle, and it is left idle with its settings as they were.
+//
+// It returns nil when nothing was runnable. An error means the pass itself
+// failed and nothing of it committed; what happened to a chunk is in
+// [Pass].
+func RunNext(ctx context.Context, conn *pgx.Conn, worker string, rate, retry time.Duration) (*Pass, error) {
+	if status := conn.PgConn().TxStatus(); status != 'I' {
+		return nil, invalidf("conn: is inside a transaction (status %q); RunNext commits, so it needs an idle connection", status)
+	}
+	body, err := chunktx.Call(ctx, conn.PgConn(), "select run_next_chunk($1, $2, $3)::text",
+		chunktx.Arg{Text: worker, OID: pgtype.TextOID},
+		chunktx.Arg{Text: strconv.FormatInt(rate.Milliseconds(), 10), OID: pgtype.Int4OID},
+		chunktx.Arg{Text: strconv.FormatInt(retry.Milliseconds(), 10), OID: pgtype.Int4OID})
+	if err != nil {
 		return nil, driver.MapError(err)
 	}
 	if body == nil {
 		return nil, nil
 	}
-	var c Claim
-	if err := json.Unmarshal(body, &c); err != nil {
-		return nil, fmt.Errorf("claim_job: %w", err)
+	p := &Pass{}
+	if err := json.Unmarshal(body, p); err != nil {
+		return nil, fmt.Errorf("run_next_chunk: committed, but its reply does not read: %w", err)
 	}
-	return &c, nil
-}
-
-// ReleaseJob ends the lease c (SQL release_job). done removes a finished
-// job from the queue; otherwise the job is claimable again after delay (0:
-// at once, behind every job already waiting). It returns false, changing
-// nothing, when the lease was lost: it ran out and another worker claimed
-// the job since.
-func ReleaseJob(ctx context.Context, db driver.DB, c Claim, done bool, delay time.Duration) (bool, error) {
-	var released bool
-	err := db.QueryRow(ctx, "select release_job($1, $2, $3, $4)", c.JobID, c.Receipt, done, delay.Milliseconds()).Scan(&released)
-	if err != nil {
-		return false, driver.MapError(err)
+	if p.Processed == nil {
+		p.Processed = []int64{}
 	}
-	return released, nil
+	return p, nil
 }
 
 func invalidf(format string, args ...any) error {

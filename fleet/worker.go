@@ -7,31 +7,30 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgxlisten"
-
-	"github.com/chunks-dev/chunks/driver"
 )
 
 // Defaults and limits of a [Worker].
 const (
-	DefaultLease      = 5 * time.Second
 	DefaultPoll       = time.Second
 	DefaultRetryDelay = time.Second
 	MaxConcurrency    = 64
-	MinLease          = 100 * time.Millisecond
 	MinPoll           = 10 * time.Millisecond
-	MaxDuration       = 24 * time.Hour // of Lease, Poll and RetryDelay
+	MaxDuration       = 24 * time.Hour // of Poll, RetryDelay and the delay 1/Rate
 	MaxRate           = 1000           // chunks per second per job
+	MinRate           = 1.0 / 86400    // one chunk a day: the queue stores delays of up to a day
 	MaxIDLen          = 200
 )
 
@@ -39,12 +38,8 @@ const (
 // the passes start anyway.
 const firstListenWait = 5 * time.Second
 
-// releaseTimeout bounds the release of a lease (and the pause after a
-// conflict) once the chunk is over, even when the worker is aborting.
-const releaseTimeout = 5 * time.Second
-
 // ErrAborted is what [Worker.Run] returns when its abort context ended:
-// the chunks that were in flight were cancelled, so they rolled back.
+// the passes that were in flight were cancelled, so their chunks rolled back.
 var ErrAborted = errors.New("aborted: the chunks in flight were cancelled and rolled back")
 
 // ErrNotInstalled is what [Worker.Run] returns when the connection's
@@ -55,29 +50,31 @@ var ErrNotInstalled = errors.New("no chunks queue on the search_path: run chunks
 // fields, then call [Worker.Run]; a Worker runs once.
 type Worker struct {
 	// Pool is where every query goes; its connections' search_path must
-	// reach the chunks schema. Each pass holds at most one connection at a
-	// time, so MaxConns >= Concurrency keeps every pass busy. The LISTEN
+	// reach the chunks schema. Each pass holds one connection for one round
+	// trip, so MaxConns >= Concurrency keeps every pass busy. The LISTEN
 	// connection is a separate one, opened with Pool's connection config.
+	// Give its connections application_name = ID, and chunks status shows
+	// which worker runs a chunk. A pass sends COMMIT with its chunk, so for
+	// an abort to roll the chunks in flight back, give them a
+	// [pgconn.CancelRequestContextWatcherHandler] (chunks worker does): pgx's
+	// default only closes the connection, and the server then commits.
 	Pool *pgxpool.Pool
-	// ID names this worker in the queue (leased_by) and in the log. Empty:
-	// [DefaultID], hostname:pid.
+	// ID names this worker in the queue (paused_by, after a conflict) and
+	// in the log: 1 to 200 characters, no control or Unicode format
+	// characters. Empty: [DefaultID], hostname:pid.
 	ID string
 	// Concurrency is the number of passes at once, 1 to 64. Zero: 1.
 	Concurrency int
-	// Lease is how long a claim holds a job before another worker may take
-	// it over (the killed worker's case). It should be longer than a chunk
-	// (at most about 2.5 s: 500 ms of lock wait and 2 s per statement); a
-	// shorter one is still safe, only wasteful. Zero: [DefaultLease].
-	Lease time.Duration
 	// Poll is how often an idle pass looks at the queue when no
 	// notification woke it. Zero: [DefaultPoll].
 	Poll time.Duration
-	// Rate limits each job to that many chunks per second (0: no limit):
-	// after a chunk, the job is not claimable for 1/Rate seconds.
+	// Rate limits each job to that many chunks per second, from [MinRate]
+	// (one a day) to [MaxRate] (0: no limit): after a chunk, the job rests
+	// 1/Rate seconds.
 	Rate float64
-	// RetryDelay is how long a job rests after a chunk failed with an error
-	// that is not a conflict (a lock timeout, a lost connection). Zero:
-	// [DefaultRetryDelay].
+	// RetryDelay is how long a job rests after its chunk failed with an
+	// error that is not a conflict (a lock wait over 500 ms, a statement
+	// timeout). Zero: [DefaultRetryDelay].
 	RetryDelay time.Duration
 	// Logger receives the worker's log. Nil: text lines on stderr.
 	Logger *slog.Logger
@@ -88,9 +85,9 @@ type Worker struct {
 // Stats counts what a worker did.
 type Stats struct {
 	Chunks    int64 `json:"chunks"`    // chunks committed that cancelled orders
-	JobsDone  int64 `json:"jobs_done"` // jobs this worker saw finish and removed from the queue
+	JobsDone  int64 `json:"jobs_done"` // jobs whose last chunk this worker committed
 	Conflicts int64 `json:"conflicts"` // jobs paused after a conflict
-	Failures  int64 `json:"failures"`  // chunks that failed with another error
+	Failures  int64 `json:"failures"`  // chunks that failed with another error (the job rested)
 }
 
 // Stats is what the worker did so far.
@@ -113,18 +110,17 @@ type runner struct {
 	pool       *pgxpool.Pool
 	id         string
 	passes     int
-	lease      time.Duration
 	poll       time.Duration
 	rateDelay  time.Duration
 	retryDelay time.Duration
 	log        *slog.Logger
 	wake       chan struct{} // one token: "look at the queue"
-	claimLog   quiet
+	passLog    quiet
 	listenLog  quiet
 }
 
 func (w *Worker) runner() (*runner, error) {
-	r := &runner{w: w, pool: w.Pool, id: w.ID, passes: w.Concurrency, lease: w.Lease, poll: w.Poll,
+	r := &runner{w: w, pool: w.Pool, id: w.ID, passes: w.Concurrency, poll: w.Poll,
 		retryDelay: w.RetryDelay, log: w.Logger, wake: make(chan struct{}, 1)}
 	if r.pool == nil {
 		return nil, invalidf("pool: is nil")
@@ -132,8 +128,8 @@ func (w *Worker) runner() (*runner, error) {
 	if r.id == "" {
 		r.id = DefaultID()
 	}
-	if len(r.id) > MaxIDLen || strings.IndexFunc(r.id, unicode.IsControl) >= 0 {
-		return nil, invalidf("id: must be 1 to %d characters without control characters, got %q", MaxIDLen, r.id)
+	if utf8.RuneCountInString(r.id) > MaxIDLen || !utf8.ValidString(r.id) || strings.IndexFunc(r.id, hidden) >= 0 {
+		return nil, invalidf("id: must be 1 to %d characters without control or format characters, got %s", MaxIDLen, shown(r.id))
 	}
 	if r.passes == 0 {
 		r.passes = 1
@@ -145,7 +141,7 @@ func (w *Worker) runner() (*runner, error) {
 		name     string
 		v        *time.Duration
 		def, min time.Duration
-	}{{"lease", &r.lease, DefaultLease, MinLease}, {"poll", &r.poll, DefaultPoll, MinPoll},
+	}{{"poll", &r.poll, DefaultPoll, MinPoll},
 		{"retry_delay", &r.retryDelay, DefaultRetryDelay, time.Millisecond}} {
 		if *d.v == 0 {
 			*d.v = d.def
@@ -154,8 +150,9 @@ func (w *Worker) runner() (*runner, error) {
 			return nil, invalidf("%s: must be between %s and %s, got %s", d.name, d.min, MaxDuration, *d.v)
 		}
 	}
-	if math.IsNaN(w.Rate) || w.Rate < 0 || w.Rate > MaxRate {
-		return nil, invalidf("rate: must be between 0 (no limit) and %d chunks per second per job, got %v", MaxRate, w.Rate)
+	if math.IsNaN(w.Rate) || w.Rate != 0 && (w.Rate < MinRate || w.Rate > MaxRate) {
+		return nil, invalidf("rate: must be 0 (no limit) or between 1/86400 (one chunk a day) and %d chunks per second per job, got %v",
+			MaxRate, w.Rate)
 	}
 	if w.Rate > 0 {
 		r.rateDelay = time.Duration(math.Ceil(float64(time.Second) / w.Rate))
@@ -167,22 +164,24 @@ func (w *Worker) runner() (*runner, error) {
 	return r, nil
 }
 
-// Run runs passes until ctx ends, then lets the chunks in flight finish
+// Run runs passes until ctx ends, then lets the passes in flight finish
 // and returns nil: no new chunk starts after ctx ends. When abort ends
-// (with ctx or after it), the chunks in flight are cancelled too (they roll back:
-// nothing of them is committed), their leases are released, and Run returns
+// (with ctx or after it), the passes in flight are cancelled too (their
+// chunks roll back: nothing of them is committed), and Run returns
 // [ErrAborted].
 //
-// Each pass claims the next visible job (SQL claim_job: SKIP LOCKED, a
-// lease of Lease), runs ONE chunk with [driver.RunChunk] on a connection of
-// Pool (no hooks), and releases the job with its receipt: removed when the
-// job is done, else back at the end of the queue (after 1/Rate s when Rate
-// is set). A conflict (an order that no longer matches its approval, an
-// unsound job) is logged and the job is paused: an operator must look
-// (chunks status, report), then resume it; other jobs go on. Any other
-// error is logged and the job rests RetryDelay before it is claimable
-// again; the worker itself never stops on a database error: it logs, waits
-// and tries again, so a database restart costs only time.
+// Each pass is one call of [RunNext] (SQL run_next_chunk) on a connection
+// of Pool: one round trip, one transaction, one commit. It takes the next
+// runnable job (SKIP LOCKED), runs ONE chunk, and puts the job back at the
+// end of the queue (rested 1/Rate s when Rate is set) or removes it when it
+// is done. The locked queue row is the claim; it ends with the transaction,
+// so a worker that dies leaves nothing behind, and its job is runnable
+// again at once. A conflict (an order that no longer matches its approval,
+// an unsound job) pauses the job in the same transaction, with the reason:
+// an operator must look (chunks status, report), then resume it; other
+// jobs go on. Any other error of the chunk rests the job RetryDelay. The
+// worker itself never stops on a database error: it logs, waits and tries
+// again, so a database restart costs only time.
 //
 // Idle passes wake on a notification (a dedicated LISTEN connection,
 // reconnected when lost) and otherwise every Poll, so a lost notification
@@ -227,8 +226,8 @@ func (w *Worker) Run(ctx, abort context.Context) error {
 		if w.Rate > 0 {
 			rate = fmt.Sprintf("%v chunks/s per job", w.Rate)
 		}
-		r.log.Info("ready", "concurrency", r.passes, "lease", r.lease, "poll", r.poll, "rate", rate,
-			"channel", channel, "listening", listening)
+		r.log.Info("ready", "concurrency", r.passes, "poll_ms", r.poll.Milliseconds(), "rate", rate,
+			"retry_delay_ms", r.retryDelay.Milliseconds(), "channel", channel, "listening", listening)
 	}
 	<-stop.Done()
 	if abort.Err() == nil {
@@ -307,11 +306,12 @@ func (h *wakeHandler) HandleBacklog(context.Context, string, *pgx.Conn) error {
 	return nil
 }
 
-// pass claims and runs one chunk after another until stop ends.
+// pass runs one chunk after another until stop ends, and waits for a
+// wakeup or the poll interval whenever nothing was runnable.
 func (r *runner) pass(stop, abort context.Context) {
 	for stop.Err() == nil {
-		claimed, err := r.once(stop, abort)
-		if claimed {
+		ran, err := r.once(abort)
+		if ran {
 			continue
 		}
 		wait := r.poll
@@ -328,95 +328,76 @@ func (r *runner) pass(stop, abort context.Context) {
 	}
 }
 
-// once claims a job and, when there is one, runs one chunk of it and
-// releases it. It says whether it claimed a job.
-func (r *runner) once(stop, abort context.Context) (bool, error) {
-	c, err := ClaimJob(abort, r.pool, r.id, r.lease)
+// once runs one pass and logs what became of its job. It says whether a
+// job was runnable.
+func (r *runner) once(abort context.Context) (bool, error) {
+	started := time.Now()
+	p, err := r.runNext(abort)
 	if err != nil {
-		if abort.Err() == nil && r.claimLog.first(err) {
-			r.log.Error("claim failed; retrying", "error", err)
+		switch {
+		case abort.Err() != nil:
+			r.log.Warn("pass cancelled: its chunk rolled back", "error", err)
+		case r.passLog.first(err):
+			r.log.Error("pass failed: nothing of it committed; retrying", "error", err,
+				"retry_in_ms", min(r.poll, r.retryDelay).Milliseconds())
 		}
 		return false, err
 	}
-	r.claimLog.ok()
-	if c == nil {
-		return false, nil
-	}
-	if stop.Err() != nil { // stopped while claiming: give the job straight back
-		r.release(abort, *c, false, 0)
+	r.passLog.ok()
+	if p == nil {
 		return false, nil
 	}
 	r.wakeOne() // there may be more: let another idle pass look
-	r.chunk(abort, *c)
+	log := r.log.With("job", p.JobID)
+	took := time.Since(started).Milliseconds()
+	switch {
+	case p.Paused:
+		r.w.conflicts.Add(1)
+		log.Error("conflict: the job is paused; fix the cause (chunks report), then chunks resume it",
+			"sqlstate", p.SQLState, "error", p.Err)
+	case p.Err != "":
+		r.w.failures.Add(1)
+		log.Error("chunk failed and rolled back; the job rests, then any worker retries it",
+			"sqlstate", p.SQLState, "error", p.Err, "rest_ms", p.RestMs)
+		time.AfterFunc(time.Duration(p.RestMs)*time.Millisecond, r.wakeOne)
+	case len(p.Processed) == 0:
+		log.Info("job already done; removed from the queue", "next_index", p.NextIndex)
+	default:
+		r.w.chunks.Add(1)
+		log.Debug("chunk committed", "ids", len(p.Processed), "next_index", p.NextIndex, "done", p.Done, "took_ms", took)
+		if p.Done {
+			r.w.jobsDone.Add(1)
+			log.Info("job done", "next_index", p.NextIndex)
+		} else if r.rateDelay > 0 {
+			time.AfterFunc(r.rateDelay, r.wakeOne) // it is runnable again then
+		}
+	}
 	return true, nil
 }
 
-// chunk runs one chunk of the claimed job and releases it.
-func (r *runner) chunk(abort context.Context, c Claim) {
-	log := r.log.With("job", c.JobID)
-	started := time.Now()
-	res, err := r.runChunk(abort, c.JobID)
-	switch {
-	case err == nil:
-		if len(res.Processed) > 0 {
-			r.w.chunks.Add(1)
-			log.Debug("chunk committed", "ids", len(res.Processed), "next_index", res.NextIndex,
-				"took", time.Since(started).Round(time.Millisecond))
-		}
-		if res.Done {
-			if r.release(abort, c, true, 0) {
-				r.w.jobsDone.Add(1)
-				log.Info("job done", "next_index", res.NextIndex)
-			}
-			return
-		}
-		if r.release(abort, c, false, r.rateDelay) && r.rateDelay > 0 {
-			time.AfterFunc(r.rateDelay, r.wakeOne) // it is claimable again then
-		}
-	case abort.Err() != nil:
-		log.Warn("chunk cancelled (rolled back)", "error", err)
-		r.release(abort, c, false, 0)
-	case errors.Is(err, driver.ErrConflict):
-		r.w.conflicts.Add(1)
-		log.Error("conflict: pausing the job; fix the cause (chunks report), then chunks resume it", "error", err)
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(abort), releaseTimeout)
-		if _, perr := Pause(ctx, r.pool, c.JobID); perr != nil {
-			log.Error("pause failed", "error", perr)
-		}
-		cancel()
-		r.release(abort, c, false, 0)
-	default:
-		r.w.failures.Add(1)
-		delay := max(r.retryDelay, r.rateDelay)
-		log.Error("chunk failed; the job rests, then any worker retries it", "error", err, "rest", delay)
-		r.release(abort, c, false, delay)
-	}
-}
-
-// runChunk is driver.RunChunk on a connection of the pool.
-func (r *runner) runChunk(ctx context.Context, jobID string) (driver.ChunkResult, error) {
+// runNext is [RunNext] on a connection of the pool.
+func (r *runner) runNext(ctx context.Context) (*Pass, error) {
 	conn, err := r.pool.Acquire(ctx)
 	if err != nil {
-		return driver.ChunkResult{}, err
+		return nil, err
 	}
-	defer conn.Release() // a connection that RunChunk had to close is dropped by the pool
-	return driver.RunChunk(ctx, conn.Conn(), jobID, nil)
+	defer conn.Release() // a connection that RunNext had to close is dropped by the pool
+	return RunNext(ctx, conn.Conn(), r.id, r.rateDelay, r.retryDelay)
 }
 
-// release ends the lease c, even when the worker is aborting, and says
-// whether it did.
-func (r *runner) release(abort context.Context, c Claim, done bool, delay time.Duration) bool {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(abort), releaseTimeout)
-	defer cancel()
-	ok, err := ReleaseJob(ctx, r.pool, c, done, delay)
-	switch {
-	case err != nil:
-		r.log.Error("release failed; the job is claimable again when the lease ends", "job", c.JobID, "error", err,
-			"lease", r.lease)
-	case !ok:
-		r.log.Warn("lease lost: it ran out and another worker took the job over", "job", c.JobID, "receipt", c.Receipt)
+// hidden reports whether r is a control character or an invisible format
+// character (Unicode Cf: bidi overrides, zero-width marks), which a worker
+// id must not hold.
+func hidden(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
+
+// shown is s quoted for an error message, cut to a short prefix with its
+// length when it is long.
+func shown(s string) string {
+	const keep = 40
+	if utf8.RuneCountInString(s) <= keep {
+		return strconv.Quote(s)
 	}
-	return ok
+	return fmt.Sprintf("%s... (%d characters)", strconv.Quote(string([]rune(s)[:keep])), utf8.RuneCountInString(s))
 }
 
 // quiet logs a repeating error once, until the next success.

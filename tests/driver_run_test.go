@@ -187,27 +187,51 @@ func TestRunChunkRefusesOpenTransaction(t *testing.T) {
 		`{"next": 0, "audit": 0}`)
 }
 
-func TestRunChunkTwoRoundTrips(t *testing.T) {
+// Without a fault a chunk is one round trip (BEGIN, the bounds, run_chunk
+// and COMMIT together); with a fault it is two (COMMIT after the hooks). A
+// failure costs one more, the ROLLBACK, and leaves the connection idle with
+// its settings as they were.
+func TestRunChunkRoundTrips(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	registerJob(t, s, "j", "acme", 1, 30, 10)
+	registerJob(t, s, "j", "acme", 1, 50, 10)
 	conn, counter := countingConnect(t, s)
 	counter.Take()
-	for i := 0; i < 3; i++ {
-		if _, err := driver.RunChunk(ctx, conn, "j", func(string) error { return nil }); err != nil {
+	for i, c := range []struct {
+		fault driver.Fault
+		want  int
+	}{{nil, 1}, {nil, 1}, {func(string) error { return nil }, 2}, {func(string) error { return nil }, 2}, {nil, 1}} {
+		res, err := driver.RunChunk(ctx, conn, "j", c.fault)
+		if err != nil || res.NextIndex != 10*(i+1) {
+			t.Fatalf("chunk %d: %+v %v", i+1, res, err)
+		}
+		if n := counter.Take(); n != c.want {
+			t.Fatalf("chunk %d (fault %v) cost %d round trips, want %d", i+1, c.fault != nil, n, c.want)
+		}
+	}
+	if n := mustString(t, s.Conn, "select count(*)::text from job_audit where job_id = 'j'"); n != "50" {
+		t.Fatalf("%s audit rows, want 50", n)
+	}
+	// Finished: one round trip that learns done.
+	if res, err := driver.RunChunk(ctx, conn, "j", nil); err != nil || !res.Done || len(res.Processed) != 0 || counter.Take() != 1 {
+		t.Fatalf("finished job: %+v %v", res, err)
+	}
+	// A failing chunk costs two: the batch, then ROLLBACK.
+	for _, fault := range []driver.Fault{nil, func(string) error { return nil }} {
+		_, err := driver.RunChunk(ctx, conn, "missing", fault)
+		if !errors.Is(err, driver.ErrConflict) {
 			t.Fatal(err)
 		}
 		if n := counter.Take(); n != 2 {
-			t.Fatalf("chunk %d cost %d round trips, want 2", i+1, n)
+			t.Fatalf("a failing chunk (fault %v) cost %d round trips, want 2", fault != nil, n)
 		}
-	}
-	// A failing chunk costs two as well: the batch, then ROLLBACK.
-	_, err := driver.RunChunk(ctx, conn, "missing", nil)
-	if !errors.Is(err, driver.ErrConflict) {
-		t.Fatal(err)
-	}
-	if n := counter.Take(); n != 2 {
-		t.Fatalf("a failing chunk cost %d round trips, want 2", n)
+		if got := mustString(t, conn, "select current_setting('lock_timeout') || ' ' || current_setting('statement_timeout')"); got != "0 0" {
+			t.Fatalf("settings after the failure: %s", got)
+		}
+		counter.Take()
+		if conn.PgConn().TxStatus() != 'I' {
+			t.Fatalf("connection not idle after the failure: %q", conn.PgConn().TxStatus())
+		}
 	}
 }
 

@@ -19,6 +19,7 @@ var inlined = map[string]struct{ call, shows string }{
 	"targets_look_normal": {"(e) from jsonb_array_elements('[[]]') e", "~"},
 	"order_matches":       {"('a', 1, 'cancelled', 2, 'a', e) from jsonb_array_elements('[{}]') e", "'qty'::text"},
 	"excerpt":             {"(e::text, true) from jsonb_array_elements('[1]') e", "length("},
+	"run_lock_key":        {"(j) from unnest(array['a']) j", "hashtextextended"},
 }
 
 // docs/contract.md §6: every function is documented with COMMENT ON; and every one
@@ -54,8 +55,11 @@ func TestSQLFunctionCatalog(t *testing.T) {
 				t.Errorf("%s(%s) is SECURITY DEFINER", f.Name, f.Args)
 			}
 			want := []string{"search_path=" + s.Name + ", pg_temp"}
-			if f.Name == "run_chunk" {
+			switch f.Name {
+			case "run_chunk":
 				want = append(want, "lock_timeout=500ms")
+			case "pause_job", "resume_job":
+				want = append(want, "lock_timeout=5s")
 			}
 			if in, ok := inlined[f.Name]; ok {
 				// The exception proves its worth: it is SQL and really is inlined.
@@ -76,11 +80,12 @@ func TestSQLFunctionCatalog(t *testing.T) {
 					t.Errorf("%s(%s): proconfig %q, want it to contain %q", f.Name, f.Args, f.Config, setting)
 				}
 			}
-			// Only run_chunk bounds its lock waits; no function changes
-			// another timeout or the role it runs as.
+			// Only run_chunk, pause_job and resume_job bound their lock
+			// waits; no function changes another timeout or the role it
+			// runs as.
 			for _, setting := range f.Config {
 				name, _, _ := strings.Cut(setting, "=")
-				if name == "lock_timeout" && f.Name != "run_chunk" || name == "statement_timeout" || name == "role" ||
+				if name == "lock_timeout" && !slices.Contains([]string{"run_chunk", "pause_job", "resume_job"}, f.Name) || name == "statement_timeout" || name == "role" ||
 					name == "session_authorization" {
 					t.Errorf("%s(%s): unexpected setting %q", f.Name, f.Args, setting)
 				}

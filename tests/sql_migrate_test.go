@@ -112,7 +112,7 @@ func TestSQLMigrateAgainIsANoOp(t *testing.T) {
 	registerJob(t, s, "j", "acme", 1, 5, 2)
 	s.Exec(t, "select run_chunk('j')")
 	before, data := catalog(t, admin, s.Name), state(t, s)
-	if !strings.Contains(before, `"version": [{"version": 2}]`) {
+	if !strings.Contains(before, `"version": [{"version": 3}]`) {
 		t.Fatalf("version table: %s", before)
 	}
 	for i := 0; i < 2; i++ {
@@ -220,7 +220,7 @@ func TestSQLMigrateConcurrently(t *testing.T) {
 	if got, want := installedFunctions(t, admin, name), shippedFunctions(t); !slices.Equal(got, want) {
 		t.Fatalf("functions: %v, want %v", got, want)
 	}
-	if got := mustString(t, admin, "select jsonb_agg(v)::text from "+pgx.Identifier{name, "schema_version"}.Sanitize()+" v"); got != `[{"version": 2}]` {
+	if got := mustString(t, admin, "select jsonb_agg(v)::text from "+pgx.Identifier{name, "schema_version"}.Sanitize()+" v"); got != `[{"version": 3}]` {
 		t.Fatalf("version: %s", got)
 	}
 	dsn := pgtest.WithSearchPath(pgtest.DSN(), name)

@@ -81,19 +81,26 @@ func demoCommand() *cli.Command {
 				return err
 			}
 			fmt.Println()
-			fmt.Println("Look at the data yourself:")
-			fmt.Printf("  %s -c 'select * from %s.job_audit order by ordinal'\n", psqlCommand(cfg), schema)
-			if cfg.Password != "" {
-				fmt.Println("  (psql asks for the password, or reads $PGPASSWORD: it is not printed here)")
+			look := func(psql string) {
+				fmt.Println("Look at the data yourself:")
+				fmt.Printf("  %s -c 'select * from %s.job_audit order by ordinal'\n", psql, schema)
 			}
 			switch {
 			case server != nil && c.Bool("keep"):
-				fmt.Printf("The server keeps running (pid %d). Its connection string (it has no password):\n  export CHUNKS_DSN='%s'\n", server.PID(), base)
+				fmt.Printf("The server keeps running (pid %d).\n", server.PID())
+				look(fmt.Sprintf("psql %q", base)) // the throwaway server's DSN holds no password
 				fmt.Printf("Stop it and remove its data with:\n  %s\n", server.StopCommand())
+				fmt.Printf("To point chunks at it:\n  export CHUNKS_DSN=%s\n", shellWord(base))
 			case server != nil:
-				fmt.Println("(The throwaway server is stopped and removed now; chunks demo --keep leaves it running.)")
+				fmt.Println("The throwaway server is stopped and removed now, with its data.")
+				fmt.Println("To look at the data yourself, run chunks demo --keep: it leaves the server running and says how to connect.")
 			default:
-				fmt.Printf("The schema %s stays in your database; drop it with: drop schema %s cascade\n", schema, schema)
+				fmt.Printf("The schema %s stays in your database.\n", schema)
+				look(psqlCommand(cfg)) // your DSN may hold a password: never printed
+				if cfg.Password != "" {
+					fmt.Println("  (psql asks for the password, or reads $PGPASSWORD: it is not printed here)")
+				}
+				fmt.Printf("Drop it with: drop schema %s cascade\n", schema)
 			}
 			return nil
 		},

@@ -13,16 +13,17 @@ import (
 func pauseCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "pause",
-		Usage:     "keep the workers away from a job until chunks resume",
+		Usage:     "stop the workers from starting any chunk of a job until chunks resume",
 		UsageText: "chunks pause [--dsn DSN] [--schema S] [--json] JOB",
-		Description: "A paused job is never claimed again. A chunk of it in flight finishes first (pause waits\n" +
-			"for it), and a worker that claimed it just before may still run that one chunk. Pausing a\n" +
-			"paused job changes nothing. An unknown or finished job is a conflict (exit 3). With --json\n" +
-			"it prints {\"job_id\", \"changed\"}.\n\n" +
+		Description: "A chunk of the job in flight finishes first: pause waits for it (up to 5 s). When pause\n" +
+			"returns, no chunk of the job runs in the fleet, and none starts until chunks resume JOB\n" +
+			"(chunks drain and run are not stopped). chunks status shows who paused it, when and why.\n" +
+			"Pausing a paused job changes nothing. An unknown or finished job is a conflict (exit 3).\n" +
+			"With --json it prints {\"job_id\", \"changed\"}.\n\n" +
 			"Example:\n  chunks --schema lab pause festival-2026",
 		Action: func(c *cli.Context) error {
 			return pauseOrResume(c, fleet.Pause,
-				"paused job %s: no worker claims it until chunks resume %[1]s",
+				"paused job %s: no worker starts a chunk of it until chunks resume %[1]s",
 				"job %s was already paused; nothing changed")
 		},
 	}
@@ -33,9 +34,9 @@ func resumeCommand() *cli.Command {
 		Name:      "resume",
 		Usage:     "give a paused job back to the workers",
 		UsageText: "chunks resume [--dsn DSN] [--schema S] [--json] JOB",
-		Description: "The job is queued again, claimable at once, and the workers are notified. An unfinished job\n" +
-			"that is not queued at all (state idle) is queued too. Resuming a queued or leased job\n" +
-			"changes nothing. An unknown or finished job is a conflict (exit 3). With --json it prints\n" +
+		Description: "The job is queued again, runnable at once, its pause reason is cleared, and the workers are\n" +
+			"notified. An unfinished job that is not queued at all (state idle) is queued too. Resuming a\n" +
+			"queued job changes nothing. An unknown or finished job is a conflict (exit 3). With --json it prints\n" +
 			"{\"job_id\", \"changed\"}.\n\n" +
 			"Example:\n  chunks --schema lab resume festival-2026",
 		Action: func(c *cli.Context) error {

@@ -15,12 +15,13 @@ import (
 func statusCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "status",
-		Usage:     "show every job: progress, queued / leased / paused / done / idle, and drift",
+		Usage:     "show every job: progress, queued / running / paused / done / idle, and drift",
 		UsageText: "chunks status [--dsn DSN] [--schema S] [--json]",
-		Description: "progress is next_index/n. state: queued (claimable; \"rests until\" a --rate or retry delay\n" +
-			"ends), leased (a worker holds it until the time shown), paused (chunks resume JOB), done, or\n" +
-			"idle (unfinished but not queued; chunks resume JOB queues it). drift counts the committed\n" +
-			"orders that chunks report calls drifted or missing. One query; nothing is written.\n\n" +
+		Description: "progress is next_index/n. state: queued (runnable; \"rests until\" a --rate or retry delay\n" +
+			"ends), running (a chunk of it is in flight, in the worker shown), paused (with who paused it,\n" +
+			"when and why; chunks resume JOB), done, or idle (unfinished but not queued; chunks resume JOB\n" +
+			"queues it). drift counts the committed orders that chunks report calls drifted or missing.\n" +
+			"One query; nothing is written or locked.\n\n" +
 			"Example:\n  chunks --schema lab status\n  chunks --schema lab status --json | jq '.[] | select(.state == \"paused\")'",
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() > 0 {
@@ -53,30 +54,37 @@ func printStatus(list []fleet.JobStatus, now time.Time) {
 	}
 	count := map[string]int{}
 	drift := 0
-	t := newTable("job", "tenant", "progress", "state", "leased by", "until", "drift")
+	t := newTable("job", "tenant", "progress", "state", "detail", "drift")
 	for _, j := range list {
 		count[j.State]++
-		leasedBy, until, d := "", "", "?"
-		if j.LeasedBy != nil {
-			leasedBy = *j.LeasedBy
-		}
-		if j.LeaseUntil != nil {
-			until = j.LeaseUntil.Local().Format("15:04:05.000")
-		} else if j.VisibleAt != nil && j.VisibleAt.After(now) {
-			until = "rests until " + j.VisibleAt.Local().Format("15:04:05.000")
+		detail, d := "", "?"
+		switch {
+		case j.State == fleet.StateRunning && j.RunningIn != nil:
+			detail = "in " + *j.RunningIn
+		case j.State == fleet.StatePaused && j.PausedAt != nil:
+			detail = fmt.Sprintf("at %s by %s: %s", j.PausedAt.Local().Format("15:04:05"), deref(j.PausedBy), deref(j.PauseReason))
+		case j.VisibleAt != nil && j.VisibleAt.After(now):
+			detail = "rests until " + j.VisibleAt.Local().Format("15:04:05.000")
 		}
 		if j.Drift != nil {
 			d = fmt.Sprint(*j.Drift)
 			drift += *j.Drift
 		}
-		t.AppendRow([]any{terminalSafe(j.JobID), terminalSafe(j.Tenant), fmt.Sprintf("%d/%d", j.NextIndex, j.N), j.State, terminalSafe(leasedBy), until, d})
+		t.AppendRow([]any{terminalSafe(j.JobID), terminalSafe(j.Tenant), fmt.Sprintf("%d/%d", j.NextIndex, j.N), j.State, terminalSafe(detail), d})
 	}
 	t.Render()
 	var parts []string
-	for _, s := range []string{fleet.StateQueued, fleet.StateLeased, fleet.StatePaused, fleet.StateDone, fleet.StateIdle} {
+	for _, s := range []string{fleet.StateQueued, fleet.StateRunning, fleet.StatePaused, fleet.StateDone, fleet.StateIdle} {
 		if count[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", count[s], s))
 		}
 	}
 	say("%s: %s; %s drifted or missing", plural(len(list), "job"), strings.Join(parts, ", "), plural(drift, "order"))
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "?"
+	}
+	return *s
 }

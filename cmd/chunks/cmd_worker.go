@@ -14,31 +14,33 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
+	"github.com/chunks-dev/chunks/internal/chunktx"
 )
 
 func workerCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "worker",
 		Usage: "run registered jobs from the queue, one chunk per pass, until SIGTERM or SIGINT",
-		UsageText: "chunks worker [--concurrency N] [--lease D] [--poll D] [--rate R] [--id ID] [--verbose]\n" +
+		UsageText: "chunks worker [--concurrency N] [--poll D] [--rate R] [--retry-delay D] [--id ID] [--verbose]\n" +
 			"                     [--dsn DSN] [--schema S] [--json]",
-		Description: "Each pass claims the next queued job (SKIP LOCKED, with a lease of --lease), runs one chunk of\n" +
-			"it, and puts it back at the end of the queue, or removes it when it is done. A worker killed\n" +
-			"with SIGKILL loses nothing: its jobs become claimable again when their leases end. A chunk\n" +
-			"that meets a conflict pauses its job (fix it, then chunks resume JOB); other errors make the\n" +
-			"job rest a second. Idle passes wake on NOTIFY and otherwise poll every --poll.\n\n" +
+		Description: "Each pass is one transaction (SQL run_next_chunk): it takes the next queued job (SKIP LOCKED),\n" +
+			"runs one chunk of it, and puts it back at the end of the queue, or removes it when it is done,\n" +
+			"all in one commit. A worker killed with SIGKILL loses nothing and holds nothing: its job is\n" +
+			"runnable again at once. A chunk that meets a conflict pauses its job, with the reason (see it\n" +
+			"in chunks status; fix it, then chunks resume JOB); other errors make the job rest --retry-delay.\n" +
+			"Idle passes wake on NOTIFY and otherwise poll every --poll.\n\n" +
 			"Run chunks migrate first: the worker never migrates. The log goes to stderr (JSON lines with\n" +
 			"--json; every chunk with --verbose); \"msg=ready\" says it is running. SIGTERM or SIGINT\n" +
 			"finishes the chunks in flight, starts no new one, prints a summary and exits 0; a second\n" +
 			"signal cancels the chunks in flight (they roll back) and exits 1.\n\n" +
-			"Example:\n  chunks --schema lab worker --concurrency 4 --lease 5s --poll 1s\n" +
+			"Example:\n  chunks --schema lab worker --concurrency 4 --poll 1s\n" +
 			"  chunks --schema lab worker --rate 0.5        # each job at most one chunk every 2 s",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "concurrency", Value: 1, Usage: fmt.Sprintf("run `N` passes at once, 1 to %d", fleet.MaxConcurrency)},
-			&cli.DurationFlag{Name: "lease", Value: fleet.DefaultLease, Usage: "how long (`D`, e.g. 5s) a claimed job stays this worker's before another may take it over"},
-			&cli.DurationFlag{Name: "poll", Value: fleet.DefaultPoll, Usage: "how often (`D`) an idle pass looks at the queue without a notification"},
-			&cli.Float64Flag{Name: "rate", Value: 0, Usage: "at most `R` chunks per second per job (0: no limit)"},
-			&cli.StringFlag{Name: "id", Usage: "the worker's name (`ID`) in the queue and the log (default: hostname:pid)"},
+			&cli.DurationFlag{Name: "poll", Value: fleet.DefaultPoll, Usage: fmt.Sprintf("how often (`D`) an idle pass looks at the queue without a notification, %v to %v (0: the default)", fleet.MinPoll, fleet.MaxDuration)},
+			&cli.Float64Flag{Name: "rate", Value: 0, Usage: fmt.Sprintf("at most `R` chunks per second per job, 1/86400 to %d (0: no limit)", fleet.MaxRate)},
+			&cli.DurationFlag{Name: "retry-delay", Value: fleet.DefaultRetryDelay, Usage: fmt.Sprintf("how long (`D`) a job rests after its chunk failed with an error that is not a conflict, 1ms to %v (0: the default)", fleet.MaxDuration)},
+			&cli.StringFlag{Name: "id", Usage: "the worker's name (`ID`) in the log, in chunks status and in a pause it makes (default, also when empty: hostname:pid)"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log every chunk"},
 		},
 		Action: func(c *cli.Context) error {
@@ -58,7 +60,17 @@ func workerCommand() *cli.Command {
 				return &driver.Error{Kind: driver.ErrInvalid, Msg: "dsn: " + err.Error(), Err: err}
 			}
 			cfg.ConnConfig.ConnectTimeout = driver.ConnectTimeout
-			cfg.MaxConns = int32(n) // each pass holds one connection at a time
+			chunktx.CancelOnContext(&cfg.ConnConfig.Config) // an aborting worker's chunks roll back
+			cfg.MaxConns = int32(n)                         // each pass holds one connection at a time
+			id := c.String("id")
+			if id == "" {
+				id = fleet.DefaultID()
+			}
+			// chunks status shows which worker runs a chunk by this name,
+			// unless the DSN names the connections itself.
+			if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+				cfg.ConnConfig.RuntimeParams["application_name"] = id
+			}
 			pool, err := pgxpool.NewWithConfig(c.Context, cfg)
 			if err != nil {
 				return err
@@ -76,15 +88,12 @@ func workerCommand() *cli.Command {
 			}
 			w := &fleet.Worker{
 				Pool:        pool,
-				ID:          c.String("id"),
+				ID:          id,
 				Concurrency: n,
-				Lease:       c.Duration("lease"),
 				Poll:        c.Duration("poll"),
 				Rate:        c.Float64("rate"),
+				RetryDelay:  c.Duration("retry-delay"),
 				Logger:      slog.New(handler),
-			}
-			if w.ID == "" {
-				w.ID = fleet.DefaultID()
 			}
 			stop, abort, release := stopOnSignals(c.Context, w.Logger.With("worker", w.ID))
 			defer release()

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/urfave/cli/v2"
 
 	"github.com/chunks-dev/chunks/driver"
@@ -96,7 +94,7 @@ func dsn(c *cli.Context) (string, error) {
 // is checked before anything else and becomes the session's search_path as
 // a startup parameter, never by editing the connection string. A cancelled
 // command (chunks drain on SIGINT) cancels its statement on the server, so
-// the chunk in flight rolls back at once.
+// the chunk in flight rolls back at once (driver.ParseDSN sees to that).
 func connConfig(c *cli.Context) (*pgx.ConnConfig, error) {
 	schema := global(c, "schema")
 	if schema != "" {
@@ -110,9 +108,6 @@ func connConfig(c *cli.Context) (*pgx.ConnConfig, error) {
 	}
 	if schema != "" {
 		cfg.RuntimeParams["search_path"] = schema
-	}
-	cfg.BuildContextWatcherHandler = func(pg *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.CancelRequestContextWatcherHandler{Conn: pg, DeadlineDelay: time.Second}
 	}
 	return cfg, nil
 }

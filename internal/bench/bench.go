@@ -97,21 +97,49 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 	if err != nil {
 		return r, err
 	}
+	// counted runs a scenario between two readings of the server's commit
+	// and WAL fsync counters.
+	counted := func(run func() (Result, error)) error {
+		before, err := readCounters(ctx, admin)
+		if err != nil {
+			return err
+		}
+		res, err := run()
+		if err != nil {
+			return err
+		}
+		after, err := readCounters(ctx, admin)
+		if err != nil {
+			return err
+		}
+		perChunk(&res, before, after)
+		add(res)
+		return nil
+	}
+
 	logf("ceiling: single-row UPDATE transactions for %v", d)
-	s, err := ceiling(ctx, cfg, d, ceilingFirst, 10000)
-	if err != nil {
+	if err := counted(func() (Result, error) {
+		s, err := ceiling(ctx, cfg, d, ceilingFirst, 10000)
+		return s.result("ceiling", "1 conn", true), err
+	}); err != nil {
 		return r, err
 	}
-	add(s.result("ceiling", "1 conn", true))
 
 	for _, size := range []int{1, 5, 10} {
 		logf("chunks: RunChunk, chunk size %d, for %v", size, d)
-		res, err := measureChunks(ctx, cfg, seed, d, size, 1, runChunk)
-		if err != nil {
+		if err := counted(func() (Result, error) {
+			res, err := measureChunks(ctx, cfg, seed, d, size, 1, runChunk)
+			return res.result("chunks", fmt.Sprintf("size %d", size), true), err
+		}); err != nil {
 			return r, err
 		}
-		add(res.result("chunks", fmt.Sprintf("size %d", size), true))
 	}
+	logf("chunks: RunChunk with a fault hook that does nothing, chunk size 10, for %v", d)
+	res, err := measureChunks(ctx, cfg, seed, d, 10, 1, runChunkWithHooks)
+	if err != nil {
+		return r, err
+	}
+	add(res.result("chunks", "size 10, with a fault hook", true))
 	for _, size := range []int{1, 10} {
 		logf("baseline: statement by statement, chunk size %d, for %v", size, d)
 		res, err := measureChunks(ctx, cfg, seed, d, size, 1, baselineChunk)
@@ -152,7 +180,7 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 	}
 
 	if o.Chunks != "" {
-		if err := fleetScenarios(ctx, admin, o, logf, add); err != nil {
+		if err := fleetScenarios(ctx, admin, o, logf, counted); err != nil {
 			return r, err
 		}
 	}
@@ -263,7 +291,7 @@ func network(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, delay, d ti
 
 // fleetScenarios measures chunks worker processes in a schema of their own
 // (so no job left over by another scenario is in their queue).
-func fleetScenarios(ctx context.Context, admin *pgx.Conn, o Options, logf func(string, ...any), add func(Result)) (err error) {
+func fleetScenarios(ctx context.Context, admin *pgx.Conn, o Options, logf func(string, ...any), counted func(func() (Result, error)) error) (err error) {
 	schema := "chunks_bench_fleet_" + randomHex()
 	_, seed, drop, err := newSchema(ctx, admin, o.Conn, schema)
 	if err != nil {
@@ -281,27 +309,29 @@ func fleetScenarios(ctx context.Context, admin *pgx.Conn, o Options, logf func(s
 		if err != nil {
 			return err
 		}
-		s, err := pickup(ctx, seed.conn, seed, m.jobs, m.notify)
-		if err = errors.Join(err, stop()); err != nil {
+		if err := counted(func() (Result, error) {
+			s, err := pickup(ctx, seed.conn, seed, m.jobs, m.notify)
+			return s.result("fleet pickup", m.variant, false), errors.Join(err, stop())
+		}); err != nil {
 			return err
 		}
-		add(s.result("fleet pickup", m.variant, false))
 	}
-	jobs := 1000
-	if o.Duration < time.Second {
-		jobs = 100 // a smoke run, not a measurement
-	}
+	jobs := jobsFor(o.Duration.Seconds(), 10, 1) / 2 // the fleet runs about half as many chunks as RunChunk can
 	for _, n := range []int{1, 2, 4} {
 		logf("fleet: %d worker processes over %d jobs", n, jobs)
 		stop, err := workers(ctx, o, schema, n, time.Second)
 		if err != nil {
 			return err
 		}
-		s, err := throughput(ctx, seed.conn, seed, jobs)
-		if err = errors.Join(err, stop()); err != nil {
+		// Counted from before the run to after the workers stopped (their
+		// counts reach the server when they exit).
+		if err := counted(func() (Result, error) {
+			s, err := throughput(ctx, seed.conn, seed, jobs)
+			return s.result("fleet", fmt.Sprintf("%d worker processes, %d jobs of 64 (chunk 10)", n, jobs), false),
+				errors.Join(err, stop())
+		}); err != nil {
 			return err
 		}
-		add(s.result("fleet", fmt.Sprintf("%d worker processes, %d jobs of 16 (chunk 8)", n, jobs), false))
 	}
 	return nil
 }
@@ -420,14 +450,23 @@ func ratios(r Report) []Ratio {
 	if p := get("fleet pickup", "NOTIFY"); p.Chunks > 0 {
 		ratio("fleet pickup p50 with NOTIFY, ms", p.P50Ms, "< 10", p.P50Ms < 10)
 	}
-	if one := get("fleet", "1 worker").ChunksPerS; one > 0 {
-		v = div(get("fleet", "2 worker").ChunksPerS, one)
+	v = div(get("network chunks", "").ChunksPerS, get("network ceiling", "").ChunksPerS)
+	ratio("chunks vs the ceiling, chunks/s, with the network delay", v, ">= 0.85", v >= 0.85)
+	if fleet := get("fleet", "1 worker"); fleet.ChunksPerS > 0 {
+		v = div(fleet.ChunksPerS, get("chunks", "size 10").ChunksPerS)
+		ratio("fleet (1 worker process) vs RunChunk, chunks/s, same jobs", v, ">= 0.9", v >= 0.9)
+		ratio("fleet: server commits per chunk", fleet.CommitsPerChunk, "<= 1.1", fleet.CommitsPerChunk <= 1.1)
+		ratio("fleet: WAL fsyncs per chunk", fleet.WALSyncsPerChunk, "<= 1.1", fleet.WALSyncsPerChunk <= 1.1)
+		v = div(get("fleet", "2 worker").ChunksPerS, fleet.ChunksPerS)
 		ratio("fleet: 2 worker processes vs 1", v, ">= 1.6 until the server's CPU is the limit", v >= 1.6)
-		v = div(get("fleet", "4 worker").ChunksPerS, one)
-		ratio("fleet: 4 worker processes vs 1", v, "grows until the server's CPU is the limit", v > 1)
+		v = div(get("fleet", "4 worker").ChunksPerS, fleet.ChunksPerS)
+		ratio("fleet: 4 worker processes vs 1", v, ">= 1.5", v >= 1.5)
 	}
 	if rt := get("chunks", "size 10").RoundTrips; rt != 0 {
-		ratio("round trips per RunChunk", rt, "= 2", rt == 2)
+		ratio("round trips per RunChunk", rt, "= 1", rt == 1)
+	}
+	if rt := get("chunks", "size 10, with a fault").RoundTrips; rt != 0 {
+		ratio("round trips per RunChunk with a fault hook", rt, "= 2", rt == 2)
 	}
 	if r.DrainPeakRSSMB > 0 {
 		ratio("drain peak memory, MB", r.DrainPeakRSSMB, "< 30", r.DrainPeakRSSMB < 30)

@@ -21,6 +21,12 @@ func runChunk(ctx context.Context, conn *pgx.Conn, jobID string) (driver.ChunkRe
 	return driver.RunChunk(ctx, conn, jobID, nil)
 }
 
+// runChunkWithHooks is RunChunk with a fault hook that does nothing: the
+// two-round-trip path.
+func runChunkWithHooks(ctx context.Context, conn *pgx.Conn, jobID string) (driver.ChunkResult, error) {
+	return driver.RunChunk(ctx, conn, jobID, func(string) error { return nil })
+}
+
 // connect opens a connection on cfg, counting its round trips.
 func connect(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, *wire.Counter, error) {
 	cfg = cfg.Copy()

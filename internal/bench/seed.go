@@ -23,12 +23,15 @@ type seeder struct {
 
 // jobs registers n new jobs of 64 targets with chunkSize and returns their ids.
 func (s *seeder) jobs(ctx context.Context, n, chunkSize int) ([]string, error) {
-	return s.jobsSized(ctx, n, targetsPerJob, chunkSize)
+	return s.register(ctx, n, chunkSize, false)
 }
 
-// jobsSized registers n new jobs of size targets with chunkSize, in one
-// transaction (so a fleet hears of them all at once), and returns their ids.
-func (s *seeder) jobsSized(ctx context.Context, n, size, chunkSize int) (ids []string, err error) {
+// register registers n new jobs of 64 targets with chunkSize, in one
+// transaction, and returns their ids. With paused, their queue rows are
+// paused in that transaction, so that no worker starts before the caller
+// unpauses them.
+func (s *seeder) register(ctx context.Context, n, chunkSize int, paused bool) (ids []string, err error) {
+	const size = targetsPerJob
 	first, prefix := s.nextID, fmt.Sprintf("b%d-", s.nextJob)
 	tx, err := s.conn.Begin(ctx)
 	if err != nil {
@@ -50,6 +53,11 @@ func (s *seeder) jobsSized(ctx context.Context, n, size, chunkSize int) (ids []s
 		                from generate_series(0, $6 - 1) as i))))
 		from generate_series(0, $2 - 1) as j`, first, n, prefix, chunkSize, s.tenant, size); err != nil {
 		return nil, fmt.Errorf("register jobs: %w", err)
+	}
+	if paused {
+		if _, err := tx.Exec(ctx, "update job_queue set paused = true where job_id like $1 || '%'", prefix); err != nil {
+			return nil, err
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, err

@@ -18,6 +18,12 @@ type Result struct {
 	P50Ms      float64 `json:"p50_ms"`
 	P99Ms      float64 `json:"p99_ms"`
 	RoundTrips float64 `json:"round_trips_per_chunk,omitempty"`
+	// The server's commits and WAL fsyncs per chunk (pg_stat_database,
+	// pg_stat_wal), for the scenarios that count them.
+	CommitsPerChunk  float64 `json:"commits_per_chunk,omitempty"`
+	WALSyncsPerChunk float64 `json:"wal_syncs_per_chunk,omitempty"`
+
+	ownTxs int // transactions of the benchmark's own (polling), left out of CommitsPerChunk
 }
 
 // sample is what a timed loop gathered. latencies has one entry per chunk
@@ -28,6 +34,7 @@ type sample struct {
 	orders    int
 	elapsed   time.Duration
 	trips     int
+	ownTxs    int
 }
 
 func (s *sample) add(o sample) {
@@ -39,7 +46,7 @@ func (s *sample) add(o sample) {
 }
 
 func (s sample) result(scenario, variant string, countTrips bool) Result {
-	r := Result{Scenario: scenario, Variant: variant, Chunks: s.chunks, Orders: s.orders, Seconds: s.elapsed.Seconds()}
+	r := Result{Scenario: scenario, Variant: variant, Chunks: s.chunks, Orders: s.orders, Seconds: s.elapsed.Seconds(), ownTxs: s.ownTxs}
 	if s.chunks == 0 || s.elapsed <= 0 {
 		return r
 	}

@@ -9,11 +9,11 @@
 {{ template "register.sql" . }}
 {{ template "inspect_job.sql" . }}
 {{ template "cancel_chunk.sql" . }}
+{{ template "run_lock_key.sql" . }}
 {{ template "run_chunk.sql" . }}
 {{ template "report.sql" . }}
 {{ template "queue_channel.sql" . }}
-{{ template "claim_job.sql" . }}
-{{ template "release_job.sql" . }}
+{{ template "run_next_chunk.sql" . }}
 {{ template "lock_unfinished_job.sql" . }}
 {{ template "pause_job.sql" . }}
 {{ template "resume_job.sql" . }}

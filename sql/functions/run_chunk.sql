@@ -24,6 +24,9 @@ begin
   if not found then
     raise exception 'job %: not found', run_chunk.job_id using errcode = 'CH409';
   end if;
+  -- Seen by job_status as "running" until this transaction ends. Only this
+  -- job's row lock holder takes it, so it never waits.
+  perform pg_try_advisory_xact_lock(run_lock_key(v_job.job_id));
 
   -- docs/contract.md §4: the stored job must be sound before anything is written.
   -- targets_look_normal is the fast guard on the targets' shape; ranges and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -46,9 +47,8 @@ func wantDemo(t *testing.T, r result) {
 // a newcomer do).
 func TestDemo(t *testing.T) {
 	t.Parallel()
-	if _, err := localpg.FindBinDir(); err != nil {
-		t.Skipf("chunks demo needs the PostgreSQL server binaries: %v", err)
-	}
+	_, err := localpg.FindBinDir()
+	pgtest.RequireTool(t, err, "the PostgreSQL server binaries (chunks demo starts a server)", "postgresql")
 	admin := pgtest.Connect(t, pgtest.DSN())
 	schemas := func() string {
 		return mustText(t, admin, "select count(*)::text from pg_namespace where nspname in ('festival_demo', 'lab_of_the_env')")
@@ -67,8 +67,47 @@ func TestDemo(t *testing.T) {
 	if m == nil || !strings.Contains(r.stdout, "throwaway server is stopped and removed") {
 		t.Fatalf("the demo does not say where its server was and that it is gone:\n%v", r)
 	}
+	if strings.Contains(r.stdout, "psql") || !strings.Contains(r.stdout, "run chunks demo --keep") {
+		t.Fatalf("without --keep the demo must not offer a psql command for a server that is gone, and must point to --keep:\n%v", r)
+	}
 	if _, err := os.Stat(m[1]); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("the throwaway server's folder %s is still there (%v)", m[1], err)
+	}
+}
+
+// TestDemoKeep runs chunks demo --keep: the server stays, the psql command
+// it prints reaches the story's data, and its stop command removes it.
+func TestDemoKeep(t *testing.T) {
+	t.Parallel()
+	_, err := localpg.FindBinDir()
+	pgtest.RequireTool(t, err, "the PostgreSQL server binaries (chunks demo starts a server)", "postgresql")
+	r := runWith(t, opts{timeout: 60 * time.Second}, "demo", "--keep")
+	wantDemo(t, r)
+	m := regexp.MustCompile(`(?s)The server keeps running \(pid \d+\)\.\nLook at the data yourself:\n  psql "([^"]+)" -c '([^']+)'\nStop it and remove its data with:\n  (.+)\n`).
+		FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("the demo --keep does not say, in this order, that the server runs, how to look, how to stop it:\n%v", r)
+	}
+	dsn, query, stop := m[1], m[2], m[3]
+	if export := regexp.MustCompile(`To point chunks at it:\n  export CHUNKS_DSN='([^']+)'\n`).FindStringSubmatch(r.stdout); export == nil || export[1] != dsn {
+		t.Fatalf("the demo --keep does not give the same connection string as an export CHUNKS_DSN line:\n%v", r)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("sh", "-c", stop).CombinedOutput(); err != nil {
+			t.Errorf("%s: %v\n%s", stop, err, out)
+		}
+		dir := regexp.MustCompile(`rm -rf (\S+)`).FindStringSubmatch(stop)
+		if dir == nil {
+			t.Errorf("the stop command %q removes no folder", stop)
+		} else if _, err := os.Stat(dir[1]); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("after %q the folder %s is still there (%v)", stop, dir[1], err)
+		}
+	})
+	_, err = exec.LookPath("psql")
+	pgtest.RequireTool(t, err, "psql", "postgresql-client")
+	out, err := exec.Command("psql", dsn, "-At", "-c", query).CombinedOutput()
+	if rows := strings.Split(strings.TrimSpace(string(out)), "\n"); err != nil || len(rows) != 40 {
+		t.Fatalf("the printed psql command on the kept server: %v, %d rows, want the 40 audit rows:\n%s", err, len(rows), out)
 	}
 }
 

@@ -71,9 +71,10 @@ func TestReportHuman(t *testing.T) {
 }
 
 // TestHumanOutputEscapes: values a person inserted by hand, with terminal
-// escape sequences, a bell and a bidi override, reach neither stdout nor
-// stderr raw in human output: status, inspect, and an error that quotes a
-// stored value. Each is shown escaped instead.
+// escape sequences, a bell and a bidi override (a job id, a tenant, the
+// worker that paused a job), reach neither stdout nor stderr raw in human
+// output: status, inspect, and an error that quotes a stored value. Each is
+// shown escaped instead.
 func TestHumanOutputEscapes(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
@@ -81,7 +82,8 @@ func TestHumanOutputEscapes(t *testing.T) {
 	l.Exec(t, `insert into orders values (1, 'acme', 1, 'pending', 0)`)
 	l.Exec(t, `insert into jobs values ($1, 'acme', '[{"id": 1, "qty": 1, "revision": 0}]', 1, 0),
 		('plain', $2, '[{"id": 1, "qty": 1, "revision": 0}]', 1, 0)`, evilJob, evilTenant)
-	l.Exec(t, `insert into job_queue (job_id, visible_at, leased_by) values ($1, now() + interval '1 hour', $2)`, evilJob, evilWorker)
+	l.Exec(t, `insert into job_queue (job_id, visible_at, paused, pause_reason, paused_at, paused_by)
+		values ($1, now(), true, 'order 1: state is paid', now(), $2)`, evilJob, evilWorker)
 	raw := []string{"\x1b", "\x07", "\u202e"}
 	wantEscaped := func(r result, escaped ...string) {
 		t.Helper()

@@ -418,7 +418,7 @@ func (l *lab) chunkInFlight(t testing.TB) bool {
 func (l *lab) chunkInFlightAs(t testing.TB, app string) bool {
 	t.Helper()
 	return mustInt(t, l.Conn, `select count(*) from pg_stat_activity
-		where application_name = $1 and query like '%run_chunk%' and wait_event = 'PgSleep'`, app) > 0
+		where application_name = $1 and query like '%run_%chunk%' and wait_event = 'PgSleep'`, app) > 0
 }
 
 // wantFinished fails unless every job finished exactly as approved: each

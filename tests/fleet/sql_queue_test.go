@@ -21,28 +21,20 @@ import (
 // queueRow is a job's row in job_queue as text, or "<null>".
 func (l *lab) queueRow(t testing.TB, jobID string) string {
 	t.Helper()
-	return mustString(t, l.Conn, `select (select jsonb_build_object('receipt', receipt, 'leased_by', leased_by,
-		'paused', paused, 'visible_now', visible_at <= now(), 'visible_at', visible_at)
+	return mustString(t, l.Conn, `select (select jsonb_build_object('paused', paused, 'visible_now', visible_at <= now(),
+		'visible_at', visible_at, 'pause_reason', pause_reason, 'paused_by', paused_by)
 		from job_queue where job_id = $1)::text`, jobID)
 }
 
-// claim is claim_job on conn.
-func claim(t testing.TB, conn *pgx.Conn, worker string, leaseMS int) *fleetapi.Claim {
+// pass is one run_next_chunk pass on conn, as a worker named worker with
+// the given delays in milliseconds.
+func pass(t testing.TB, conn *pgx.Conn, worker string, rateMS, retryMS int) *fleetapi.Pass {
 	t.Helper()
-	c, err := fleetapi.ClaimJob(ctx, conn, worker, time.Duration(leaseMS)*time.Millisecond)
+	p, err := fleetapi.RunNext(ctx, conn, worker, time.Duration(rateMS)*time.Millisecond, time.Duration(retryMS)*time.Millisecond)
 	if err != nil {
-		t.Fatalf("claim_job: %v", err)
+		t.Fatalf("run_next_chunk: %v", err)
 	}
-	return c
-}
-
-func release(t testing.TB, conn *pgx.Conn, c fleetapi.Claim, done bool, delayMS int) bool {
-	t.Helper()
-	ok, err := fleetapi.ReleaseJob(ctx, conn, c, done, time.Duration(delayMS)*time.Millisecond)
-	if err != nil {
-		t.Fatalf("release_job(%+v, %v, %d): %v", c, done, delayMS, err)
-	}
-	return ok
+	return p
 }
 
 // wantPgError fails unless err is a server error with exactly code and msg.
@@ -104,7 +96,7 @@ func TestSQLRegisterQueuesOnce(t *testing.T) {
 		t.Fatalf("notification %+v", n)
 	}
 	row := l.queueRow(t, "a")
-	if !containsAll(row, []string{`"paused": false`, `"receipt": 0`, `"leased_by": null`, `"visible_now": true`}) {
+	if !containsAll(row, []string{`"paused": false`, `"pause_reason": null`, `"visible_now": true`}) {
 		t.Fatalf("queue row after register: %s", row)
 	}
 
@@ -117,21 +109,20 @@ func TestSQLRegisterQueuesOnce(t *testing.T) {
 	}
 	wantNoNotification(t, listener)
 
-	// Even while leased: re-registration leaves the lease alone.
-	c := claim(t, l.Conn, "w1", 60000)
-	leased := l.queueRow(t, "a")
+	// Even after a pass: re-registration leaves the queue row alone, and a
+	// pass that puts the job back notifies nobody (the pass that ran it
+	// goes on by itself).
+	if p := pass(t, l.Conn, "w1", 60000, 0); p == nil || p.JobID != "a" {
+		t.Fatalf("pass: %+v", p)
+	}
+	rested := l.queueRow(t, "a")
 	if got := mustString(t, l.Conn, "select register($1::jsonb)::text", j.plan()); got != "false" {
 		t.Fatalf("register again: %s", got)
 	}
-	if again := l.queueRow(t, "a"); again != leased {
-		t.Fatalf("register again changed the leased row:\n%s\n%s", leased, again)
+	if again := l.queueRow(t, "a"); again != rested {
+		t.Fatalf("register again changed the queue row:\n%s\n%s", rested, again)
 	}
-	if !release(t, l.Conn, *c, false, 0) {
-		t.Fatal("release failed")
-	}
-	if n := waitNotification(t, listener); n.Payload != "a" {
-		t.Fatalf("release notification %+v", n)
-	}
+	wantNoNotification(t, listener)
 	// A conflicting registration queues nothing either.
 	bad := j
 	bad.ChunkSize = 3
@@ -169,104 +160,68 @@ func wantNoNotification(t testing.TB, conn *pgx.Conn) {
 	}
 }
 
-// A claim takes the oldest visible job with a new receipt; a release acts
-// only with the receipt of the current lease. A stale receipt (the lease
-// ran out and someone else claimed the job) changes nothing.
-func TestSQLClaimAndReleaseReceipts(t *testing.T) {
+// A pass takes the oldest runnable job, runs one chunk and puts the job
+// back behind every job already waiting (fair), or removes it when it is
+// done, in one transaction; a rate delay rests it. NULL when nothing is
+// runnable.
+func TestSQLRunNextChunk(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
-	newJobs(t, l, "a b c", 4, 2)
+	jobs := newJobs(t, l, "a b c", 4, 2)
 
-	first := claim(t, l.Conn, "w1", 60000)
-	if first == nil || first.JobID != "a" || first.Receipt < 1 {
-		t.Fatalf("first claim %+v, want job a with a receipt", first)
-	}
-	if row := l.queueRow(t, "a"); !strings.Contains(row, `"leased_by": "w1"`) || !strings.Contains(row, `"visible_now": false`) {
-		t.Fatalf("leased row: %s", row)
-	}
-	// Fair: a chunk's job goes back behind every job already waiting.
-	if !release(t, l.Conn, *first, false, 0) {
-		t.Fatal("release with the current receipt failed")
-	}
 	var order []string
-	var claims []fleetapi.Claim
 	for range 3 {
-		c := claim(t, l.Conn, "w1", 60000)
-		order = append(order, c.JobID)
-		claims = append(claims, *c)
+		p := pass(t, l.Conn, "w1", 0, 1000)
+		order = append(order, p.JobID)
+		if p.Err != "" || p.Done || p.NextIndex != 2 || len(p.Processed) != 2 {
+			t.Fatalf("pass: %+v", p)
+		}
 	}
-	if strings.Join(order, " ") != "b c a" {
-		t.Fatalf("claim order %v, want b c a", order)
+	if p := pass(t, l.Conn, "w1", 0, 1000); p.JobID != "a" {
+		t.Fatalf("fourth pass took %+v, want a again", p)
 	}
-	if c := claim(t, l.Conn, "w1", 60000); c != nil {
-		t.Fatalf("claim with every job leased: %+v", c)
+	order = append(order, "a")
+	if strings.Join(order, " ") != "a b c a" {
+		t.Fatalf("pass order %v, want a b c a", order)
 	}
-	again := claims[2]
-	if again.Receipt <= first.Receipt {
-		t.Fatalf("receipt %d after %d: want a new, larger one", again.Receipt, first.Receipt)
+	// a is done: its queue row went in the same commit as its last chunk.
+	if got := l.queueRow(t, "a"); got != "<null>" {
+		t.Fatalf("a finished but is still queued: %s", got)
 	}
+	if got := mustString(t, l.Conn, "select jsonb_agg(id order by ordinal)::text from job_audit where job_id = 'a'"); got != strings.ReplaceAll(mustJSON(t, ids(jobs[0])), ",", ", ") {
+		t.Fatalf("audit of a: %s", got)
+	}
+	// A rate delay rests the job: the next pass takes c, then nothing.
+	if p := pass(t, l.Conn, "w1", 60000, 1000); p.JobID != "b" || !p.Done {
+		t.Fatalf("pass: %+v, want b's last chunk", p)
+	}
+	if p := pass(t, l.Conn, "w1", 60000, 1000); p.JobID != "c" || !p.Done {
+		t.Fatalf("pass: %+v, want c's last chunk", p)
+	}
+	if p := pass(t, l.Conn, "w1", 0, 1000); p != nil {
+		t.Fatalf("a pass with nothing runnable: %+v", p)
+	}
+	l.wantFinished(t, jobs)
 
-	// The old receipt of a does nothing, whatever it asks for.
-	before := l.queueRow(t, "a")
-	if release(t, l.Conn, *first, false, 0) || release(t, l.Conn, *first, false, 5000) {
-		t.Fatal("a stale receipt released the job")
-	}
-	if _, err := l.Conn.Exec(ctx, "select run_chunk('a')"); err != nil {
-		t.Fatal(err)
-	}
-	if after := l.queueRow(t, "a"); after != before {
-		t.Fatalf("a stale receipt changed the row:\n%s\n%s", before, after)
-	}
-
-	// A lease that runs out makes the job claimable again; the old holder's
-	// release is then stale.
-	short := claims[0] // job b
-	if !release(t, l.Conn, short, false, 0) {
-		t.Fatal("release b")
-	}
-	lapsed := claim(t, l.Conn, "slow", 1)
-	if lapsed == nil || lapsed.JobID != "b" {
-		t.Fatalf("claim b: %+v", lapsed)
-	}
-	time.Sleep(20 * time.Millisecond)
-	taker := claim(t, l.Conn, "taker", 60000)
-	if taker == nil || taker.JobID != "b" || taker.Receipt <= lapsed.Receipt {
-		t.Fatalf("take over b after its lease: %+v", taker)
-	}
-	if release(t, l.Conn, *lapsed, false, 0) {
-		t.Fatal("the lapsed lease released b after it was taken over")
-	}
-	if row := l.queueRow(t, "b"); !strings.Contains(row, `"leased_by": "taker"`) {
-		t.Fatalf("b after the stale release: %s", row)
-	}
-
-	// A delay keeps the job out of reach until it ends.
-	if !release(t, l.Conn, *taker, false, 60000) {
-		t.Fatal("release b with a delay")
-	}
-	if c := claim(t, l.Conn, "w1", 60000); c != nil {
-		t.Fatalf("claimed %+v during a delay", c)
-	}
-
-	// done is refused for an unfinished job, and removes a finished one.
-	_, err := fleetapi.ReleaseJob(ctx, l.Conn, claims[1], true, 0) // c: next_index 0
-	wantPgError(t, err, "22023", "done: job c is not finished (next_index 0 of 4)")
-	if !errors.Is(err, driver.ErrInvalid) {
-		t.Fatalf("want driver.ErrInvalid, got %v", err)
-	}
-	l.Exec(t, "select run_chunk('c')")
-	l.Exec(t, "select run_chunk('c')")
-	if !release(t, l.Conn, claims[1], true, 0) {
-		t.Fatal("release c done")
-	}
-	if got := l.queueRow(t, "c"); got != "<null>" {
-		t.Fatalf("a finished job is still queued: %s", got)
+	// The same in psql: the function answers NULL, and the session's settings are untouched.
+	if got := mustString(t, l.Conn, "select coalesce(run_next_chunk('psql')::text, 'null') || ' ' || current_setting('lock_timeout')"); got != "null 0" {
+		t.Fatalf("run_next_chunk from psql: %s", got)
 	}
 }
 
-// SKIP LOCKED: a claim in an open transaction holds its row; a second
-// session's claim takes the next job at once instead of waiting.
-func TestSQLClaimSkipsLockedRows(t *testing.T) {
+func ids(j job) []int64 {
+	var out []int64
+	for _, target := range j.Targets {
+		out = append(out, target.ID)
+	}
+	return out
+}
+
+// SKIP LOCKED: a pass in an open transaction holds its queue row; a second
+// session's pass takes the next job at once instead of waiting. The claim
+// ends with the transaction: after a rollback, nothing of the chunk is
+// there and the job is runnable again.
+func TestSQLRunNextSkipsLockedRows(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
 	newJobs(t, l, "a b", 4, 2)
@@ -280,64 +235,164 @@ func TestSQLClaimSkipsLockedRows(t *testing.T) {
 		}
 	}()
 	var first string
-	if err := tx.QueryRow(ctx, "select claim_job('w1', 60000) ->> 'job_id'").Scan(&first); err != nil || first != "a" {
-		t.Fatalf("claim in tx: %q %v", first, err)
+	if err := tx.QueryRow(ctx, "select run_next_chunk('w1') ->> 'job_id'").Scan(&first); err != nil || first != "a" {
+		t.Fatalf("pass in tx: %q %v", first, err)
 	}
-	// Had the second claim waited for the locked row, it would wait until
+	// Had the second pass waited for the locked row, it would wait until
 	// tx ends, which is only after it: lock_timeout turns that into an
-	// error (55P03) that fails the claim. No stopwatch needed.
+	// error (55P03). No stopwatch needed.
 	other := pgtest.Connect(t, l.DSN)
 	if _, err := other.Exec(ctx, "set lock_timeout = '1s'"); err != nil {
 		t.Fatal(err)
 	}
-	c := claim(t, other, "w2", 60000)
-	if c == nil || c.JobID != "b" {
-		t.Fatalf("the second session claimed %+v, want b", c)
+	if p := pass(t, other, "w2", 60000, 1000); p == nil || p.JobID != "b" || p.Err != "" {
+		t.Fatalf("the second session's pass: %+v, want b", p)
 	}
-	if c := claim(t, other, "w2", 60000); c != nil {
-		t.Fatalf("third claim: %+v, want none (a is locked, b leased)", c)
+	if p := pass(t, other, "w2", 0, 1000); p != nil {
+		t.Fatalf("third pass: %+v, want none (a is locked, b rests)", p)
 	}
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// The rolled-back claim left a as it was: claimable.
-	if c := claim(t, other, "w2", 60000); c == nil || c.JobID != "a" {
-		t.Fatalf("after the rollback: %+v, want a", c)
+	if got := l.nextIndex(t, "a"); got != 0 {
+		t.Fatalf("a's rolled-back chunk left next_index %d", got)
+	}
+	if p := pass(t, other, "w2", 0, 1000); p == nil || p.JobID != "a" || p.NextIndex != 2 {
+		t.Fatalf("after the rollback: %+v, want a's first chunk", p)
 	}
 }
 
-// A paused job is never claimed; resume queues it again. Pause and resume
-// of unknown or finished jobs are conflicts naming the job.
-func TestSQLPausedIsNeverClaimed(t *testing.T) {
+// A conflict rolls the chunk back and pauses the job in the same
+// transaction, with the reason; so does a queue row whose job no chunk can
+// run. resume clears the reason.
+func TestSQLRunNextPausesOnConflict(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
-	newJobs(t, l, "a b", 2, 2)
+	jobs := newJobs(t, l, "a", 4, 2)
+	l.Exec(t, "update orders set state = 'paid', revision = revision + 1 where id = $1", jobs[0].Targets[1].ID)
+	before := mustString(t, l.Conn, "select jsonb_agg(o order by id)::text from orders o")
+	p := pass(t, l.Conn, "w-7", 0, 1000)
+	if p == nil || p.JobID != "a" || !p.Paused || p.SQLState != "CH409" ||
+		!strings.Contains(p.Err, fmt.Sprint("order ", jobs[0].Targets[1].ID)) || len(p.Processed) != 0 {
+		t.Fatalf("pass: %+v, want a conflict naming order %d", p, jobs[0].Targets[1].ID)
+	}
+	if after := mustString(t, l.Conn, "select jsonb_agg(o order by id)::text from orders o"); after != before {
+		t.Fatalf("the conflicting chunk changed orders:\n%s\n%s", before, after)
+	}
+	if n := mustInt(t, l.Conn, "select count(*) from job_audit"); n != 0 || l.nextIndex(t, "a") != 0 {
+		t.Fatalf("the conflicting chunk left %d audit rows, next_index %d", n, l.nextIndex(t, "a"))
+	}
+	s := l.status(t)["a"]
+	if s.State != fleetapi.StatePaused || s.PauseReason == nil || *s.PauseReason != p.Err || s.PausedBy == nil ||
+		*s.PausedBy != "w-7" || s.PausedAt == nil {
+		t.Fatalf("status after the conflict: %+v", s)
+	}
+	if p := pass(t, l.Conn, "w-7", 0, 1000); p != nil {
+		t.Fatalf("a paused job ran: %+v", p)
+	}
+	if ok, err := fleetapi.Resume(ctx, l.Conn, "a"); err != nil || !ok {
+		t.Fatalf("resume: %v %v", ok, err)
+	}
+	if row := l.queueRow(t, "a"); !containsAll(row, []string{`"paused": false`, `"pause_reason": null`, `"paused_by": null`}) {
+		t.Fatalf("after resume: %s", row)
+	}
+
+	// A job row that no chunk can run (an id that is not valid, inserted
+	// by hand): paused with the reason instead of failing every pass.
+	l.Exec(t, `insert into jobs (job_id, tenant, targets, chunk_size, next_index) values ('bad id', 't', '[]', 1, 0)`)
+	l.Exec(t, `delete from job_queue`)
+	l.Exec(t, `insert into job_queue (job_id, visible_at) values ('bad id', now())`)
+	p = pass(t, l.Conn, "w-7", 0, 1000)
+	if p == nil || p.JobID != "bad id" || !p.Paused || p.SQLState != "22023" || !strings.HasPrefix(p.Err, "job_id: must be") {
+		t.Fatalf("pass over a bad row: %+v", p)
+	}
+	if p := pass(t, l.Conn, "w-7", 0, 1000); p != nil {
+		t.Fatalf("the bad row ran again: %+v", p)
+	}
+}
+
+// Any other error of the chunk (here a lock wait over 500 ms: someone else
+// holds the job row, as chunks drain does) rolls the chunk back and rests
+// the job for the retry delay, recorded in the same commit.
+func TestSQLRunNextRestsOnTransientError(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	newJobs(t, l, "a", 4, 2)
+	holder := pgtest.Connect(t, l.DSN)
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "select from jobs where job_id = 'a' for update"); err != nil {
+		t.Fatal(err)
+	}
+	p := pass(t, l.Conn, "w1", 0, 60000)
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p == nil || p.JobID != "a" || p.Paused || p.SQLState != "55P03" || p.RestMs != 60000 || len(p.Processed) != 0 {
+		t.Fatalf("pass: %+v, want 55P03 and a rest of 60000 ms", p)
+	}
+	if row := l.queueRow(t, "a"); !containsAll(row, []string{`"paused": false`, `"visible_now": false`}) {
+		t.Fatalf("queue row after the rest: %s", row)
+	}
+	if p := pass(t, l.Conn, "w1", 0, 60000); p != nil || l.nextIndex(t, "a") != 0 {
+		t.Fatalf("a resting job ran: %+v, next_index %d", p, l.nextIndex(t, "a"))
+	}
+}
+
+// A paused job is never run; pause waits for a pass that is inside a chunk
+// of the job, so once it returns nothing of the job runs. Bad input and
+// unknown jobs are refused naming the field or the job.
+func TestSQLPausedIsNeverRun(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	newJobs(t, l, "a b", 6, 2)
 	if ok, err := fleetapi.Pause(ctx, l.Conn, "a"); err != nil || !ok {
 		t.Fatalf("pause a: %v %v", ok, err)
 	}
 	if ok, err := fleetapi.Pause(ctx, l.Conn, "a"); err != nil || ok {
 		t.Fatalf("pause a again: %v %v, want false", ok, err)
 	}
-	if c := claim(t, l.Conn, "w1", 60000); c == nil || c.JobID != "b" {
-		t.Fatalf("claim: %+v, want b", c)
+	if row := l.queueRow(t, "a"); !containsAll(row, []string{`"paused": true`, `"pause_reason": "paused by an operator"`, `"paused_by": "postgres"`}) {
+		t.Fatalf("paused row: %s", row)
 	}
-	if c := claim(t, l.Conn, "w1", 60000); c != nil {
-		t.Fatalf("claimed the paused job: %+v", c)
+	if p := pass(t, l.Conn, "w1", 0, 1000); p == nil || p.JobID != "b" {
+		t.Fatalf("pass: %+v, want b", p)
 	}
-	// A job paused while leased stays paused when its lease is released.
-	if ok, err := fleetapi.Pause(ctx, l.Conn, "b"); err != nil || !ok {
-		t.Fatalf("pause b: %v %v", ok, err)
+
+	// A pass in flight on b (an open transaction holds its chunk): pause b
+	// waits for it, then holds.
+	inflight := pgtest.Connect(t, l.DSN)
+	tx, err := inflight.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	st := l.status(t)
-	if st["a"].State != fleetapi.StatePaused || st["b"].State != fleetapi.StatePaused {
-		t.Fatalf("status: %+v", st)
+	var got string
+	if err := tx.QueryRow(ctx, "select run_next_chunk('w1') ->> 'job_id'").Scan(&got); err != nil || got != "b" {
+		t.Fatalf("pass in flight: %q %v", got, err)
 	}
-	bReceipt := mustInt(t, l.Conn, "select receipt from job_queue where job_id = 'b'")
-	if !release(t, l.Conn, fleetapi.Claim{JobID: "b", Receipt: int64(bReceipt)}, false, 0) {
-		t.Fatal("release b")
+	watcher := pgtest.Connect(t, l.DSN)
+	paused := make(chan error, 1)
+	go func() {
+		_, err := fleetapi.Pause(ctx, l.Conn, "b")
+		paused <- err
+	}()
+	waitFor(t, 5*time.Second, "pause waits for the pass in flight", func() bool {
+		return mustInt(t, watcher, `select count(*) from pg_stat_activity
+			where query like '%pause_job%' and wait_event_type = 'Lock' and datname = current_database()`) > 0
+	})
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
 	}
-	if c := claim(t, l.Conn, "w1", 60000); c != nil {
-		t.Fatalf("claimed a paused job after its release: %+v", c)
+	if err := <-paused; err != nil {
+		t.Fatalf("pause b: %v", err)
+	}
+	if got := l.nextIndex(t, "b"); got != 4 {
+		t.Fatalf("b: next_index %d, want 4 (the pass in flight committed)", got)
+	}
+	if p := pass(t, l.Conn, "w1", 0, 1000); p != nil {
+		t.Fatalf("a pass after both pauses: %+v", p)
 	}
 	if ok, err := fleetapi.Resume(ctx, l.Conn, "a"); err != nil || !ok {
 		t.Fatalf("resume a: %v %v", ok, err)
@@ -345,41 +400,46 @@ func TestSQLPausedIsNeverClaimed(t *testing.T) {
 	if ok, err := fleetapi.Resume(ctx, l.Conn, "a"); err != nil || ok {
 		t.Fatalf("resume a again: %v %v, want false", ok, err)
 	}
-	if c := claim(t, l.Conn, "w1", 60000); c == nil || c.JobID != "a" {
-		t.Fatalf("claim after resume: %+v, want a", c)
+	if p := pass(t, l.Conn, "w1", 0, 1000); p == nil || p.JobID != "a" {
+		t.Fatalf("pass after resume: %+v, want a", p)
 	}
 
-	for _, c := range []struct{ sql, code, msg string }{
-		{"select pause_job('nope')", "CH409", "job nope: not found"},
-		{"select resume_job('nope')", "CH409", "job nope: not found"},
-		{"select pause_job('no way')", "22023", `job_id: must be 1 to 64 ASCII letters, digits, _ or -, got "no way"`},
-		{"select claim_job('', 1000)", "22023", `worker: must be 1 to 200 characters without control characters, got ""`},
-		{"select claim_job(null, 1000)", "22023", "worker: must be 1 to 200 characters without control characters, got null"},
-		{"select claim_job('w', 0)", "22023", "lease_ms: must be between 1 and 86400000 (a day), got 0"},
-		{"select release_job('a', 0, false, 0)", "22023", "receipt: must be a receipt from claim_job (1 or more), got 0"},
-		{"select release_job('a', 1, null, 0)", "22023", "done: must be true or false, got null"},
-		{"select release_job('a', 1, false, -1)", "22023", "delay_ms: must be between 0 and 86400000 (a day), got -1"},
+	long := strings.Repeat("w", 1000000)
+	for _, c := range []struct {
+		sql  string
+		args []any
+		code string
+		msg  string
+	}{
+		{"select pause_job('nope')", nil, "CH409", "job nope: not found"},
+		{"select resume_job('nope')", nil, "CH409", "job nope: not found"},
+		{"select pause_job('no way')", nil, "22023", `job_id: must be 1 to 64 ASCII letters, digits, _ or -, got "no way"`},
+		{"select run_next_chunk('')", nil, "22023", `worker: must be 1 to 200 characters without control or format characters, got ""`},
+		{"select run_next_chunk(null)", nil, "22023", "worker: must be 1 to 200 characters without control or format characters, got null"},
+		{"select run_next_chunk($1)", []any{"evil\u202egnp.exe"}, "22023", "worker: must be 1 to 200 characters without control or format characters, got \"evil\u202egnp.exe\""},
+		{"select run_next_chunk($1)", []any{"a\x1b[2Jb"}, "22023", `worker: must be 1 to 200 characters without control or format characters, got "a\u001b[2Jb"`},
+		{"select run_next_chunk($1)", []any{long}, "22023", `worker: must be 1 to 200 characters without control or format characters, got "` + long[:40] + `"... (1000000 characters)`},
+		{"select run_next_chunk('w', -1)", nil, "22023", "rate_delay_ms: must be between 0 and 86400000 (a day), got -1"},
+		{"select run_next_chunk('w', 0, 86400001)", nil, "22023", "retry_delay_ms: must be between 0 and 86400000 (a day), got 86400001"},
 	} {
-		_, err := l.Conn.Exec(ctx, c.sql)
+		_, err := l.Conn.Exec(ctx, c.sql, c.args...)
 		wantPgError(t, err, c.code, c.msg)
 	}
-	_, err := fleetapi.Pause(ctx, l.Conn, "nope")
+	_, err = fleetapi.Pause(ctx, l.Conn, "nope")
 	if !errors.Is(err, driver.ErrConflict) || err.Error() != "conflict: job nope: not found" {
 		t.Fatalf("fleet.Pause of an unknown job: %v", err)
 	}
 }
 
-// A finished job is never queued again: not by release, re-registration,
+// A finished job is never queued again: not by a pass, re-registration,
 // pause or resume. A job finished outside the fleet (chunks drain) leaves
-// its row behind until a worker claims it, learns it is done and removes it.
+// its row behind until a pass learns it is done and removes it.
 func TestSQLFinishedIsNeverQueuedAgain(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
 	jobs := newJobs(t, l, "a b", 2, 2)
-	c := claim(t, l.Conn, "w1", 60000)
-	l.Exec(t, "select run_chunk('a')")
-	if !release(t, l.Conn, *c, true, 0) {
-		t.Fatal("release a done")
+	if p := pass(t, l.Conn, "w1", 0, 1000); p == nil || p.JobID != "a" || !p.Done {
+		t.Fatalf("pass: %+v", p)
 	}
 	l.Exec(t, "select run_chunk('b')") // b finished without the fleet: its row stays
 	if got := l.queueRow(t, "b"); got == "<null>" {
@@ -388,15 +448,8 @@ func TestSQLFinishedIsNeverQueuedAgain(t *testing.T) {
 	if got := l.status(t)["b"].State; got != fleetapi.StateDone {
 		t.Fatalf("status of b: %s", got)
 	}
-	cb := claim(t, l.Conn, "w1", 60000)
-	if cb == nil || cb.JobID != "b" {
-		t.Fatalf("claim: %+v", cb)
-	}
-	if got := mustString(t, l.Conn, "select run_chunk('b')::text"); got != `{"done": true, "processed": [], "next_index": 2}` {
-		t.Fatalf("run_chunk b: %s", got)
-	}
-	if !release(t, l.Conn, *cb, true, 0) {
-		t.Fatal("release b done")
+	if p := pass(t, l.Conn, "w1", 0, 1000); p == nil || p.JobID != "b" || !p.Done || len(p.Processed) != 0 || p.NextIndex != 2 {
+		t.Fatalf("pass over the finished b: %+v", p)
 	}
 	for _, j := range jobs {
 		if got := mustString(t, l.Conn, "select register($1::jsonb)::text", j.plan()); got != "false" {
@@ -410,26 +463,23 @@ func TestSQLFinishedIsNeverQueuedAgain(t *testing.T) {
 	if n := mustInt(t, l.Conn, "select count(*) from job_queue"); n != 0 {
 		t.Fatalf("%d rows queued for finished jobs", n)
 	}
-	if c := claim(t, l.Conn, "w1", 60000); c != nil {
-		t.Fatalf("claimed %+v", c)
+	if p := pass(t, l.Conn, "w1", 0, 1000); p != nil {
+		t.Fatalf("pass: %+v", p)
 	}
 }
 
-// job_status: every state, the lease holder, and the drift count of report.
+// job_status: every state, the session a chunk in flight runs in, the pause
+// reason, and the drift count of report.
 func TestSQLJobStatus(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
 	if list, err := fleetapi.Status(ctx, l.Conn); err != nil || list == nil || len(list) != 0 {
 		t.Fatalf("status of no jobs: %#v %v", list, err)
 	}
-	jobs := newJobs(t, l, "done leased paused queued idle", 4, 2)
+	jobs := newJobs(t, l, "done running paused queued idle", 4, 2)
 	l.Exec(t, "select run_chunk('done')")
 	l.Exec(t, "select run_chunk('done')")
 	l.Exec(t, "delete from job_queue where job_id = 'done'")
-	c := claim(t, l.Conn, "w1", 60000) // done was first, but it is not queued any more
-	if c.JobID != "leased" {
-		t.Fatalf("claimed %+v", c)
-	}
 	if _, err := fleetapi.Pause(ctx, l.Conn, "paused"); err != nil {
 		t.Fatal(err)
 	}
@@ -437,9 +487,25 @@ func TestSQLJobStatus(t *testing.T) {
 	// Drift: one committed order of done changed since, one deleted.
 	l.Exec(t, "update orders set qty = qty + 1, revision = revision + 1 where id = $1", jobs[0].Targets[0].ID)
 	l.Exec(t, "delete from orders where id = $1", jobs[0].Targets[3].ID)
+	// A chunk in flight: a pass inside an open transaction, in a session
+	// named like a worker.
+	worker := pgtest.Connect(t, l.DSN+" application_name=worker-9")
+	tx, err := worker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := tx.Rollback(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	var got string
+	if err := tx.QueryRow(ctx, "select run_next_chunk('worker-9') ->> 'job_id'").Scan(&got); err != nil || got != "running" {
+		t.Fatalf("pass: %q %v", got, err)
+	}
 
 	st := l.status(t)
-	for id, want := range map[string]string{"done": "done", "leased": "leased", "paused": "paused", "queued": "queued", "idle": "idle"} {
+	for id, want := range map[string]string{"done": "done", "running": "running", "paused": "paused", "queued": "queued", "idle": "idle"} {
 		if st[id].State != want || st[id].N != 4 {
 			t.Errorf("%s: %+v, want state %s", id, st[id], want)
 		}
@@ -447,10 +513,13 @@ func TestSQLJobStatus(t *testing.T) {
 	if d := st["done"].Drift; d == nil || *d != 2 || st["done"].NextIndex != 4 {
 		t.Errorf("done: drift %v, want 2", st["done"].Drift)
 	}
-	if s := st["leased"]; s.LeasedBy == nil || *s.LeasedBy != "w1" || s.LeaseUntil == nil || time.Until(*s.LeaseUntil) < 50*time.Second {
-		t.Errorf("leased: %+v", s)
+	if s := st["running"]; s.RunningIn == nil || *s.RunningIn != "worker-9" || s.NextIndex != 0 {
+		t.Errorf("running: %+v", s)
 	}
-	if s := st["queued"]; s.VisibleAt == nil || s.LeasedBy != nil || s.LeaseUntil != nil || s.Drift == nil || *s.Drift != 0 {
+	if s := st["paused"]; s.PauseReason == nil || *s.PauseReason != "paused by an operator" || s.PausedAt == nil || s.RunningIn != nil {
+		t.Errorf("paused: %+v", s)
+	}
+	if s := st["queued"]; s.VisibleAt == nil || s.RunningIn != nil || s.PauseReason != nil || s.Drift == nil || *s.Drift != 0 {
 		t.Errorf("queued: %+v", s)
 	}
 	// resume queues an idle job.
@@ -465,6 +534,12 @@ func TestSQLJobStatus(t *testing.T) {
 	if s := l.status(t)["queued"]; s.Drift != nil || s.State != fleetapi.StateQueued {
 		t.Fatalf("unreadable job: %+v", s)
 	}
+	// The same job ids in another schema of the database never look running.
+	other := newLab(t)
+	newJobs(t, other, "running", 4, 2)
+	if s := other.status(t)["running"]; s.State != fleetapi.StateQueued {
+		t.Fatalf("another schema's job of the same id: %+v", s)
+	}
 }
 
 // Upgrading a schema from version 1 (before the queue) queues every
@@ -472,12 +547,98 @@ func TestSQLJobStatus(t *testing.T) {
 func TestSQLUpgradeQueuesUnfinishedJobs(t *testing.T) {
 	t.Parallel()
 	admin := pgtest.Connect(t, pgtest.DSN())
-	name := pgtest.NewSchemaName(t)
-	t.Cleanup(func() {
-		if _, err := admin.Exec(ctx, "drop schema if exists "+pgx.Identifier{name}.Sanitize()+" cascade"); err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
+	name := oldSchema(t, admin, 1)
+	targets := `[{"id": 1, "qty": 1, "revision": 0}, {"id": 2, "qty": 1, "revision": 0}]`
+	if _, err := admin.Exec(ctx, `insert into `+name+`.jobs (job_id, tenant, targets, chunk_size, next_index)
+		values ('fresh', 't', $1, 1, 0), ('half', 't', $1, 1, 1), ('finished', 't', $1, 1, 2)`, targets); err != nil {
+		t.Fatal(err)
+	}
+	if err := driver.Migrate(ctx, admin, name); err != nil {
+		t.Fatal(err)
+	}
+	got := mustString(t, admin, `select jsonb_agg(jsonb_build_array(job_id, visible_at <= now(), paused) order by job_id)::text
+		from `+name+`.job_queue`)
+	if got != `[["fresh", true, false], ["half", true, false]]` {
+		t.Fatalf("queue after the upgrade: %s", got)
+	}
+	// Migrating again is a no-op: nothing queued twice, nothing re-queued.
+	l := &lab{&pgtest.Schema{Name: name, DSN: pgtest.WithSearchPath(pgtest.DSN(), name)}}
+	l.Conn = pgtest.Connect(t, l.DSN)
+	if p := pass(t, l.Conn, "w1", 0, 1000); p == nil || p.JobID != "fresh" {
+		t.Fatalf("pass after the upgrade: %+v", p)
+	}
+	before := mustString(t, admin, "select jsonb_agg(q order by job_id)::text from "+name+".job_queue q")
+	if err := driver.Migrate(ctx, admin, name); err != nil {
+		t.Fatal(err)
+	}
+	if after := mustString(t, admin, "select jsonb_agg(q order by job_id)::text from "+name+".job_queue q"); after != before {
+		t.Fatalf("migrate again changed the queue:\n%s\n%s", before, after)
+	}
+}
+
+// Upgrading a schema from version 2 (the queue with leases) keeps every
+// queued and paused job as it was: a paused job stays paused, a resting one
+// keeps its visible_at, and a leased one is runnable at once (its lease
+// meant nothing to the new pass). The lease columns and functions are gone.
+func TestSQLUpgradeKeepsQueuedAndPausedJobs(t *testing.T) {
+	t.Parallel()
+	admin := pgtest.Connect(t, pgtest.DSN())
+	name := oldSchema(t, admin, 2)
+	if _, err := admin.Exec(ctx, `insert into `+name+`.jobs (job_id, tenant, targets, chunk_size, next_index)
+		select j.id, 't', jsonb_build_array(jsonb_build_object('id', 2 * j.k - 1, 'qty', 1, 'revision', 0),
+		                                    jsonb_build_object('id', 2 * j.k, 'qty', 1, 'revision', 0)), 1, 0
+		  from (values ('queued', 1), ('paused', 2), ('leased', 3), ('resting', 4)) as j(id, k)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, `insert into `+name+`.job_queue (job_id, visible_at, receipt, leased_by, paused) values
+		('queued', now() - interval '1 minute', 0, null, false),
+		('paused', now() - interval '1 minute', 3, null, true),
+		('leased', now() + interval '1 hour', 7, 'old-worker', false),
+		('resting', '2999-01-01', 8, null, false)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := driver.Migrate(ctx, admin, name); err != nil {
+		t.Fatal(err)
+	}
+	got := mustString(t, admin, `select jsonb_agg(jsonb_build_array(job_id, visible_at <= now(), paused,
+		visible_at = '2999-01-01') order by job_id)::text from `+name+`.job_queue`)
+	if got != `[["leased", true, false, false], ["paused", true, true, false], ["queued", true, false, false], ["resting", false, false, true]]` {
+		t.Fatalf("queue after the upgrade: %s", got)
+	}
+	gone := mustString(t, admin, `select jsonb_build_array(
+		  (select count(*) from pg_attribute where attrelid = $1::regclass and attname in ('receipt', 'leased_by') and not attisdropped),
+		  to_regprocedure($2), to_regprocedure($3), to_regclass($4))::text`,
+		name+".job_queue", name+".claim_job(text, integer)", name+".release_job(text, bigint, boolean, integer)", name+".job_queue_receipt")
+	if gone != `[0, null, null, null]` {
+		t.Fatalf("the lease machinery is still there: %s", gone)
+	}
+	// The new pass runs what is runnable, oldest first, and leaves the
+	// paused and resting jobs alone.
+	conn := pgtest.Connect(t, pgtest.WithSearchPath(pgtest.DSN(), name))
+	if _, err := conn.Exec(ctx, "insert into orders select g, 't', 1, 'pending', 0 from generate_series(1, 8) g"); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for {
+		p := pass(t, conn, "w1", 0, 1000)
+		if p == nil {
+			break
 		}
-	})
+		order = append(order, p.JobID)
+		if p.Err != "" || len(order) > 10 {
+			t.Fatalf("pass: %+v", p)
+		}
+	}
+	if strings.Join(order, " ") != "queued leased queued leased" {
+		t.Fatalf("passes after the upgrade: %v, want queued leased queued leased", order)
+	}
+}
+
+// oldSchema is a new schema migrated only up to version, as an earlier
+// release left it (tables only: no functions), dropped when the test ends.
+func oldSchema(t testing.TB, admin *pgx.Conn, version int32) string {
+	t.Helper()
+	name := newSchemaDroppedAtEnd(t, admin)
 	if _, err := admin.Exec(ctx, "create schema "+name); err != nil {
 		t.Fatal(err)
 	}
@@ -489,33 +650,21 @@ func TestSQLUpgradeQueuesUnfinishedJobs(t *testing.T) {
 	if err := m.LoadMigrations(chunkssql.Migrations()); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.MigrateTo(ctx, 1); err != nil {
+	if err := m.MigrateTo(ctx, version); err != nil {
 		t.Fatal(err)
 	}
-	targets := `[{"id": 1, "qty": 1, "revision": 0}, {"id": 2, "qty": 1, "revision": 0}]`
-	if _, err := admin.Exec(ctx, `insert into `+name+`.jobs (job_id, tenant, targets, chunk_size, next_index)
-		values ('fresh', 't', $1, 1, 0), ('half', 't', $1, 1, 1), ('finished', 't', $1, 1, 2)`, targets); err != nil {
-		t.Fatal(err)
-	}
-	if err := driver.Migrate(ctx, admin, name); err != nil {
-		t.Fatal(err)
-	}
-	got := mustString(t, admin, `select jsonb_agg(jsonb_build_array(job_id, visible_at <= now(), leased_by, paused) order by job_id)::text
-		from `+name+`.job_queue`)
-	if got != `[["fresh", true, null, false], ["half", true, null, false]]` {
-		t.Fatalf("queue after the upgrade: %s", got)
-	}
-	// Migrating again is a no-op: nothing queued twice, nothing re-queued.
-	l := &lab{&pgtest.Schema{Name: name, DSN: pgtest.WithSearchPath(pgtest.DSN(), name)}}
-	l.Conn = pgtest.Connect(t, l.DSN)
-	if c := claim(t, l.Conn, "w1", 60000); c == nil || c.JobID != "fresh" {
-		t.Fatalf("claim after the upgrade: %+v", c)
-	}
-	before := mustString(t, admin, "select jsonb_agg(q order by job_id)::text from "+name+".job_queue q")
-	if err := driver.Migrate(ctx, admin, name); err != nil {
-		t.Fatal(err)
-	}
-	if after := mustString(t, admin, "select jsonb_agg(q order by job_id)::text from "+name+".job_queue q"); after != before {
-		t.Fatalf("migrate again changed the queue:\n%s\n%s", before, after)
-	}
+	return name
+}
+
+// newSchemaDroppedAtEnd is a fresh schema name whose schema, if made, is
+// dropped when the test ends.
+func newSchemaDroppedAtEnd(t testing.TB, admin *pgx.Conn) string {
+	t.Helper()
+	name := pgtest.NewSchemaName(t)
+	t.Cleanup(func() {
+		if _, err := admin.Exec(ctx, "drop schema if exists "+pgx.Identifier{name}.Sanitize()+" cascade"); err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+		}
+	})
+	return name
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
 var ctx = context.Background()
@@ -21,8 +23,9 @@ var ctx = context.Background()
 // concurrent CREATE SCHEMA / CREATE EXTENSION IF NOT EXISTS collide in the
 // catalog instead of being no-ops, so the work is serialized by a
 // transaction-level advisory lock. When the server lacks the extension's
-// files the test fails naming the Debian package (debPackage, a format for
-// the server's major version).
+// files the test is skipped, or fails under CI ([pgtest.RequireTool]),
+// naming the Debian package (debPackage, a format for the server's major
+// version).
 func installExtension(t *testing.T, conn *pgx.Conn, ext, schema, debPackage string) string {
 	t.Helper()
 	var major int
@@ -34,9 +37,7 @@ func installExtension(t *testing.T, conn *pgx.Conn, ext, schema, debPackage stri
 		t.Fatalf("look for extension %s: %v", ext, err)
 	}
 	if !available {
-		pkg := fmt.Sprintf(debPackage, major)
-		t.Fatalf("the database server has no %s extension: install the Debian package %s "+
-			"on the server (apt-get install -y %s)", ext, pkg, pkg)
+		pgtest.RequireTool(t, fmt.Errorf("the database server has no %s extension", ext), ext, fmt.Sprintf(debPackage, major))
 	}
 
 	tx, err := conn.Begin(ctx)

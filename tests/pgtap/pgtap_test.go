@@ -23,13 +23,9 @@ import (
 // ROLLBACK and leaves nothing behind.
 func TestPgTAP(t *testing.T) {
 	pgProve, err := exec.LookPath("pg_prove")
-	if err != nil {
-		t.Fatalf("pg_prove is not installed: install the Debian package libtap-parser-sourcehandler-pgtap-perl "+
-			"(apt-get install -y libtap-parser-sourcehandler-pgtap-perl): %v", err)
-	}
-	if _, err := exec.LookPath("psql"); err != nil {
-		t.Fatalf("psql, which pg_prove runs, is not installed: install the Debian package postgresql-client: %v", err)
-	}
+	pgtest.RequireTool(t, err, "pg_prove", "libtap-parser-sourcehandler-pgtap-perl")
+	_, err = exec.LookPath("psql")
+	pgtest.RequireTool(t, err, "psql (which pg_prove runs)", "postgresql-client")
 	files, err := filepath.Glob(filepath.Join("sql", "*.sql"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no pgTAP files in sql/ (%v)", err)

@@ -1,0 +1,88 @@
+-- Fleet mode: one pass of a worker, in ONE transaction. The queue row
+-- locked FOR UPDATE SKIP LOCKED is the claim: it holds for exactly as long
+-- as the chunk runs and ends with this transaction, whatever happens to the
+-- caller. The chunk itself is run_chunk, in a block of its own, so that its
+-- failure rolls back the chunk only and the queue records why, in the same
+-- commit.
+create or replace function {{ .schema }}.run_next_chunk(worker text, rate_delay_ms integer default 0,
+                                                        retry_delay_ms integer default 1000) returns jsonb
+language plpgsql volatile security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_job_id text;
+  v_result jsonb;
+  v_sqlstate text;
+  v_message text;
+begin
+  perform check_worker(run_next_chunk.worker);
+  if run_next_chunk.rate_delay_ms is null or run_next_chunk.rate_delay_ms not between 0 and 86400000 then
+    raise exception 'rate_delay_ms: must be between 0 and 86400000 (a day), got %',
+      coalesce(run_next_chunk.rate_delay_ms::text, 'null') using errcode = '22023';
+  end if;
+  if run_next_chunk.retry_delay_ms is null or run_next_chunk.retry_delay_ms not between 0 and 86400000 then
+    raise exception 'retry_delay_ms: must be between 0 and 86400000 (a day), got %',
+      coalesce(run_next_chunk.retry_delay_ms::text, 'null') using errcode = '22023';
+  end if;
+
+  -- SKIP LOCKED: concurrent passes never wait for each other on the queue's
+  -- head; each takes a different job. Oldest visible_at first, so a job
+  -- that just ran goes behind every job already waiting.
+  select q.job_id into v_job_id
+    from job_queue as q
+   where not q.paused and q.visible_at <= now()
+   order by q.visible_at, q.job_id
+   limit 1
+     for update skip locked;
+  if not found then
+    return null;
+  end if;
+
+  begin
+    v_result := run_chunk(v_job_id);
+  exception
+    when sqlstate 'CH409' or invalid_parameter_value then
+      -- A conflict, or a queue row whose job no chunk can run: retrying
+      -- cannot help. The job is paused, with the reason, until a person
+      -- looks (chunks status, report) and resumes it.
+      get stacked diagnostics v_sqlstate = returned_sqlstate, v_message = message_text;
+      update job_queue as q
+         set paused = true, pause_reason = v_message, paused_at = clock_timestamp(), paused_by = run_next_chunk.worker
+       where q.job_id = v_job_id;
+      return jsonb_build_object('job_id', v_job_id, 'sqlstate', v_sqlstate, 'error', v_message, 'paused', true);
+    when query_canceled or others then
+      -- Transient (a lock wait over 500 ms, a statement timeout, a
+      -- cancel...): the chunk is rolled back and the job rests.
+      get stacked diagnostics v_sqlstate = returned_sqlstate, v_message = message_text;
+      update job_queue as q
+         set visible_at = clock_timestamp() + run_next_chunk.retry_delay_ms * interval '1 millisecond'
+       where q.job_id = v_job_id;
+      return jsonb_build_object('job_id', v_job_id, 'sqlstate', v_sqlstate, 'error', v_message,
+                                'rest_ms', run_next_chunk.retry_delay_ms);
+  end;
+
+  if (v_result -> 'done')::boolean then
+    delete from job_queue as q where q.job_id = v_job_id;  -- a finished job is never queued again
+  else
+    update job_queue as q
+       set visible_at = clock_timestamp() + run_next_chunk.rate_delay_ms * interval '1 millisecond'
+     where q.job_id = v_job_id;
+  end if;
+  return jsonb_build_object('job_id', v_job_id) || v_result;
+end
+$$;
+comment on function {{ .schema }}.run_next_chunk(text, integer, integer) is
+$c$One pass of a fleet worker, in one transaction: SELECT run_next_chunk('worker-1') in autocommit.
+Takes the next runnable job of the queue (unpaused, visible_at reached, oldest first; FOR
+UPDATE SKIP LOCKED, so concurrent passes take different jobs and a killed caller's claim ends
+with its transaction), runs its next chunk with run_chunk, and in the same transaction
+removes a finished job from the queue or puts it back behind every waiting job, visible after
+RATE_DELAY_MS (0: at once). Returns {"job_id", "processed", "next_index", "done"}, or NULL
+when nothing is runnable.
+A conflict (CH409) or a job no chunk can run (22023) rolls the chunk back and pauses the job
+with the reason (pause_reason, paused_at, paused_by = WORKER): {"job_id", "sqlstate",
+"error", "paused": true}. Any other error of the chunk (55P03 lock wait over 500 ms, 57014
+statement timeout, ...) rolls the chunk back and rests the job RETRY_DELAY_MS:
+{"job_id", "sqlstate", "error", "rest_ms"}.
+Errors: 22023 bad worker (1 to 200 characters, no control or format characters) or delays
+(0 to 86400000 ms).$c$;
