@@ -20,6 +20,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgxlisten"
+
+	"github.com/chunks-dev/chunks/pace"
 )
 
 // Defaults and limits of a [Worker].
@@ -78,8 +80,12 @@ type Worker struct {
 	RetryDelay time.Duration
 	// Logger receives the worker's log. Nil: text lines on stderr.
 	Logger *slog.Logger
+	// Pace holds new chunks back while a standby is too far behind or the
+	// operator's throttle query says so (package pace). Zero: never.
+	Pace pace.Config
 
 	chunks, jobsDone, conflicts, failures atomic.Int64
+	lastChunk                             atomic.Int64 // unix nanoseconds of the last committed chunk
 }
 
 // Stats counts what a worker did.
@@ -114,6 +120,7 @@ type runner struct {
 	rateDelay  time.Duration
 	retryDelay time.Duration
 	log        *slog.Logger
+	pacer      *pace.Pacer
 	wake       chan struct{} // one token: "look at the queue"
 	passLog    quiet
 	listenLog  quiet
@@ -161,6 +168,13 @@ func (w *Worker) runner() (*runner, error) {
 		r.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	r.log = r.log.With("worker", r.id)
+	if err := w.Pace.Validate(); err != nil {
+		return nil, invalidf("%v", err)
+	}
+	var err error
+	if r.pacer, err = pace.New(w.Pace, r.pool, r.log); err != nil {
+		return nil, invalidf("%v", err)
+	}
 	return r, nil
 }
 
@@ -212,6 +226,7 @@ func (w *Worker) Run(ctx, abort context.Context) error {
 	var wg sync.WaitGroup
 	started := make(chan bool, 1) // the first LISTEN attempt: true when it listens
 	wg.Go(func() { r.listen(stop, channel, started) })
+	wg.Go(func() { r.heartbeat(stop, abort) })
 	listening := false
 	select { // the first LISTEN attempt, bounded: polling works without it
 	case listening = <-started:
@@ -310,6 +325,9 @@ func (h *wakeHandler) HandleBacklog(context.Context, string, *pgx.Conn) error {
 // wakeup or the poll interval whenever nothing was runnable.
 func (r *runner) pass(stop, abort context.Context) {
 	for stop.Err() == nil {
+		if r.pacer.Wait(stop, nil) != nil {
+			return // stopped while throttled
+		}
 		ran, err := r.once(abort)
 		if ran {
 			continue
@@ -364,6 +382,8 @@ func (r *runner) once(abort context.Context) (bool, error) {
 		log.Info("job already done; removed from the queue", "next_index", p.NextIndex)
 	default:
 		r.w.chunks.Add(1)
+		r.w.lastChunk.Store(time.Now().UnixNano())
+		r.pacer.Committed()
 		log.Debug("chunk committed", "ids", len(p.Processed), "next_index", p.NextIndex, "done", p.Done, "took_ms", took)
 		if p.Done {
 			r.w.jobsDone.Add(1)

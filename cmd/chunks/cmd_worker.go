@@ -33,16 +33,20 @@ func workerCommand() *cli.Command {
 			"--json; every chunk with --verbose); \"msg=ready\" says it is running. SIGTERM or SIGINT\n" +
 			"finishes the chunks in flight, starts no new one, prints a summary and exits 0; a second\n" +
 			"signal cancels the chunks in flight (they roll back) and exits 1.\n\n" +
+			"With --max-replica-lag or --throttle-query it holds new chunks while a standby is too far behind\n" +
+			"or the query returns true (README \"Protecting production\"), and says so in its log and in\n" +
+			"chunks status.\n\n" +
 			"Example:\n  chunks --schema lab worker --concurrency 4 --poll 1s\n" +
+			"  chunks --schema lab worker --max-replica-lag 500ms\n" +
 			"  chunks --schema lab worker --rate 0.5        # each job at most one chunk every 2 s",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "concurrency", Value: 1, Usage: fmt.Sprintf("run `N` passes at once, 1 to %d", fleet.MaxConcurrency)},
 			&cli.DurationFlag{Name: "poll", Value: fleet.DefaultPoll, Usage: fmt.Sprintf("how often (`D`) an idle pass looks at the queue without a notification, %v to %v (0: the default)", fleet.MinPoll, fleet.MaxDuration)},
 			&cli.Float64Flag{Name: "rate", Value: 0, Usage: fmt.Sprintf("at most `R` chunks per second per job, 1/86400 to %d (0: no limit)", fleet.MaxRate)},
 			&cli.DurationFlag{Name: "retry-delay", Value: fleet.DefaultRetryDelay, Usage: fmt.Sprintf("how long (`D`) a job rests after its chunk failed with an error that is not a conflict, 1ms to %v (0: the default)", fleet.MaxDuration)},
 			&cli.StringFlag{Name: "id", Usage: "the worker's name (`ID`) in the log, in chunks status and in a pause it makes (default, also when empty: hostname:pid)"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log every chunk"},
-		},
+		}, paceFlagDefs()...),
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() > 0 {
 				return usagef("worker takes no arguments, got %q (flags go before arguments)", c.Args().Slice())
@@ -93,6 +97,7 @@ func workerCommand() *cli.Command {
 				Poll:        c.Duration("poll"),
 				Rate:        c.Float64("rate"),
 				RetryDelay:  c.Duration("retry-delay"),
+				Pace:        paceFlags(c),
 				Logger:      slog.New(handler),
 			}
 			stop, abort, release := stopOnSignals(c.Context, w.Logger.With("worker", w.ID))

@@ -30,6 +30,9 @@ type Options struct {
 	Scale    bool            // run the scale scenario (1,000,000 orders, 10,000 jobs)
 	Chunks   string          // the chunks binary, for drain's peak memory ("" skips it)
 	Log      io.Writer       // progress lines
+	// StartStandby, when set, starts a streaming standby of the server (no
+	// apply delay) for the pacing scenario and returns its stop.
+	StartStandby func(ctx context.Context) (stop func() error, err error)
 }
 
 // Report is every figure of one run.
@@ -181,6 +184,11 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 
 	if o.Chunks != "" {
 		if err := fleetScenarios(ctx, admin, o, logf, counted); err != nil {
+			return r, err
+		}
+	}
+	if o.Chunks != "" && o.StartStandby != nil {
+		if err := pacingScenario(ctx, admin, o, logf, add); err != nil {
 			return r, err
 		}
 	}
@@ -336,6 +344,50 @@ func fleetScenarios(ctx context.Context, admin *pgx.Conn, o Options, logf func(s
 	return nil
 }
 
+// pacingScenario measures what --max-replica-lag costs when nothing
+// throttles: one worker process on the same jobs, with and without the
+// check, against a server with one caught-up streaming standby. The two
+// run in turn, twice each, so neither gets a quieter machine.
+func pacingScenario(ctx context.Context, admin *pgx.Conn, o Options, logf func(string, ...any), add func(Result)) (err error) {
+	stopStandby, err := o.StartStandby(ctx)
+	if err != nil {
+		return fmt.Errorf("pacing: start a standby: %w", err)
+	}
+	defer func() { err = errors.Join(err, stopStandby()) }()
+	schema := "chunks_bench_pacing_" + randomHex()
+	_, seed, drop, err := newSchema(ctx, admin, o.Conn, schema)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, drop()) }()
+	jobs := jobsFor(o.Duration.Seconds(), 10, 1) / 4
+	variants := []struct {
+		name  string
+		extra []string
+	}{{"1 worker process, no check", nil}, {"1 worker process, --max-replica-lag 1s", []string{"--max-replica-lag", "1s"}}}
+	var samples [2]sample
+	for range 2 {
+		for k, v := range variants {
+			logf("pacing: %s, %d jobs, a caught-up standby", v.name, jobs)
+			stop, err := workers(ctx, o, schema, 1, time.Second, v.extra...)
+			if err != nil {
+				return err
+			}
+			s, err := throughput(ctx, seed.conn, seed, jobs)
+			if err = errors.Join(err, stop()); err != nil {
+				return err
+			}
+			samples[k].chunks += s.chunks // one run after the other: times add up
+			samples[k].orders += s.orders
+			samples[k].elapsed += s.elapsed
+		}
+	}
+	for k, v := range variants {
+		add(samples[k].result("pacing", v.name, false))
+	}
+	return nil
+}
+
 // scale compares the per-chunk cost in a schema of 10 jobs with one of
 // 10,000 registered jobs and 1,000,000 orders. The two schemas' chunks are
 // run alternately, one each in turn, so that neither gets a warmer cache or
@@ -461,6 +513,10 @@ func ratios(r Report) []Ratio {
 		ratio("fleet: 2 worker processes vs 1", v, ">= 1.6 until the server's CPU is the limit", v >= 1.6)
 		v = div(get("fleet", "4 worker").ChunksPerS, fleet.ChunksPerS)
 		ratio("fleet: 4 worker processes vs 1", v, ">= 1.5", v >= 1.5)
+	}
+	if off, on := get("pacing", "1 worker process, no check"), get("pacing", "1 worker process, --max-replica-lag"); off.ChunksPerS > 0 {
+		v = div(on.ChunksPerS, off.ChunksPerS)
+		ratio("the replica lag check, nothing throttling: chunks/s with it vs without", v, ">= 0.98", v >= 0.98)
 	}
 	if rt := get("chunks", "size 10").RoundTrips; rt != 0 {
 		ratio("round trips per RunChunk", rt, "= 1", rt == 1)

@@ -18,7 +18,7 @@ import (
 
 // workers starts n chunks worker processes on schema and waits until each
 // has logged that it is ready.
-func workers(ctx context.Context, o Options, schema string, n int, poll time.Duration) (stop func() error, err error) {
+func workers(ctx context.Context, o Options, schema string, n int, poll time.Duration, extra ...string) (stop func() error, err error) {
 	var cmds []*exec.Cmd
 	stop = func() error {
 		var errs []error
@@ -31,8 +31,9 @@ func workers(ctx context.Context, o Options, schema string, n int, poll time.Dur
 		return errors.Join(errs...)
 	}
 	for i := range n {
-		cmd := exec.CommandContext(ctx, o.Chunks, "worker", "--dsn", o.Conn.ConnString(), "--schema", schema,
-			"--poll", poll.String(), "--id", fmt.Sprintf("bench-%d", i))
+		args := append([]string{"worker", "--dsn", o.Conn.ConnString(), "--schema", schema,
+			"--poll", poll.String(), "--id", fmt.Sprintf("bench-%d", i)}, extra...)
+		cmd := exec.CommandContext(ctx, o.Chunks, args...)
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
 			return nil, errors.Join(err, stop())

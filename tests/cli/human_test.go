@@ -84,6 +84,8 @@ func TestHumanOutputEscapes(t *testing.T) {
 		('plain', $2, '[{"id": 1, "qty": 1, "revision": 0}]', 1, 0)`, evilJob, evilTenant)
 	l.Exec(t, `insert into job_queue (job_id, visible_at, paused, pause_reason, paused_at, paused_by)
 		values ($1, now(), true, 'order 1: state is paid', now(), $2)`, evilJob, evilWorker)
+	l.Exec(t, `insert into workers (worker_id, host, pid, started_at, last_seen, state, reason)
+		values ($1, $2, 1, now(), now(), 'throttled', $3)`, evilWorker, "host\u202e", "throttle query said \x1b[5m")
 	raw := []string{"\x1b", "\x07", "\u202e"}
 	wantEscaped := func(r result, escaped ...string) {
 		t.Helper()
@@ -100,7 +102,7 @@ func TestHumanOutputEscapes(t *testing.T) {
 	}
 	status := l.chunks(t, "status")
 	wantOK(t, status)
-	wantEscaped(status, `clear\x1b[2J`, `\u202eacme`, `w\x1b]0;owned\x07`)
+	wantEscaped(status, `clear\x1b[2J`, `\u202eacme`, `w\x1b]0;owned\x07`, `host\u202e`, `throttle query said \x1b[5m`)
 
 	inspect := l.chunks(t, "inspect", "plain")
 	wantOK(t, inspect)

@@ -562,7 +562,7 @@ func TestSQLUpgradeQueuesUnfinishedJobs(t *testing.T) {
 		t.Fatalf("queue after the upgrade: %s", got)
 	}
 	// Migrating again is a no-op: nothing queued twice, nothing re-queued.
-	l := &lab{&pgtest.Schema{Name: name, DSN: pgtest.WithSearchPath(pgtest.DSN(), name)}}
+	l := &lab{Schema: &pgtest.Schema{Name: name, DSN: pgtest.WithSearchPath(pgtest.DSN(), name)}}
 	l.Conn = pgtest.Connect(t, l.DSN)
 	if p := pass(t, l.Conn, "w1", 0, 1000); p == nil || p.JobID != "fresh" {
 		t.Fatalf("pass after the upgrade: %+v", p)

@@ -372,9 +372,9 @@ func TestEightWorkersStartTogether(t *testing.T) {
 		w.waitLine(t, 0, 30*time.Second, "msg=ready", "worker="+w.name)
 	}
 	dsn := pgtest.WithSearchPath(pgtest.DSN(), name)
-	l := &lab{&pgtest.Schema{Name: name, DSN: dsn, Conn: pgtest.Connect(t, dsn)}}
-	if v := mustInt(t, l.Conn, "select version from schema_version"); v != 3 {
-		t.Fatalf("schema_version %d, want 3", v)
+	l := &lab{Schema: &pgtest.Schema{Name: name, DSN: dsn, Conn: pgtest.Connect(t, dsn)}}
+	if v := mustInt(t, l.Conn, "select version from schema_version"); v != 4 {
+		t.Fatalf("schema_version %d, want 4", v)
 	}
 	s := newSeeder(l, 8)
 	var jobs []job
