@@ -1,9 +1,10 @@
 package driver
 
-// The limits of docs/contract.md §3, in one table for all of the Go validation. The
-// SQL functions hold the same numbers; tests/limits_test.go states the
-// contract's numbers and proves that both faces accept every edge and refuse
-// one step past it, so neither can drift from the contract unnoticed.
+// The limits of docs/contract.md §3, in one table for all of the Go
+// validation. The SQL functions hold the same numbers; tests/limits_test.go
+// states the contract's numbers and proves that both faces accept every edge
+// and refuse one step past it, so neither can drift from the contract
+// unnoticed.
 const (
 	MaxNameLen   = 64 // job_id and tenant: 1 to 64 of [A-Za-z0-9_-]
 	MaxTargets   = 64 // a target list has 1 to 64 entries

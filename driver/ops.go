@@ -8,9 +8,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Register validates plan (docs/contract.md §3) and records it with the server's
-// register function: true when the job is new, false when the same approval
-// (tenant, normalized targets, chunk size) is already registered. A
+// Register validates plan (docs/contract.md §3) and records it with the
+// server's register function: true when the job is new, false when the same
+// approval (tenant, normalized targets, chunk size) is already registered. A
 // different job under the same id is an [ErrConflict]. Progress is never
 // reset.
 func Register(ctx context.Context, db DB, plan Plan) (bool, error) {

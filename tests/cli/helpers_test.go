@@ -409,3 +409,14 @@ func (l *lab) waitUnlocked(t testing.TB) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// cannotRun skips a test whose machine lacks what it needs (a pseudo-terminal,
+// the right to create a database), or fails it under CI, which must never
+// pass by skipping.
+func cannotRun(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if pgtest.InCI() {
+		t.Fatalf(format+" (CI=true: failing instead of skipping)", args...)
+	}
+	t.Skipf(format, args...)
+}

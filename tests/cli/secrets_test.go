@@ -81,7 +81,7 @@ func TestDemoKeepsPasswordsOut(t *testing.T) {
 	}
 	db := "demo_" + hex.EncodeToString(b[:])
 	if _, err := admin.Exec(ctx, "create database "+db); err != nil {
-		t.Skipf("this test needs a database of its own: %v", err)
+		cannotRun(t, "this test needs a database of its own: %v", err)
 	}
 	t.Cleanup(func() {
 		if _, err := admin.Exec(ctx, "drop database "+db+" with (force)"); err != nil {
@@ -102,7 +102,7 @@ func TestDemoKeepsPasswordsOut(t *testing.T) {
 		  end loop;
 		end $$;
 		create event trigger slow_orders on ddl_command_end when tag in ('CREATE TABLE') execute function slow.on_create()`); err != nil {
-		t.Skipf("this test needs an event trigger (superuser): %v", err)
+		cannotRun(t, "this test needs an event trigger (superuser): %v", err)
 	}
 
 	p := start(t, opts{timeout: 90 * time.Second}, "demo", "--dsn", dsn)
