@@ -113,12 +113,24 @@ func Drain(ctx context.Context, dsn, jobID string, maxChunks int) (DrainResult, 
 	if err != nil {
 		return DrainResult{}, err
 	}
-	return DrainConfig(ctx, cfg, jobID, maxChunks)
+	return DrainConfig(ctx, cfg, jobID, maxChunks, nil)
+}
+
+// Pacer holds a drain's next call back while the database's health says
+// so (package pace has one: replica lag, a throttle query). Wait returns
+// when the next call may start, or with ctx's error; Committed is told of
+// every call that committed a chunk.
+type Pacer interface {
+	Wait(ctx context.Context) error
+	Committed()
 }
 
 // DrainConfig is [Drain] on a parsed config (see [ParseDSN]), each call on
-// a connection of its own ([ChunkFileConfig]).
-func DrainConfig(ctx context.Context, cfg *pgx.ConnConfig, jobID string, maxChunks int) (DrainResult, error) {
+// a connection of its own ([ChunkFileConfig]). With a pacer, each call
+// waits for it first: waiting is not a call, so the counting and the "no
+// retry" rule are unchanged; a ctx that ends while waiting returns ctx's
+// error with the result so far.
+func DrainConfig(ctx context.Context, cfg *pgx.ConnConfig, jobID string, maxChunks int, pacer Pacer) (DrainResult, error) {
 	if err := checkName("job_id", jobID); err != nil {
 		return DrainResult{}, err
 	}
@@ -127,9 +139,17 @@ func DrainConfig(ctx context.Context, cfg *pgx.ConnConfig, jobID string, maxChun
 	}
 	out := DrainResult{Processed: []int64{}}
 	for out.Calls < maxChunks {
+		if pacer != nil {
+			if err := pacer.Wait(ctx); err != nil {
+				return out, err
+			}
+		}
 		r, err := ChunkFileConfig(ctx, cfg, jobID, nil)
 		if err != nil {
 			return out, err
+		}
+		if pacer != nil && len(r.Processed) > 0 {
+			pacer.Committed()
 		}
 		out.Calls++
 		out.Processed = append(out.Processed, r.Processed...)

@@ -29,9 +29,10 @@
 // one chunk per 2 s, instead of a burst of chunks until the age of the
 // oldest unreplayed WAL passes the maximum; replay_lag alone cannot show
 // it, since such a standby replays everything but the commit record at
-// once. Before the first timing, a standby counts as slow when the
-// replay_lag it shows is over the maximum: the cost of a stale value is one
-// hold, until the next chunk's quick replay is timed.
+// once. Until a standby has been timed, the first chunk waits for its
+// replay (a fraction of a second on a healthy standby; not reported as
+// throttling), and a standby that shows a replay_lag over the maximum
+// counts as slow from the start.
 package pace
 
 import (
@@ -99,6 +100,8 @@ type State struct {
 	Throttled bool
 	Reason    string        // why, when throttled: e.g. "replica standby1 is 2.1 s behind (max 500ms)"
 	Lag       time.Duration // the largest replica lag last measured (0 without standbys or when off)
+
+	calibrating bool // waiting for a standby's first replay of a chunk of ours: a hold, but not throttling
 }
 
 // Pacer decides, before each chunk, whether it may start. It is safe for
@@ -140,8 +143,9 @@ type commit struct {
 
 // replay is what the pacer knows of a standby's speed.
 type replay struct {
-	took time.Duration // the replay time last measured (or the replay_lag shown before any)
-	slow bool          // took > the maximum
+	took  time.Duration // the replay time last measured (or the replay_lag shown before any)
+	slow  bool          // took > the maximum
+	timed bool          // took was measured on a chunk of ours
 }
 
 // New returns a pacer that reads the signals on pool and logs throttling
@@ -159,8 +163,11 @@ func New(cfg Config, pool *pgxpool.Pool, log *slog.Logger) (*Pacer, error) {
 	return &Pacer{cfg: cfg, pool: pool, log: log, slow: map[string]*replay{}}, nil
 }
 
-// State is the last decision.
+// State is the last decision; a nil pacer never throttles.
 func (p *Pacer) State() State {
+	if p == nil {
+		return State{}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.state
@@ -189,10 +196,10 @@ func (p *Pacer) Wait(ctx context.Context, onHold func(State)) error {
 	}
 	for {
 		st := p.decide(ctx)
-		if !st.Throttled {
+		if !st.Throttled && !st.calibrating {
 			return ctx.Err()
 		}
-		if onHold != nil {
+		if onHold != nil && st.Throttled {
 			onHold(st)
 		}
 		timer := time.NewTimer(p.cfg.CheckInterval)
@@ -314,9 +321,9 @@ func (p *Pacer) readReplicas(ctx context.Context) error {
 			switch {
 			case c.lsn != 0 && s.replayLSN >= c.lsn:
 				r.took = at.Sub(c.at)
-				r.slow = r.took > p.cfg.MaxReplicaLag
+				r.slow, r.timed = r.took > p.cfg.MaxReplicaLag, true
 			case at.Sub(c.at) > p.cfg.MaxReplicaLag:
-				r.took, r.slow = max(r.took, at.Sub(c.at)), true
+				r.took, r.slow, r.timed = max(r.took, at.Sub(c.at)), true, true
 			}
 		}
 	}
@@ -348,6 +355,23 @@ func (p *Pacer) prune() {
 	if len(p.samples) > 10000 {
 		p.samples = p.samples[len(p.samples)-10000:]
 	}
+}
+
+// calibrating reports whether s has not been timed on a chunk of ours yet
+// and has a chunk of ours to replay: the pacer then waits for that first
+// replay (a fraction of a second on a healthy standby), without calling it
+// throttling, rather than guess its speed and let a burst of chunks through.
+func (p *Pacer) calibrating(s standby) bool {
+	r := p.slow[s.name]
+	if r == nil || r.timed || r.slow {
+		return false
+	}
+	for _, c := range p.pending {
+		if c.lsn == 0 || c.lsn > s.replayLSN {
+			return true
+		}
+	}
+	return false
 }
 
 // behind is how far s is behind at now: the age of the oldest position
@@ -385,6 +409,9 @@ func (p *Pacer) judge(now time.Time) State {
 		for _, s := range p.standbys {
 			if lag := p.behind(s, now); lag > worst {
 				worst, worstName = lag, s.name
+			}
+			if p.calibrating(s) {
+				st.calibrating = true
 			}
 		}
 		st.Lag = worst

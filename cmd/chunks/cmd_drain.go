@@ -20,6 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/pace"
 )
 
 func drainCommand() *cli.Command {
@@ -34,12 +35,14 @@ func drainCommand() *cli.Command {
 			"well under 500 ms: a drainer waits at most 500 ms for the job row, then fails with 55P03.\n" +
 			"A progress bar (ids done / all) is drawn on stderr when it is a terminal. SIGINT or SIGTERM\n" +
 			"cancels the chunk in flight (it rolls back), clears the bar, prints what this drain\n" +
-			"committed, as on success, and exits 130 (SIGINT) or 143 (SIGTERM).\n\n" +
+			"committed, as on success, and exits 130 (SIGINT) or 143 (SIGTERM). With --max-replica-lag or\n" +
+			"--throttle-query each call first waits while a standby is too far behind or the query says so\n" +
+			"(waiting is not a call; the bar shows why).\n\n" +
 			"Example:\n  chunks --schema lab drain --max-chunks 64 --workers 2 festival-2026",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "max-chunks", Value: driver.MaxMaxChunks, Usage: "at most `N` calls per worker, 1 to 64"},
 			&cli.IntFlag{Name: "workers", Value: 1, Usage: "run `N` drainers at once, 1 to 64"},
-		},
+		}, paceFlagDefs()...),
 		Action: func(c *cli.Context) error {
 			jobID, err := jobArg(c) // a valid id, before any connection
 			if err != nil {
@@ -58,13 +61,22 @@ func drainCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			pacing := paceFlags(c)
+			if err := pacing.Validate(); err != nil {
+				return &driver.Error{Kind: driver.ErrInvalid, Msg: err.Error()}
+			}
 			ctx, interrupted, release := cancelOnSignal(c.Context)
 			defer release()
+			pacer, closePacer, err := newPacer(ctx, cfg, pacing)
+			if err != nil {
+				return err
+			}
+			defer closePacer()
 			stopProgress := func() error { return nil }
 			if !jsonOut(c) && term.IsTerminal(int(os.Stderr.Fd())) {
-				stopProgress = showProgress(c, jobID)
+				stopProgress = showProgress(c, jobID, pacer)
 			}
-			res, err := drainWorkers(ctx, cfg, jobID, c.Int("max-chunks"), workers)
+			res, err := drainWorkers(ctx, cfg, jobID, c.Int("max-chunks"), workers, pacer)
 			err = connectHint(c, err)
 			if sig := interrupted(); sig != 0 {
 				err = &interruptedError{signal: sig, err: err} // the drainers' cancellations are dropped; anything else is kept
@@ -179,7 +191,11 @@ func (e *drainersError) Unwrap() []error { return e.errs }
 // Drainers that all fail the same way (an unknown job, a refused
 // connection) say it once; otherwise each failed one is named. When ctx is
 // cancelled, the drainers' cancellations are not errors of their own.
-func drainWorkers(ctx context.Context, cfg *pgx.ConnConfig, jobID string, maxChunks, n int) (driver.DrainResult, error) {
+func drainWorkers(ctx context.Context, cfg *pgx.ConnConfig, jobID string, maxChunks, n int, pacer *pace.Pacer) (driver.DrainResult, error) {
+	var paced driver.Pacer
+	if pacer != nil {
+		paced = drainPacer{pacer}
+	}
 	results := make([]driver.DrainResult, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -187,7 +203,7 @@ func drainWorkers(ctx context.Context, cfg *pgx.ConnConfig, jobID string, maxChu
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = driver.DrainConfig(ctx, cfg, jobID, maxChunks)
+			results[i], errs[i] = driver.DrainConfig(ctx, cfg, jobID, maxChunks, paced)
 		}()
 	}
 	wg.Wait()
@@ -225,7 +241,7 @@ func cancelled(err error) bool {
 // showProgress draws the job's progress on stderr, in ids (done / all, and
 // ids per second), reading it from the database, until the returned stop
 // is called; stop clears the bar.
-func showProgress(c *cli.Context, jobID string) (stop func() error) {
+func showProgress(c *cli.Context, jobID string, pacer *pace.Pacer) (stop func() error) {
 	conn, err := connect(c)
 	if err != nil {
 		return func() error { return err }
@@ -252,7 +268,11 @@ func showProgress(c *cli.Context, jobID string) (stop func() error) {
 				break
 			}
 			rate := float64(next-first) / time.Since(start).Seconds()
-			bar.Describe(fmt.Sprintf("job %s: ids, %.0f/s", jobID, rate))
+			desc := fmt.Sprintf("job %s: ids, %.0f/s", jobID, rate)
+			if st := pacer.State(); st.Throttled { // a nil pacer never throttles
+				desc += ", throttled: " + st.Reason
+			}
+			bar.Describe(terminalSafe(desc))
 			perr = bar.Set(next)
 			select {
 			case <-done:
@@ -269,3 +289,12 @@ func showProgress(c *cli.Context, jobID string) (stop func() error) {
 		return <-finished
 	}
 }
+
+// drainPacer is a pacer as driver.DrainConfig wants it.
+type drainPacer struct{ p *pace.Pacer }
+
+// Wait holds the next call while the pacer throttles.
+func (d drainPacer) Wait(ctx context.Context) error { return d.p.Wait(ctx, nil) }
+
+// Committed tells the pacer of a chunk this drain committed.
+func (d drainPacer) Committed() { d.p.Committed() }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
-	"github.com/chunks-dev/chunks/internal/chunktx"
 )
 
 func workerCommand() *cli.Command {
@@ -55,17 +54,16 @@ func workerCommand() *cli.Command {
 			if n < 1 || n > fleet.MaxConcurrency {
 				return &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf("concurrency: must be between 1 and %d, got %d", fleet.MaxConcurrency, n)}
 			}
-			d, err := dsn(c)
+			conn, err := connConfig(c)
 			if err != nil {
 				return err
 			}
-			cfg, err := pgxpool.ParseConfig(d)
+			cfg, err := pgxpool.ParseConfig("")
 			if err != nil {
-				return &driver.Error{Kind: driver.ErrInvalid, Msg: "dsn: " + err.Error(), Err: err}
+				return err
 			}
-			cfg.ConnConfig.ConnectTimeout = driver.ConnectTimeout
-			chunktx.CancelOnContext(&cfg.ConnConfig.Config) // an aborting worker's chunks roll back
-			cfg.MaxConns = int32(n)                         // each pass holds one connection at a time
+			cfg.ConnConfig = conn       // with the connect timeout, and cancel requests: an aborting worker's chunks roll back
+			cfg.MaxConns = int32(n) + 1 // each pass holds one connection at a time; one more for the heartbeat and pacing
 			id := c.String("id")
 			if id == "" {
 				id = fleet.DefaultID()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -61,34 +60,6 @@ func typed(c *cli.Context, name string) (string, bool) {
 }
 
 func jsonOut(c *cli.Context) bool { return global(c, "json") == "true" }
-
-// dsn returns the connection string with the --schema search_path added as
-// text. Only chunks worker (cmd_worker.go) still uses it; everything else
-// uses connConfig, which text in the connection string cannot break (a
-// key=value string ending in \ swallows what is appended here).
-func dsn(c *cli.Context) (string, error) {
-	d := global(c, "dsn")
-	schema := global(c, "schema")
-	if schema != "" {
-		if err := driver.CheckSchema(schema); err != nil {
-			return "", err
-		}
-	}
-	if _, err := driver.ParseDSN(d); err != nil {
-		return "", err // said without the string
-	}
-	if schema == "" {
-		return d, nil
-	}
-	if strings.HasPrefix(d, "postgres://") || strings.HasPrefix(d, "postgresql://") {
-		sep := "?"
-		if strings.Contains(d, "?") {
-			sep = "&"
-		}
-		return d + sep + "search_path=" + schema, nil
-	}
-	return strings.TrimSpace(d + " search_path=" + schema), nil
-}
 
 // connConfig is the connection of the global --dsn and --schema. The schema
 // is checked before anything else and becomes the session's search_path as

@@ -1,6 +1,12 @@
 package main
 
 import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 
 	"github.com/chunks-dev/chunks/pace"
@@ -23,4 +29,28 @@ func paceFlags(c *cli.Context) pace.Config {
 		ThrottleQuery: c.String("throttle-query"),
 		CheckInterval: c.Duration("check-interval"),
 	}
+}
+
+// newPacer is drain's pacer, on a pool of one connection of its own, or nil
+// when no pacing was asked for. It logs throttling on stderr.
+func newPacer(ctx context.Context, cfg *pgx.ConnConfig, pacing pace.Config) (*pace.Pacer, func(), error) {
+	if pacing.Off() {
+		return nil, func() {}, nil
+	}
+	pcfg, err := pgxpool.ParseConfig("")
+	if err != nil {
+		return nil, nil, err
+	}
+	pcfg.ConnConfig = cfg.Copy()
+	pcfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := pace.New(pacing, pool, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return p, pool.Close, nil
 }

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/chunks-dev/chunks/driver"
 	fleetapi "github.com/chunks-dev/chunks/fleet"
 	"github.com/chunks-dev/chunks/internal/localpg"
 	"github.com/chunks-dev/chunks/internal/pgtest"
@@ -166,4 +168,40 @@ func TestThrottleQuery(t *testing.T) {
 		t.Fatalf("next_index %d while the throttle query fails", got)
 	}
 	stopWorkers(t, w)
+}
+
+// chunks drain --max-replica-lag waits before each call the same way, and
+// waiting is not a call: the drain still counts one call per chunk and
+// retries nothing.
+func TestMaxReplicaLagHoldsDrain(t *testing.T) {
+	t.Parallel()
+	l, _, standby := replicated(t, 2*time.Second)
+	j := newSeeder(l, 45).job(t, "festival", 12, 1)
+	l.register(t, j)
+	replayed(t, l, standby, 10*time.Second)
+
+	d := start(t, "drain", append(l.globals(), "--json", "drain", "--max-replica-lag", "500ms", j.ID)...)
+	waitFor(t, 10*time.Second, "the first chunk", func() bool { return l.nextIndex(t, j.ID) >= 1 })
+	first := time.Now()
+	d.waitLine(t, 0, 5*time.Second, "throttling: holding new chunks", "replica standby1 is")
+	time.Sleep(4*time.Second - time.Since(first))
+	if got := l.nextIndex(t, j.ID); got > 4 {
+		t.Fatalf("next_index %d 4 s after the first chunk: the drain did not hold for the standby", got)
+	}
+	if err := standby.SetApplyDelay(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	r := d.wait(t, 20*time.Second)
+	if r.code != 0 {
+		t.Fatalf("drain: %v", r)
+	}
+	var got driver.DrainResult
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("drain --json: %v: %s", err, r.stdout)
+	}
+	if got.Calls != 12 || !got.Done || got.NextIndex != 12 || len(got.Processed) != 12 {
+		t.Fatalf("drain result %+v: want 12 calls, one per chunk, done", got)
+	}
+	l.Exec(t, "delete from job_queue") // drain does not use the queue
+	l.wantFinished(t, []job{j})
 }
