@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgxlisten"
 
+	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/pace"
 )
 
@@ -136,7 +136,7 @@ func (w *Worker) runner() (*runner, error) {
 		r.id = DefaultID()
 	}
 	if utf8.RuneCountInString(r.id) > MaxIDLen || !utf8.ValidString(r.id) || strings.IndexFunc(r.id, hidden) >= 0 {
-		return nil, invalidf("id: must be 1 to %d characters without control or format characters, got %s", MaxIDLen, shown(r.id))
+		return nil, invalidf("id: must be 1 to %d characters without control or format characters, got %s", MaxIDLen, driver.Excerpt(r.id, true))
 	}
 	if r.passes == 0 {
 		r.passes = 1
@@ -409,16 +409,6 @@ func (r *runner) runNext(ctx context.Context) (*Pass, error) {
 // character (Unicode Cf: bidi overrides, zero-width marks), which a worker
 // id must not hold.
 func hidden(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
-
-// shown is s quoted for an error message, cut to a short prefix with its
-// length when it is long.
-func shown(s string) string {
-	const keep = 40
-	if utf8.RuneCountInString(s) <= keep {
-		return strconv.Quote(s)
-	}
-	return fmt.Sprintf("%s... (%d characters)", strconv.Quote(string([]rune(s)[:keep])), utf8.RuneCountInString(s))
-}
 
 // quiet logs a repeating error once, until the next success.
 type quiet struct {

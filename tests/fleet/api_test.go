@@ -103,7 +103,7 @@ func TestWorkerRefuses(t *testing.T) {
 		{&fleetapi.Worker{Pool: pool, Rate: 1e-6}, "invalid: rate: must be 0 (no limit) or between 1/86400 (one chunk a day) and 1000 chunks per second per job, got 1e-06"},
 		{&fleetapi.Worker{Pool: pool, ID: "a\nb"}, `invalid: id: must be 1 to 200 characters without control or format characters, got "a\nb"`},
 		{&fleetapi.Worker{Pool: pool, ID: "evil\u202egnp"}, `invalid: id: must be 1 to 200 characters without control or format characters, got "evil\u202egnp"`},
-		{&fleetapi.Worker{Pool: pool, ID: strings.Repeat("w", 201)}, `invalid: id: must be 1 to 200 characters without control or format characters, got "` + strings.Repeat("w", 40) + `"... (201 characters)`},
+		{&fleetapi.Worker{Pool: pool, ID: strings.Repeat("w", 201)}, `invalid: id: must be 1 to 200 characters without control or format characters, got "` + strings.Repeat("w", 64) + `"… (201 characters)`},
 	} {
 		err := c.w.Run(ctx, nil)
 		if !errors.Is(err, driver.ErrInvalid) || err.Error() != c.want {
