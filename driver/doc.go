@@ -19,8 +19,9 @@
 //
 // [Migrate] installs the tables and functions into a schema (or the chunks
 // migrate command, or the tern CLI with the files in sql/). Connections then
-// need that schema on their search_path, e.g. a DSN with
-// options=-csearch_path=lab.
+// need that schema on their search_path: set cfg.RuntimeParams["search_path"]
+// on a config from [ParseDSN] (and use [ChunkFileConfig], [DrainConfig]), or
+// use a DSN with options=-csearch_path=lab.
 //
 // # Errors
 //
@@ -45,7 +46,8 @@
 //	if err != nil {
 //		return err // errors.Is(err, driver.ErrInvalid), naming the field
 //	}
-//	pool, err := pgxpool.New(ctx, "postgres://app@db/shop?options=-csearch_path%3Dlab")
+//	dsn := "postgres://app@db/shop?options=-csearch_path%3Dlab"
+//	pool, err := pgxpool.New(ctx, dsn)
 //	if err != nil {
 //		return err
 //	}

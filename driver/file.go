@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/chunks-dev/chunks/internal/chunktx"
 )
@@ -15,17 +17,41 @@ import (
 // whatever the DSN says.
 const ConnectTimeout = 2 * time.Second
 
-// parseDSN reads a connection string (URL or keyword/value; the libpq PG*
-// variables fill what it leaves out), sets the connect timeout, and makes a
-// cancelled context cancel the chunk in flight on the server.
-func parseDSN(dsn string) (*pgx.ConnConfig, error) {
+// ParseDSN reads a connection string (a URL postgres://… or key=value
+// pairs; the libpq PG* variables fill what it leaves out) into a config with
+// the 2 s [ConnectTimeout], on which a cancelled context cancels the
+// statement in flight on the server (a cancel request: a chunk then rolls
+// back). A string that cannot be parsed is an [ErrInvalid] whose text never
+// shows the string, since it may hold a password. Set the schema with
+// cfg.RuntimeParams["search_path"].
+func ParseDSN(dsn string) (*pgx.ConnConfig, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, &Error{Kind: ErrInvalid, Msg: "dsn: " + err.Error(), Err: err}
+		return nil, &Error{Kind: ErrInvalid, Msg: "dsn: " + dsnProblem(err) +
+			" (the connection string is not shown: it may hold a password)", Err: err}
 	}
 	cfg.ConnectTimeout = ConnectTimeout
 	chunktx.CancelOnContext(&cfg.Config)
 	return cfg, nil
+}
+
+// dsnProblem is what pgx found wrong with a connection string, without the
+// string: pgx's own text shows it, with passwords masked only on a best
+// effort basis (a "password = x" with spaces, a password holding @). Only
+// pgx's fixed wording is kept ("invalid port"); wording that quotes a part of
+// the string is dropped.
+func dsnProblem(err error) string {
+	var pe *pgconn.ParseConfigError
+	if errors.As(err, &pe) {
+		text := pe.Error() // "cannot parse `…`: msg" or "… msg (inner error)"
+		if inner := pe.Unwrap(); inner != nil {
+			text = strings.TrimSuffix(text, " ("+inner.Error()+")")
+		}
+		if i := strings.LastIndex(text, "`: "); i >= 0 && !strings.ContainsAny(text[i+3:], "\"'`=:@\\") {
+			return "cannot parse it: " + text[i+3:]
+		}
+	}
+	return "cannot parse it as a URL (postgres://…) or as key=value pairs"
 }
 
 // ChunkFile opens its own connection from dsn (autocommit; connect timeout
@@ -33,19 +59,31 @@ func parseDSN(dsn string) (*pgx.ConnConfig, error) {
 // [RunChunk] on it and closes it again, on success, on error and on panic.
 // If the client dies after COMMIT but before hearing the answer, the next
 // call does the next chunk, never the finished one again.
-func ChunkFile(ctx context.Context, dsn, jobID string, fault Fault) (res ChunkResult, err error) {
+func ChunkFile(ctx context.Context, dsn, jobID string, fault Fault) (ChunkResult, error) {
 	if err := checkName("job_id", jobID); err != nil {
 		return ChunkResult{}, err
 	}
-	cfg, err := parseDSN(dsn)
+	cfg, err := ParseDSN(dsn)
 	if err != nil {
 		return ChunkResult{}, err
 	}
-	return chunkFile(ctx, cfg, jobID, fault)
+	return ChunkFileConfig(ctx, cfg, jobID, fault)
 }
 
-func chunkFile(ctx context.Context, cfg *pgx.ConnConfig, jobID string, fault Fault) (res ChunkResult, err error) {
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+// ChunkFileConfig is [ChunkFile] on a parsed config (see [ParseDSN]). Its
+// connection has the 2 s connect timeout and cancels on the server when ctx
+// is cancelled, whatever cfg says; cfg itself is not changed.
+func ChunkFileConfig(ctx context.Context, cfg *pgx.ConnConfig, jobID string, fault Fault) (res ChunkResult, err error) {
+	if err := checkName("job_id", jobID); err != nil {
+		return ChunkResult{}, err
+	}
+	if cfg == nil {
+		return ChunkResult{}, invalidf("cfg: is nil")
+	}
+	own := cfg.Copy()
+	own.ConnectTimeout = ConnectTimeout
+	chunktx.CancelOnContext(&own.Config)
+	conn, err := pgx.ConnectConfig(ctx, own)
 	if err != nil {
 		return ChunkResult{}, err
 	}
@@ -71,15 +109,47 @@ func Drain(ctx context.Context, dsn, jobID string, maxChunks int) (DrainResult, 
 	if err := checkMaxChunks(maxChunks); err != nil {
 		return DrainResult{}, err
 	}
-	cfg, err := parseDSN(dsn)
+	cfg, err := ParseDSN(dsn)
 	if err != nil {
+		return DrainResult{}, err
+	}
+	return DrainConfig(ctx, cfg, jobID, maxChunks, nil)
+}
+
+// Pacer holds a drain's next call back while the database's health says
+// so (package pace has one: replica lag, a throttle query). Wait returns
+// when the next call may start, or with ctx's error; Committed is told of
+// every call that committed a chunk.
+type Pacer interface {
+	Wait(ctx context.Context) error
+	Committed()
+}
+
+// DrainConfig is [Drain] on a parsed config (see [ParseDSN]), each call on
+// a connection of its own ([ChunkFileConfig]). With a pacer, each call
+// waits for it first: waiting is not a call, so the counting and the "no
+// retry" rule are unchanged; a ctx that ends while waiting returns ctx's
+// error with the result so far.
+func DrainConfig(ctx context.Context, cfg *pgx.ConnConfig, jobID string, maxChunks int, pacer Pacer) (DrainResult, error) {
+	if err := checkName("job_id", jobID); err != nil {
+		return DrainResult{}, err
+	}
+	if err := checkMaxChunks(maxChunks); err != nil {
 		return DrainResult{}, err
 	}
 	out := DrainResult{Processed: []int64{}}
 	for out.Calls < maxChunks {
-		r, err := chunkFile(ctx, cfg.Copy(), jobID, nil)
+		if pacer != nil {
+			if err := pacer.Wait(ctx); err != nil {
+				return out, err
+			}
+		}
+		r, err := ChunkFileConfig(ctx, cfg, jobID, nil)
 		if err != nil {
 			return out, err
+		}
+		if pacer != nil && len(r.Processed) > 0 {
+			pacer.Committed()
 		}
 		out.Calls++
 		out.Processed = append(out.Processed, r.Processed...)

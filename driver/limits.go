@@ -1,15 +1,21 @@
 package driver
 
-// The limits of CONTRACT §3, in one table for all of the Go validation. The
-// SQL functions hold the same numbers; tests/limits_test.go states the
-// contract's numbers and proves that both faces accept every edge and refuse
-// one step past it, so neither can drift from the contract unnoticed.
+// The limits of docs/contract.md §3, in one table for all of the Go
+// validation. The SQL functions hold the same numbers; tests/limits_test.go
+// states the contract's numbers and proves that both faces accept every edge
+// and refuse one step past it, so neither can drift from the contract
+// unnoticed.
 const (
 	MaxNameLen   = 64 // job_id and tenant: 1 to 64 of [A-Za-z0-9_-]
 	MaxTargets   = 64 // a target list has 1 to 64 entries
 	MinChunkSize = 1
 	MaxChunkSize = 10
 	MaxMaxChunks = 64 // drain's max_chunks is 1 to 64
+
+	// MaxInputBytes bounds a plan or a target list as JSON text (1 MiB). 64
+	// targets take a few kilobytes; the bound keeps a hostile input from
+	// costing seconds and gigabytes before it is refused.
+	MaxInputBytes = 1 << 20
 )
 
 // targetFields are the keys of a target, with their inclusive ranges.

@@ -2,9 +2,9 @@ package driver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/tern/v2/migrate"
@@ -13,56 +13,70 @@ import (
 )
 
 // schemaPattern is what Migrate accepts as a target schema: a lowercase
-// identifier that needs no quoting anywhere (tern's version table name
-// included), and not in the pg_ namespace that Postgres reserves.
+// identifier, written unquoted everywhere (the {{ .schema }} of every SQL
+// file, tern's version table name, search_path).
 var schemaPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
-// CheckSchema returns an [ErrInvalid] naming "schema" unless schema is a
-// lowercase identifier of at most 63 characters (letters, digits, _, not
-// starting with a digit or pg_) other than public.
+// reservedWords are the PostgreSQL keywords that cannot name a schema
+// unquoted ("select.orders" is a syntax error): those of category R
+// (reserved) and T (reserved, can be a function or type name) in
+// pg_get_keywords() of PostgreSQL 13 to 18. tests/sql_migrate_test.go
+// checks the list against the server it runs on.
+var reservedWords = []string{
+	"all", "analyse", "analyze", "and", "any", "array", "as", "asc", "asymmetric", "authorization",
+	"binary", "both", "case", "cast", "check", "collate", "collation", "column", "concurrently",
+	"constraint", "create", "cross", "current_catalog", "current_date", "current_role",
+	"current_schema", "current_time", "current_timestamp", "current_user", "default", "deferrable",
+	"desc", "distinct", "do", "else", "end", "except", "false", "fetch", "for", "foreign", "freeze",
+	"from", "full", "grant", "group", "having", "ilike", "in", "initially", "inner", "intersect",
+	"into", "is", "isnull", "join", "lateral", "leading", "left", "like", "limit", "localtime",
+	"localtimestamp", "natural", "not", "notnull", "null", "offset", "on", "only", "or", "order",
+	"outer", "overlaps", "placing", "primary", "references", "returning", "right", "select",
+	"session_user", "similar", "some", "symmetric", "system_user", "table", "tablesample", "then",
+	"to", "trailing", "true", "union", "unique", "user", "using", "variadic", "verbose", "when",
+	"where", "window", "with",
+}
+
+// CheckSchema returns an [ErrInvalid] naming "schema" unless schema can hold
+// chunks: a lowercase identifier of at most 63 characters (a-z, 0-9, _, not
+// starting with a digit) that is not a schema of the system (public,
+// information_schema, pg_*) and not a reserved SQL keyword. It needs no
+// database.
 func CheckSchema(schema string) error {
-	if !schemaPattern.MatchString(schema) || len(schema) >= 3 && schema[:3] == "pg_" || schema == "public" {
-		return invalidf("schema: must be a lowercase identifier (a-z, 0-9, _; not pg_*, not public), got %q", schema)
+	switch {
+	case !schemaPattern.MatchString(schema):
+		return invalidf("schema: must be a lowercase identifier of 1 to 63 characters (a-z, 0-9, _; not starting with a digit), got %s", Excerpt(schema, true))
+	case schema == "public" || schema == "information_schema" || len(schema) >= 3 && schema[:3] == "pg_":
+		return invalidf("schema: %s belongs to the system (public, information_schema, pg_*); choose a schema of your own", schema)
+	case slices.Contains(reservedWords, schema):
+		return invalidf("schema: %s is a reserved SQL keyword; choose another name", schema)
 	}
 	return nil
 }
 
-// Migrate installs chunks into schema, or upgrades it: it creates the schema
-// when missing, runs the tern migrations (tables; tern's version table is
-// schema.schema_version) and installs the functions (CREATE OR REPLACE, so
-// data, oids and grants stay). Running it again changes nothing. Many
-// processes may run it at once: a session advisory lock on the schema's name
-// serializes them (concurrent CREATE SCHEMA IF NOT EXISTS and CREATE OR
-// REPLACE FUNCTION collide in the catalog otherwise). Nothing is created
-// outside schema.
+// Migrate installs chunks into schema, or upgrades it, in ONE transaction:
+// it creates the schema when missing, runs the pending tern migrations
+// (tables; tern's version table is schema.schema_version, as the tern CLI
+// keeps it) and installs the functions (CREATE OR REPLACE, so data, oids and
+// grants stay). A failure rolls all of it back, the new schema included.
+// Running it again changes nothing. Many processes may run it at once: a
+// transaction advisory lock on the schema's name serializes them
+// (concurrent CREATE SCHEMA IF NOT EXISTS and CREATE OR REPLACE FUNCTION
+// collide in the catalog otherwise). Nothing is created outside schema.
 //
-// conn must not be inside a transaction; tern resets its session settings.
-func Migrate(ctx context.Context, conn *pgx.Conn, schema string) (err error) {
+// conn must not be inside a transaction.
+func Migrate(ctx context.Context, conn *pgx.Conn, schema string) error {
 	if err := CheckSchema(schema); err != nil {
 		return err
 	}
-	lockKey := "chunks migrate " + schema
-	if _, err := conn.Exec(ctx, "select pg_advisory_lock(hashtextextended($1, 0))", lockKey); err != nil {
-		return fmt.Errorf("migrate %s: lock: %w", schema, err)
-	}
-	defer func() {
-		var unlocked bool
-		uerr := conn.QueryRow(context.WithoutCancel(ctx),
-			"select pg_advisory_unlock(hashtextextended($1, 0))", lockKey).Scan(&unlocked)
-		if uerr == nil && !unlocked {
-			uerr = errors.New("the advisory lock was not held")
-		}
-		if uerr != nil {
-			err = errors.Join(err, fmt.Errorf("migrate %s: unlock: %w", schema, uerr))
-		}
-	}()
-
-	if _, err := conn.Exec(ctx, "create schema if not exists "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		return fmt.Errorf("migrate %s: create schema: %w", schema, err)
+	if status := conn.PgConn().TxStatus(); status != 'I' {
+		return invalidf("conn: is inside a transaction (status %q); Migrate commits, so it needs an idle connection", status)
 	}
 	data := map[string]any{"schema": schema}
-
-	m, err := migrate.NewMigrator(ctx, conn, schema+".schema_version")
+	versionTable := schema + ".schema_version"
+	// A migrator without a connection only loads: tern evaluates each file's
+	// template with data. The SQL is run below, in this function's transaction.
+	m, err := migrate.NewMigrator(ctx, nil, versionTable)
 	if err != nil {
 		return fmt.Errorf("migrate %s: %w", schema, err)
 	}
@@ -70,16 +84,58 @@ func Migrate(ctx context.Context, conn *pgx.Conn, schema string) (err error) {
 	if err := m.LoadMigrations(chunkssql.Migrations()); err != nil {
 		return fmt.Errorf("migrate %s: load migrations: %w", schema, err)
 	}
-	if err := m.Migrate(ctx); err != nil {
-		return fmt.Errorf("migrate %s: %w", schema, err)
-	}
-
 	code, err := migrate.LoadCodePackage(chunkssql.Functions())
 	if err != nil {
 		return fmt.Errorf("migrate %s: load functions: %w", schema, err)
 	}
-	if err := migrate.InstallCodePackage(ctx, conn, data, code); err != nil {
-		return fmt.Errorf("migrate %s: install functions: %w", schema, err)
+	functions, err := code.Eval(data)
+	if err != nil {
+		return fmt.Errorf("migrate %s: functions: %w", schema, err)
+	}
+
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", schema, err)
+	}
+	if err := install(ctx, tx, schema, versionTable, m.Migrations, functions); err != nil {
+		return rollbackTx(ctx, tx, fmt.Errorf("migrate %s: %w", schema, err))
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("migrate %s: commit: %w", schema, err)
+	}
+	return nil
+}
+
+// install is Migrate's transaction.
+func install(ctx context.Context, tx pgx.Tx, schema, versionTable string, migrations []*migrate.Migration, functions string) error {
+	if _, err := tx.Exec(ctx, "select pg_advisory_xact_lock(hashtextextended($1, 0))", "chunks migrate "+schema); err != nil {
+		return fmt.Errorf("lock: %w", err)
+	}
+	if _, err := tx.Exec(ctx, "create schema if not exists "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		return fmt.Errorf("create schema: %w", err)
+	}
+	// tern's version table, exactly as tern creates it.
+	if _, err := tx.Exec(ctx, fmt.Sprintf(`create table if not exists %[1]s(version int4 not null);
+		insert into %[1]s(version) select 0 where 0 = (select count(*) from %[1]s)`, versionTable)); err != nil {
+		return fmt.Errorf("version table: %w", err)
+	}
+	var version int32
+	if err := tx.QueryRow(ctx, "select version from "+versionTable).Scan(&version); err != nil {
+		return fmt.Errorf("version: %w", err)
+	}
+	if version < 0 || int(version) > len(migrations) {
+		return fmt.Errorf("%s is %d, outside the valid versions 0 to %d", versionTable, version, len(migrations))
+	}
+	for _, mig := range migrations[version:] {
+		if _, err := tx.Exec(ctx, mig.UpSQL); err != nil {
+			return fmt.Errorf("migration %s: %w", mig.Name, err)
+		}
+		if _, err := tx.Exec(ctx, "update "+versionTable+" set version = $1", mig.Sequence); err != nil {
+			return fmt.Errorf("version: %w", err)
+		}
+	}
+	if _, err := tx.Exec(ctx, functions); err != nil {
+		return fmt.Errorf("install functions: %w", err)
 	}
 	return nil
 }

@@ -3,15 +3,14 @@ package driver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// Register validates plan (CONTRACT §3) and records it with the server's
-// register function: true when the job is new, false when the same approval
-// (tenant, normalized targets, chunk size) is already registered. A
+// Register validates plan (docs/contract.md §3) and records it with the
+// server's register function: true when the job is new, false when the same
+// approval (tenant, normalized targets, chunk size) is already registered. A
 // different job under the same id is an [ErrConflict]. Progress is never
 // reset.
 func Register(ctx context.Context, db DB, plan Plan) (bool, error) {
@@ -109,10 +108,28 @@ func CancelChunk(ctx context.Context, db DB, tenant string, items []Target) (cha
 	return changes, nil
 }
 
-// rollbackTx rolls tx back even when ctx is cancelled, and keeps cause.
+// rollbackTx rolls tx back even when ctx is cancelled, and keeps cause. A
+// connection that is gone needs no rollback (the server has ended the
+// transaction): then cause is the one error.
 func rollbackTx(ctx context.Context, tx pgx.Tx, cause error) error {
+	if cause != nil && tx.Conn().IsClosed() {
+		return cause
+	}
 	if err := tx.Rollback(context.WithoutCancel(ctx)); err != nil {
-		return errors.Join(cause, fmt.Errorf("rollback: %w", err))
+		return rollbackFailed(cause, err, tx.Conn().IsClosed())
 	}
 	return cause
+}
+
+// rollbackFailed is the error of a failed rollback after cause: cause alone
+// when the connection is gone (the server rolls back), else both, in one
+// sentence.
+func rollbackFailed(cause, err error, closed bool) error {
+	switch {
+	case cause == nil:
+		return fmt.Errorf("rollback: %w", err)
+	case closed:
+		return cause
+	}
+	return fmt.Errorf("%w (and the rollback failed: %w)", cause, err)
 }

@@ -34,26 +34,36 @@ type jsonPath struct {
 	isIndex bool
 }
 
-// String is the path as error messages name it: targets[3].id.
-func (p *jsonPath) String() string {
+// String is the path as error messages name it: targets[3].id (an
+// [Excerpt] of it: keys below the known ones are the input's own).
+func (p *jsonPath) String() string { return Excerpt(p.full(), false) }
+
+func (p *jsonPath) full() string {
 	switch {
 	case p.parent == nil:
 		return p.key
 	case p.isIndex:
-		return fmt.Sprintf("%s[%d]", p.parent, p.index)
+		return fmt.Sprintf("%s[%d]", p.parent.full(), p.index)
 	case p.parent.parent == nil && p.parent.key == "plan":
 		return p.key // a plan's keys are the fields themselves
 	}
-	return p.parent.String() + "." + p.key
+	return p.parent.full() + "." + p.key
 }
 
-// decodeStrict reads data as exactly one JSON value. Objects become *object
+// decodeStrict reads data (at most [MaxInputBytes], with no byte order
+// mark) as exactly one JSON value. Objects become *object
 // (a duplicate key is refused), lists []any, numbers json.Number (their
 // text, so 1.0 and 1e3 stay distinguishable from 1), plus string, bool, nil.
 // When keys is not nil and the value is an object, a key not in keys is
 // refused as soon as it is read, before its value: what cannot be a field
 // is not looked into.
 func decodeStrict(field string, data []byte, keys []string) (any, error) {
+	if len(data) > MaxInputBytes {
+		return nil, invalidf("%s: is larger than the 1 MiB limit (%d bytes, at most %d)", field, len(data), MaxInputBytes)
+	}
+	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
+		return nil, invalidf("%s: starts with a UTF-8 byte order mark; save it without one", field)
+	}
 	if !utf8.Valid(data) {
 		return nil, invalidf("%s: is not valid UTF-8", field)
 	}
@@ -91,10 +101,10 @@ func decodeValue(dec *json.Decoder, path *jsonPath, depth int, keys []string) (a
 			}
 			key := kt.(string) // the decoder only yields string keys inside an object
 			if keys != nil && !slices.Contains(keys, key) {
-				return nil, invalidf("%s: unexpected key %q", path, key)
+				return nil, invalidf("%s: unexpected key %s", path, Excerpt(key, true))
 			}
 			if _, dup := obj.vals[key]; dup {
-				return nil, invalidf("%s: duplicate key %q", path, key)
+				return nil, invalidf("%s: duplicate key %s", path, Excerpt(key, true))
 			}
 			v, err := decodeValue(dec, &jsonPath{parent: path, key: key}, depth+1, nil)
 			if err != nil {
@@ -124,6 +134,9 @@ func decodeValue(dec *json.Decoder, path *jsonPath, depth int, keys []string) (a
 	return tok, nil
 }
 
+// keyList is an object's keys as a refusal shows them: "id, qty".
+func keyList(keys []string) string { return Excerpt(strings.Join(keys, ", "), false) }
+
 func syntaxError(path *jsonPath, err error) error {
 	if errors.Is(err, io.EOF) {
 		return invalidf("%s: invalid JSON: unexpected end of input", path)
@@ -140,7 +153,7 @@ func integer(path string, v any, min, max int64) (int64, error) {
 	}
 	n, err := strconv.ParseInt(string(num), 10, 64)
 	if err != nil || n < min || n > max {
-		return 0, invalidf("%s: must be between %d and %d, got %s", path, min, max, num)
+		return 0, invalidf("%s: must be between %d and %d, got %s", path, min, max, Excerpt(string(num), false))
 	}
 	return n, nil
 }
@@ -162,13 +175,13 @@ func targetsFrom(field string, v any) ([]Target, error) {
 			return nil, invalidf("%s: must be an object with the keys id, revision, qty, got %s", path, describe(e))
 		}
 		if len(obj.keys) != len(targetFields) {
-			return nil, invalidf("%s: must have exactly the keys id, revision, qty, got %s", path, strings.Join(obj.keys, ", "))
+			return nil, invalidf("%s: must have exactly the keys id, revision, qty, got %s", path, keyList(obj.keys))
 		}
 		var vals [3]int64
 		for j, f := range targetFields {
 			fv, present := obj.vals[f.name]
 			if !present {
-				return nil, invalidf("%s: must have exactly the keys id, revision, qty, got %s", path, strings.Join(obj.keys, ", "))
+				return nil, invalidf("%s: must have exactly the keys id, revision, qty, got %s", path, keyList(obj.keys))
 			}
 			n, err := integer(path+"."+f.name, fv, f.min, f.max)
 			if err != nil {
@@ -194,7 +207,7 @@ func ParseTargets(data []byte) ([]Target, error) {
 
 // ParsePlan reads a strict JSON plan: an object with exactly the keys
 // job_id, tenant, targets, chunk_size and allow_partial, each valid by
-// CONTRACT §3 (numbers must be JSON integers, allow_partial exactly true, no
+// docs/contract.md §3 (numbers must be JSON integers, allow_partial exactly true, no
 // duplicate keys). Targets come back normalized.
 func ParsePlan(data []byte) (Plan, error) {
 	v, err := decodeStrict("plan", data, planKeys)

@@ -17,7 +17,7 @@ import (
 	"github.com/chunks-dev/chunks/driver"
 )
 
-// The fuzz targets check ParsePlan and ParseTargets against CONTRACT §3
+// The fuzz targets check ParsePlan and ParseTargets against docs/contract.md §3
 // without a database:
 //
 //   - they never panic, and give the same answer twice;
@@ -348,5 +348,32 @@ func TestParseDeepNesting(t *testing.T) {
 				t.Fatalf("message (%d bytes) %.300q", len(msg), msg)
 			}
 		})
+	}
+}
+
+// More than MaxInputBytes is refused before it is looked at, and so is a
+// byte order mark, saying so (encoding/json would say "invalid character 'ï'").
+func TestParseInputBounds(t *testing.T) {
+	plan := `{"job_id": "j", "tenant": "t", "targets": [{"id": 1, "revision": 0, "qty": 1}], "chunk_size": 1, "allow_partial": true}`
+	pad := func(s string, n int) []byte { return []byte(s + strings.Repeat(" ", n-len(s))) }
+	if _, err := driver.ParsePlan(pad(plan, driver.MaxInputBytes)); err != nil {
+		t.Fatalf("a plan of exactly 1 MiB: %v", err)
+	}
+	for _, c := range []struct {
+		name, want string
+		err        func() error
+	}{
+		{"plan over 1 MiB", "invalid: plan: is larger than the 1 MiB limit (1048577 bytes, at most 1048576)",
+			func() error { _, err := driver.ParsePlan(pad(plan, driver.MaxInputBytes+1)); return err }},
+		{"targets over 1 MiB", "invalid: targets: is larger than the 1 MiB limit (2000000 bytes, at most 1048576)",
+			func() error { _, err := driver.ParseTargets(pad("[]", 2_000_000)); return err }},
+		{"plan with a BOM", "invalid: plan: starts with a UTF-8 byte order mark; save it without one",
+			func() error { _, err := driver.ParsePlan([]byte("\xef\xbb\xbf" + plan)); return err }},
+		{"targets with a BOM", "invalid: targets: starts with a UTF-8 byte order mark; save it without one",
+			func() error { _, err := driver.ParseTargets([]byte("\xef\xbb\xbf[]")); return err }},
+	} {
+		if err := c.err(); !errors.Is(err, driver.ErrInvalid) || err.Error() != c.want {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/chunks-dev/chunks/driver"
 )
 
-// Every struct marshals with exactly the snake_case keys of CONTRACT §5 and
+// Every struct marshals with exactly the snake_case keys of docs/contract.md §5 and
 // §6, in field order, and every list as [] (never null) even in a zero value.
 // The expected JSON is written out in full, so a renamed, added or dropped
 // key fails.

@@ -21,7 +21,7 @@ func checkName(field, value string) error {
 	for i := 0; i < len(value); i++ {
 		c := value[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return invalidf("%s: must be 1 to %d ASCII letters, digits, _ or -, got %q", field, MaxNameLen, value)
+			return invalidf("%s: must be 1 to %d ASCII letters, digits, _ or -, got %s", field, MaxNameLen, Excerpt(value, true))
 		}
 	}
 	return nil
@@ -74,7 +74,7 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-// Manifest validates an approval (CONTRACT §3) and returns it as a new
+// Manifest validates an approval (docs/contract.md §3) and returns it as a new
 // [Plan] whose Targets are a sorted copy of items: changing one never
 // changes the other. It needs no database.
 func Manifest(jobID, tenant string, items []Target, chunkSize int, allowPartial bool) (Plan, error) {
@@ -103,7 +103,7 @@ func describe(v any) string {
 	case nil:
 		return "null"
 	case string:
-		return fmt.Sprintf("string %q", v)
+		return "string " + Excerpt(v, true)
 	case bool:
 		return fmt.Sprintf("boolean %t", v)
 	case *object:
@@ -111,5 +111,5 @@ func describe(v any) string {
 	case []any:
 		return "list"
 	}
-	return fmt.Sprint(v) // a json.Number: its text
+	return Excerpt(fmt.Sprint(v), false) // a json.Number: its text
 }

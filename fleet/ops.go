@@ -45,6 +45,33 @@ type JobStatus struct {
 	Drift *int `json:"drift"`
 }
 
+// WorkerStatus is one live worker as chunks status shows it (its heartbeat
+// row, seen in the last 10 s).
+type WorkerStatus struct {
+	WorkerID  string    `json:"worker_id"`
+	Host      string    `json:"host"`
+	PID       int       `json:"pid"`
+	StartedAt time.Time `json:"started_at"`
+	LastSeen  time.Time `json:"last_seen"`
+	Chunks    int64     `json:"chunks"` // committed since it started
+	State     string    `json:"state"`  // running, idle or throttled
+	Reason    *string   `json:"reason"` // why, when throttled
+}
+
+// Workers lists the live workers, ordered by id (the SQL function
+// worker_status). It reads only.
+func Workers(ctx context.Context, db driver.DB) ([]WorkerStatus, error) {
+	var body []byte
+	if err := db.QueryRow(ctx, "select worker_status()::text").Scan(&body); err != nil {
+		return nil, driver.MapError(err)
+	}
+	out := []WorkerStatus{}
+	if err := json.Unmarshal(body, &out); err != nil {
+		return nil, fmt.Errorf("worker_status: %w", err)
+	}
+	return out, nil
+}
+
 // Pass is what one worker pass did ([RunNext], SQL run_next_chunk): nil
 // when nothing was runnable. Exactly one of three things happened to JobID:
 //   - a chunk committed (Err empty): Processed, NextIndex and Done as in

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +18,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgxlisten"
+
+	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/pace"
 )
 
 // Defaults and limits of a [Worker].
@@ -77,8 +79,12 @@ type Worker struct {
 	RetryDelay time.Duration
 	// Logger receives the worker's log. Nil: text lines on stderr.
 	Logger *slog.Logger
+	// Pace holds new chunks back while a standby is too far behind or the
+	// operator's throttle query says so (package pace). Zero: never.
+	Pace pace.Config
 
 	chunks, jobsDone, conflicts, failures atomic.Int64
+	lastChunk                             atomic.Int64 // unix nanoseconds of the last committed chunk
 }
 
 // Stats counts what a worker did.
@@ -113,6 +119,7 @@ type runner struct {
 	rateDelay  time.Duration
 	retryDelay time.Duration
 	log        *slog.Logger
+	pacer      *pace.Pacer
 	wake       chan struct{} // one token: "look at the queue"
 	passLog    quiet
 	listenLog  quiet
@@ -128,7 +135,7 @@ func (w *Worker) runner() (*runner, error) {
 		r.id = DefaultID()
 	}
 	if utf8.RuneCountInString(r.id) > MaxIDLen || !utf8.ValidString(r.id) || strings.IndexFunc(r.id, hidden) >= 0 {
-		return nil, invalidf("id: must be 1 to %d characters without control or format characters, got %s", MaxIDLen, shown(r.id))
+		return nil, invalidf("id: must be 1 to %d characters without control or format characters, got %s", MaxIDLen, driver.Excerpt(r.id, true))
 	}
 	if r.passes == 0 {
 		r.passes = 1
@@ -160,6 +167,13 @@ func (w *Worker) runner() (*runner, error) {
 		r.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	r.log = r.log.With("worker", r.id)
+	if err := w.Pace.Validate(); err != nil {
+		return nil, invalidf("%v", err)
+	}
+	var err error
+	if r.pacer, err = pace.New(w.Pace, r.pool, r.log); err != nil {
+		return nil, invalidf("%v", err)
+	}
 	return r, nil
 }
 
@@ -225,6 +239,7 @@ func (w *Worker) Run(ctx, abort context.Context) error {
 	var wg sync.WaitGroup
 	started := make(chan bool, 1) // the first LISTEN attempt: true when it listens
 	wg.Go(func() { r.listen(stop, channel, started) })
+	wg.Go(func() { r.heartbeat(stop, abort) })
 	listening := false
 	select { // the first LISTEN attempt, bounded: polling works without it
 	case listening = <-started:
@@ -323,6 +338,9 @@ func (h *wakeHandler) HandleBacklog(context.Context, string, *pgx.Conn) error {
 // wakeup or the poll interval whenever nothing was runnable.
 func (r *runner) pass(stop, abort context.Context) {
 	for stop.Err() == nil {
+		if r.pacer.Wait(stop, nil) != nil {
+			return // stopped while throttled
+		}
 		ran, err := r.once(abort)
 		if ran {
 			continue
@@ -376,6 +394,8 @@ func (r *runner) once(abort context.Context) (bool, error) {
 		log.Info("job already done; removed from the queue", "next_index", p.NextIndex)
 	default:
 		r.w.chunks.Add(1)
+		r.w.lastChunk.Store(time.Now().UnixNano())
+		r.pacer.Committed()
 		log.Debug("chunk committed", "ids", len(p.Processed), "next_index", p.NextIndex, "done", p.Done, "took_ms", took)
 		if p.Done {
 			r.w.jobsDone.Add(1)
@@ -401,16 +421,6 @@ func (r *runner) runNext(ctx context.Context) (*Pass, error) {
 // character (Unicode Cf: bidi overrides, zero-width marks), which a worker
 // id must not hold.
 func hidden(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
-
-// shown is s quoted for an error message, cut to a short prefix with its
-// length when it is long.
-func shown(s string) string {
-	const keep = 40
-	if utf8.RuneCountInString(s) <= keep {
-		return strconv.Quote(s)
-	}
-	return fmt.Sprintf("%s... (%d characters)", strconv.Quote(string([]rune(s)[:keep])), utf8.RuneCountInString(s))
-}
 
 // logFault logs an error of a pass or of the LISTEN connection with what
 // [Classify] makes of it: a transient one as a warning, a permanent one as an

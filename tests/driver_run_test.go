@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/chunks-dev/chunks/driver"
@@ -413,6 +415,18 @@ func TestDrainValidatesBeforeConnecting(t *testing.T) {
 	if err == nil || errors.Is(err, driver.ErrInvalid) || errors.Is(err, driver.ErrConflict) {
 		t.Fatalf("error %v, want a connection error", err)
 	}
+	// A DSN that cannot be parsed is refused without being shown: pgx's own
+	// text masks passwords only on a best effort basis.
+	for _, dsn := range []string{"host=127.0.0.1 password = SECRET port=x", "postgres://me:SEC@RET@127.0.0.1:x/db"} {
+		_, err := driver.Drain(ctx, dsn, "j", 1)
+		want := "invalid: dsn: cannot parse it: invalid port (the connection string is not shown: it may hold a password)"
+		if !errors.Is(err, driver.ErrInvalid) || err.Error() != want {
+			t.Fatalf("Drain on %q: %v, want %q", dsn, err, want)
+		}
+		if _, err := driver.ChunkFile(ctx, dsn, "j", nil); !errors.Is(err, driver.ErrInvalid) || strings.Contains(err.Error(), "SEC") {
+			t.Fatalf("ChunkFile on %q: %v", dsn, err)
+		}
+	}
 }
 
 func TestDrainTwoGoroutinesOneJob(t *testing.T) {
@@ -537,4 +551,46 @@ func TestRegisterInspectReportOverEachDB(t *testing.T) {
 			t.Fatalf("%T register different: %v", db, err)
 		}
 	}
+}
+
+// A connection lost in the middle of a chunk (its backend terminated) reads
+// as one error, the server's 57P01, not that and "rollback: conn closed"
+// glued together; nothing of the chunk stays.
+func TestRunChunkLostConnection(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	registerJob(t, s, "j", "acme", 1, 10, 5)
+	s.Exec(t, `create function slow() returns trigger language plpgsql as $$ begin perform pg_sleep(5); return null; end $$;
+		create trigger slow after update on orders for each statement execute function slow()`)
+	before := state(t, s)
+	conn, err := pgx.Connect(ctx, s.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := conn.PgConn().PID()
+	done := make(chan error, 1)
+	go func() {
+		_, err := driver.RunChunk(ctx, conn, "j", nil)
+		done <- err
+	}()
+	for sleeping := false; !sleeping; {
+		if err := s.Conn.QueryRow(ctx, "select count(*) = 1 from pg_stat_activity where pid = $1 and wait_event = 'PgSleep'", pid).Scan(&sleeping); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Conn.Exec(ctx, "select pg_terminate_backend($1)", pid); err != nil {
+		t.Fatal(err)
+	}
+	err = <-done
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "57P01" {
+		t.Fatalf("RunChunk on a terminated backend: %v, want SQLSTATE 57P01", err)
+	}
+	if want := "FATAL: terminating connection due to administrator command (SQLSTATE 57P01)"; err.Error() != want {
+		t.Fatalf("the error reads %q, want %q", err.Error(), want)
+	}
+	if !conn.IsClosed() {
+		t.Fatal("the connection is still open")
+	}
+	unchanged(t, s, "a chunk whose connection was lost", before)
 }

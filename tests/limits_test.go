@@ -15,7 +15,7 @@ import (
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
-// The limits of CONTRACT §3 at every edge, through both faces: the Go
+// The limits of docs/contract.md §3 at every edge, through both faces: the Go
 // driver (ParsePlan on the JSON text, Manifest on the Go values) and the
 // server's register(jsonb). Each case is built from driver/limits.go's
 // values, states what §3 expects, and every face must give that answer, so

@@ -6,7 +6,7 @@ import (
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
-// CONTRACT §5 cancel_chunk at the SQL face.
+// docs/contract.md §5 cancel_chunk at the SQL face.
 
 func TestSQLCancelChunk(t *testing.T) {
 	t.Parallel()

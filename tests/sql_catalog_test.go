@@ -18,10 +18,11 @@ var inlined = map[string]struct{ call, shows string }{
 	"target_problem":      {"(e, 'x', 0) from jsonb_array_elements('[{}]') e", "CASE WHEN"},
 	"targets_look_normal": {"(e) from jsonb_array_elements('[[]]') e", "~"},
 	"order_matches":       {"('a', 1, 'cancelled', 2, 'a', e) from jsonb_array_elements('[{}]') e", "'qty'::text"},
+	"excerpt":             {"(e::text, true) from jsonb_array_elements('[1]') e", "length("},
 	"run_lock_key":        {"(j) from unnest(array['a']) j", "hashtextextended"},
 }
 
-// CONTRACT §6: every function is documented with COMMENT ON; and every one
+// docs/contract.md §6: every function is documented with COMMENT ON; and every one
 // runs with the caller's rights and its own schema's search_path, so neither
 // the caller's search_path nor a lookalike object in pg_temp can change what
 // it reads or calls.

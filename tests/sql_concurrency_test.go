@@ -14,7 +14,7 @@ import (
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
-// CONTRACT §5: two concurrent registrations of one plan give one true and one
+// docs/contract.md §5: two concurrent registrations of one plan give one true and one
 // false, never an error; two workers draining one job change every approved
 // order exactly once.
 

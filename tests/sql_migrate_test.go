@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"regexp"
@@ -16,7 +17,7 @@ import (
 	chunkssql "github.com/chunks-dev/chunks/sql"
 )
 
-// CONTRACT §2 and §6: driver.Migrate installs into one schema, idempotently,
+// docs/contract.md §2 and §6: driver.Migrate installs into one schema, idempotently,
 // safely from many sessions at once, and creates nothing in public.
 
 // ownSchema migrates a new schema through admin (a connection without
@@ -111,7 +112,7 @@ func TestSQLMigrateAgainIsANoOp(t *testing.T) {
 	registerJob(t, s, "j", "acme", 1, 5, 2)
 	s.Exec(t, "select run_chunk('j')")
 	before, data := catalog(t, admin, s.Name), state(t, s)
-	if !strings.Contains(before, `"version": [{"version": 3}]`) {
+	if !strings.Contains(before, `"version": [{"version": 4}]`) {
 		t.Fatalf("version table: %s", before)
 	}
 	for i := 0; i < 2; i++ {
@@ -143,7 +144,7 @@ func TestSQLMigrateNothingInPublic(t *testing.T) {
 	}
 	// Exactly the tables (with their indexes; job_queue is fleet mode's queue) and tern's version table, and the shipped functions.
 	sameJSON(t, "tables", mustString(t, admin, `select jsonb_agg(relname order by relname)::text from pg_class
-	  where relnamespace = $1::regnamespace and relkind = 'r'`, s.Name), `["job_audit", "job_queue", "jobs", "orders", "schema_version"]`)
+	  where relnamespace = $1::regnamespace and relkind = 'r'`, s.Name), `["job_audit", "job_queue", "jobs", "orders", "schema_version", "workers"]`)
 	if got, want := installedFunctions(t, admin, s.Name), shippedFunctions(t); !slices.Equal(got, want) {
 		t.Fatalf("functions: %v, want %v", got, want)
 	}
@@ -219,7 +220,7 @@ func TestSQLMigrateConcurrently(t *testing.T) {
 	if got, want := installedFunctions(t, admin, name), shippedFunctions(t); !slices.Equal(got, want) {
 		t.Fatalf("functions: %v, want %v", got, want)
 	}
-	if got := mustString(t, admin, "select jsonb_agg(v)::text from "+pgx.Identifier{name, "schema_version"}.Sanitize()+" v"); got != `[{"version": 3}]` {
+	if got := mustString(t, admin, "select jsonb_agg(v)::text from "+pgx.Identifier{name, "schema_version"}.Sanitize()+" v"); got != `[{"version": 4}]` {
 		t.Fatalf("version: %s", got)
 	}
 	dsn := pgtest.WithSearchPath(pgtest.DSN(), name)
@@ -261,4 +262,129 @@ func TestSQLMigrateRestoresShippedFunctions(t *testing.T) {
 	sameJSON(t, "inspect_job", mustString(t, s.Conn, "select inspect_job('j')::text"),
 		fmt.Sprintf(`{"job_id": "j", "tenant": "acme", "targets": %s, "chunk_size": 2, "next_index": 2}`, targets(1, 5)))
 	sameJSON(t, "run_chunk", mustString(t, s.Conn, "select run_chunk('j')::text"), `{"processed": [3, 4], "next_index": 4, "done": false}`)
+}
+
+// namespaceCatalog is every relation and function of schema name, by name.
+func namespaceCatalog(t testing.TB, conn *pgx.Conn, name string) string {
+	t.Helper()
+	return mustString(t, conn, `select jsonb_build_object(
+	  'relations', (select coalesce(jsonb_agg(c.relname order by c.relname), '[]') from pg_class c
+	                 join pg_namespace n on n.oid = c.relnamespace where n.nspname = $1),
+	  'functions', (select coalesce(jsonb_agg(p.proname order by p.proname), '[]') from pg_proc p
+	                 join pg_namespace n on n.oid = p.pronamespace where n.nspname = $1))::text`, name)
+}
+
+// The schemas of the system are refused before anything is written, and
+// nothing lands in them.
+func TestSQLMigrateRefusesSystemSchemas(t *testing.T) {
+	t.Parallel()
+	admin := pgtest.Connect(t, pgtest.DSN())
+	for _, name := range []string{"information_schema", "public", "pg_catalog", "pg_toast", "pg_chunks"} {
+		t.Run(name, func(t *testing.T) {
+			before := namespaceCatalog(t, admin, name)
+			err := driver.Migrate(ctx, admin, name)
+			if !errors.Is(err, driver.ErrInvalid) || !strings.Contains(err.Error(), "schema: "+name+" belongs to the system") {
+				t.Fatalf("migrate %s: %v, want ErrInvalid saying it belongs to the system", name, err)
+			}
+			if after := namespaceCatalog(t, admin, name); after != before {
+				t.Fatalf("migrate %s changed it:\nbefore %s\n after %s", name, before, after)
+			}
+			if st := admin.PgConn().TxStatus(); st != 'I' {
+				t.Fatalf("transaction status %c after the refusal, want I", st)
+			}
+		})
+	}
+}
+
+// Every keyword the server reserves (pg_get_keywords categories R and T,
+// the ones that cannot qualify a name unquoted) is refused as a schema
+// before any connection is used; the other keywords are plain names, and a
+// schema named after one installs and works.
+func TestSQLMigrateKeywordSchemas(t *testing.T) {
+	t.Parallel()
+	admin := pgtest.Connect(t, pgtest.DSN())
+	rows, _ := admin.Query(ctx, "select word, catcode::text from pg_get_keywords() order by word")
+	type keyword struct{ Word, Category string }
+	keywords, err := pgx.CollectRows(rows, pgx.RowToStructByPos[keyword])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reserved, unreserved []string
+	for _, k := range keywords {
+		err := driver.CheckSchema(k.Word)
+		switch k.Category {
+		case "R", "T":
+			reserved = append(reserved, k.Word)
+			if !errors.Is(err, driver.ErrInvalid) || err.Error() != "invalid: schema: "+k.Word+" is a reserved SQL keyword; choose another name" {
+				t.Errorf("CheckSchema(%q), a keyword of category %s: %v", k.Word, k.Category, err)
+			}
+		default:
+			unreserved = append(unreserved, k.Word)
+			if err != nil {
+				t.Errorf("CheckSchema(%q), a keyword of category %s: %v", k.Word, k.Category, err)
+			}
+		}
+	}
+	if len(reserved) < 90 || len(unreserved) < 300 {
+		t.Fatalf("%d reserved and %d other keywords: the server's list looks wrong", len(reserved), len(unreserved))
+	}
+	for _, name := range []string{"select", "user", "left"} {
+		if err := driver.Migrate(ctx, admin, name); !errors.Is(err, driver.ErrInvalid) {
+			t.Fatalf("migrate %s: %v, want ErrInvalid", name, err)
+		}
+		if got := mustString(t, admin, "select count(*)::text from pg_namespace where nspname = $1", name); got != "0" {
+			t.Fatalf("migrate %s left a schema %s behind", name, name)
+		}
+	}
+	// One keyword of each other category: "between" (C, a column name
+	// keyword) and "abort" (U, unreserved) are ordinary schema names.
+	for _, name := range []string{"between", "abort"} {
+		if !slices.Contains(unreserved, name) {
+			t.Fatalf("%s is not an unreserved keyword on this server", name)
+		}
+		dropSchemaAtEnd(t, admin, name)
+		if err := driver.Migrate(ctx, admin, name); err != nil {
+			t.Fatalf("migrate %s: %v", name, err)
+		}
+		conn := pgtest.Connect(t, pgtest.WithSearchPath(pgtest.DSN(), name))
+		s := &pgtest.Schema{Name: name, Conn: conn}
+		registerJob(t, s, "j", "acme", 1, 3, 2)
+		sameJSON(t, name+".run_chunk", mustString(t, conn, "select run_chunk('j')::text"),
+			`{"processed": [1, 2], "next_index": 2, "done": false}`)
+	}
+}
+
+// Migrate is one transaction: when its last step fails (here a function
+// of the same name with another result type is in the way), the tables,
+// tern's version table and every function it had created are gone again.
+func TestSQLMigrateFailureLeavesNothing(t *testing.T) {
+	t.Parallel()
+	admin := pgtest.Connect(t, pgtest.DSN())
+	name := pgtest.NewSchemaName(t)
+	dropSchemaAtEnd(t, admin, name)
+	if _, err := admin.Exec(ctx, "create schema "+name+"; create function "+name+
+		".queue_channel() returns integer language sql as 'select 1'"); err != nil {
+		t.Fatal(err)
+	}
+	before := namespaceCatalog(t, admin, name)
+	err := driver.Migrate(ctx, admin, name)
+	if err == nil || !strings.Contains(err.Error(), "cannot change return type of existing function") {
+		t.Fatalf("migrate over a conflicting function: %v", err)
+	}
+	if after := namespaceCatalog(t, admin, name); after != before || after != `{"functions": ["queue_channel"], "relations": []}` {
+		t.Fatalf("the failed migrate left something behind:\nbefore %s\n after %s", before, after)
+	}
+	if st := admin.PgConn().TxStatus(); st != 'I' {
+		t.Fatalf("transaction status %c after the failure, want I", st)
+	}
+	// The connection is usable, and once the obstacle is gone migrate installs.
+	if _, err := admin.Exec(ctx, "drop function "+name+".queue_channel()"); err != nil {
+		t.Fatal(err)
+	}
+	if err := driver.Migrate(ctx, admin, name); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := installedFunctions(t, admin, name), shippedFunctions(t); !slices.Equal(got, want) {
+		t.Fatalf("functions: %v, want %v", got, want)
+	}
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
-// CONTRACT §5 register and inspect_job at the SQL face.
+// docs/contract.md §5 register and inspect_job at the SQL face.
 
 // unsortedPlan is job "fest" of tenant "acme" with four targets given out of
 // id order, each with its own revision and qty, and keys in another order.

@@ -6,7 +6,7 @@ import (
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
-// CONTRACT §5 report at the SQL face.
+// docs/contract.md §5 report at the SQL face.
 
 func TestSQLReport(t *testing.T) {
 	t.Parallel()

@@ -9,7 +9,7 @@ import (
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
-// CONTRACT §4 and §5 run_chunk at the SQL face.
+// docs/contract.md §4 and §5 run_chunk at the SQL face.
 
 // A stored job that breaks §4 is a conflict naming the job, and run_chunk
 // changes nothing. Each case starts from empty tables, registers job "j"
@@ -79,7 +79,7 @@ func TestSQLRunChunkCorruptJob(t *testing.T) {
 		{"tenant with a space", 1, `update jobs set tenant = 'acme corp'`, `job j: stored tenant "acme corp" is not valid`},
 		{"tenant empty", 0, `update jobs set tenant = ''`, `job j: stored tenant "" is not valid`},
 		{"tenant of 65 characters", 0, `update jobs set tenant = repeat('a', 65)`,
-			fmt.Sprintf(`job j: stored tenant "%s" is not valid`, strings.Repeat("a", 65))},
+			fmt.Sprintf(`job j: stored tenant "%s"… (65 characters) is not valid`, strings.Repeat("a", 64))},
 		{"next_index beyond n", 2, `update jobs set next_index = 26`, "job j: next_index 26 is beyond the 25 targets"},
 		{"next_index not a multiple of chunk_size", 1, `update jobs set next_index = 5`,
 			"job j: next_index 5 is not a multiple of chunk_size 10"},
@@ -240,15 +240,18 @@ func TestSQLRunChunkLockWaitBounded(t *testing.T) {
 	registerJob(t, s, "j", "acme", 1, 25, 10)
 	s.Exec(t, "select run_chunk('j')")
 
+	jobRow := "job j: lock timeout after 500ms: waited for the job row (another transaction holds it: a chunk of this job in flight, or a session that locked it)"
+	anOrder := "job j: lock timeout after 500ms: waited for an order of this chunk (another transaction holds a lock on one of the orders 11, 12, 13, 14, 15, 16, 17, 18, 19, 20)"
 	cases := []struct {
 		name, hold string
 		setting    string // the runner session's lock_timeout
+		msg        string // the error's message, naming the job and the lock
 	}{
-		{"job row, session default", "select 1 from jobs where job_id = 'j' for update", ""},
-		{"job row, session lock_timeout 1min", "select 1 from jobs where job_id = 'j' for update", "1min"},
-		{"an order of the next range", "select 1 from orders where id = 15 for update", ""},
+		{"job row, session default", "select 1 from jobs where job_id = 'j' for update", "", jobRow},
+		{"job row, session lock_timeout 1min", "select 1 from jobs where job_id = 'j' for update", "1min", jobRow},
+		{"an order of the next range", "select 1 from orders where id = 15 for update", "", anOrder},
 		// Writing an audit row of the job takes a key-share lock on its row.
-		{"an uncommitted audit insert of the job", "insert into job_audit values ('j', 50, 50, 3, 4, 2)", ""},
+		{"an uncommitted audit insert of the job", "insert into job_audit values ('j', 50, 50, 3, 4, 2)", "", jobRow},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -272,9 +275,7 @@ func TestSQLRunChunkLockWaitBounded(t *testing.T) {
 			start := time.Now()
 			_, err = tryString(runner, "select run_chunk($1)::text", "j")
 			waited := time.Since(start)
-			if pgCode(err) != "55P03" {
-				t.Fatalf("run_chunk while the lock is held: want 55P03, got %v", err)
-			}
+			wantExactPgError(t, err, "55P03", c.msg)
 			if waited < 400*time.Millisecond || waited > 1500*time.Millisecond {
 				t.Fatalf("run_chunk waited %v, want about 500ms", waited)
 			}

@@ -10,7 +10,7 @@ import (
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
-// CONTRACT §3 at the SQL face. Every refusal is 22023 with a message that
+// docs/contract.md §3 at the SQL face. Every refusal is 22023 with a message that
 // starts with the field it is about, and writes nothing.
 //
 // What jsonb hides: the SQL functions receive jsonb, which the server has

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -37,6 +38,7 @@ func benchCommand() *cli.Command {
 				return &driver.Error{Kind: driver.ErrInvalid, Msg: "duration: must be positive, and delay not negative"}
 			}
 			dsnText := global(c, "dsn")
+			var startStandby func(context.Context) (func() error, error)
 			if dsnText == "" {
 				fmt.Fprintln(os.Stderr, "starting a throwaway PostgreSQL server (default durability: fsync on)")
 				server, err := localpg.Start(c.Context, localpg.Options{Durable: true})
@@ -45,6 +47,14 @@ func benchCommand() *cli.Command {
 				}
 				defer func() { err = errors.Join(err, server.Stop()) }()
 				dsnText = server.DSN()
+				// The pacing scenario needs a standby: only on a server of its own.
+				startStandby = func(ctx context.Context) (func() error, error) {
+					standby, err := server.StartStandby(ctx, localpg.StandbyOptions{})
+					if err != nil {
+						return nil, err
+					}
+					return standby.Stop, nil
+				}
 			}
 			cfg, err := pgx.ParseConfig(dsnText)
 			if err != nil {
@@ -56,7 +66,7 @@ func benchCommand() *cli.Command {
 			}
 			report, err := bench.Run(c.Context, bench.Options{
 				Conn: cfg, Duration: c.Duration("duration"), Delay: c.Duration("delay"),
-				Scale: c.Bool("scale"), Chunks: self, Log: os.Stderr,
+				Scale: c.Bool("scale"), Chunks: self, Log: os.Stderr, StartStandby: startStandby,
 			})
 			if err != nil {
 				return err

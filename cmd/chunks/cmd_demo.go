@@ -24,26 +24,37 @@ import (
 func demoCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "demo",
-		Usage:     "the whole story end to end, on a throwaway local Postgres when no --dsn is given",
-		UsageText: "chunks demo [--keep] [--dsn DSN]",
+		Usage:     "the whole story end to end, on a throwaway local Postgres unless --dsn is typed",
+		UsageText: "chunks demo [--keep]\n   chunks demo --dsn DSN [--schema S]",
 		Description: "Installs chunks into a new schema, creates the 40 orders of the Alien Desert Festival and\n" +
 			"some of other tenants, registers the cancellation 10 at a time, runs a chunk, kills a second\n" +
 			"run with SIGKILL in the middle of its chunk, drains the rest with two worker processes at\n" +
 			"once, and reports; then changes and deletes committed orders and reports the drift.\n" +
 			"Without --dsn it starts a throwaway server (the PostgreSQL server binaries must be\n" +
-			"installed) and removes it at the end unless --keep is given. With --dsn it works in a new\n" +
-			"schema of that database and leaves it there.\n\n" +
+			"installed) and removes it at the end unless --keep is given. Only a --dsn typed on this\n" +
+			"command line makes it use a database of yours ($CHUNKS_DSN and $DATABASE_URL are ignored):\n" +
+			"then it works in a new schema (festival_demo_<random>, or --schema), leaves it there and\n" +
+			"says so; --keep is a usage error then.\n\n" +
 			"Example:\n  chunks demo\n  chunks demo --dsn 'postgres://me@localhost/scratch'",
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "keep", Usage: "leave the throwaway server running and say how to connect"},
+			&cli.BoolFlag{Name: "keep", Usage: "leave the throwaway server running and say how to connect (not with --dsn)"},
 		},
 		Action: func(c *cli.Context) (err error) {
 			if c.Args().Len() > 0 {
 				return usagef("demo takes no arguments")
 			}
-			base := global(c, "dsn")
+			base, onDSN := typed(c, "dsn")
+			if onDSN && c.Bool("keep") {
+				return usagef("demo --keep keeps the throwaway server, and with --dsn there is none: give one or the other")
+			}
+			schema, _ := typed(c, "schema") // $CHUNKS_SCHEMA names an installation of yours, not a demo
+			if schema != "" {
+				if err := driver.CheckSchema(schema); err != nil {
+					return err
+				}
+			}
 			var server *localpg.Server
-			if base == "" {
+			if !onDSN {
 				step("Starting a throwaway PostgreSQL server")
 				server, err = localpg.Start(c.Context, localpg.Options{Detach: c.Bool("keep")})
 				if err != nil {
@@ -55,33 +66,40 @@ func demoCommand() *cli.Command {
 					defer func() { err = errors.Join(err, server.Stop()) }()
 				}
 			}
-			schema := global(c, "schema")
 			if schema == "" {
 				schema = "festival_demo"
 				if server == nil {
 					schema = "festival_demo_" + randomSuffix()
 				}
 			}
-			d := &demo{ctx: c.Context, base: base, schema: schema}
+			cfg, err := driver.ParseDSN(base)
+			if err != nil {
+				return err
+			}
+			d := &demo{ctx: c.Context, base: base, admin: cfg, schema: schema}
 			if err := d.run(); err != nil {
 				return err
 			}
 			fmt.Println()
-			look := func() {
+			look := func(psql string) {
 				fmt.Println("Look at the data yourself:")
-				fmt.Printf("  psql %q -c 'select * from %s.job_audit order by ordinal'\n", base, schema)
+				fmt.Printf("  %s -c 'select * from %s.job_audit order by ordinal'\n", psql, schema)
 			}
 			switch {
 			case server != nil && c.Bool("keep"):
 				fmt.Printf("The server keeps running (pid %d).\n", server.PID())
-				look()
+				look(fmt.Sprintf("psql %q", base)) // the throwaway server's DSN holds no password
 				fmt.Printf("Stop it and remove its data with:\n  %s\n", server.StopCommand())
+				fmt.Printf("To point chunks at it:\n  export CHUNKS_DSN=%s\n", shellWord(base))
 			case server != nil:
 				fmt.Println("The throwaway server is stopped and removed now, with its data.")
 				fmt.Println("To look at the data yourself, run chunks demo --keep: it leaves the server running and says how to connect.")
 			default:
 				fmt.Printf("The schema %s stays in your database.\n", schema)
-				look()
+				look(psqlCommand(cfg)) // your DSN may hold a password: never printed
+				if cfg.Password != "" {
+					fmt.Println("  (psql asks for the password, or reads $PGPASSWORD: it is not printed here)")
+				}
 				fmt.Printf("Drop it with: drop schema %s cascade\n", schema)
 			}
 			return nil
@@ -89,10 +107,26 @@ func demoCommand() *cli.Command {
 	}
 }
 
-// demo is one telling of the story, on base (a DSN) in schema.
+// psqlCommand is a psql command line for cfg's server, user and database,
+// without its password.
+func psqlCommand(cfg *pgx.ConnConfig) string {
+	return fmt.Sprintf("psql -h %s -p %d -U %s -d %s", shellWord(cfg.Host), cfg.Port, shellWord(cfg.User), shellWord(cfg.Database))
+}
+
+// shellWord quotes s for a POSIX shell when it needs it.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:@%+,-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// demo is one telling of the story, on base (a DSN, parsed as admin) in
+// schema.
 type demo struct {
 	ctx    context.Context
 	base   string
+	admin  *pgx.ConnConfig
 	schema string
 	conn   *pgx.Conn
 }
@@ -102,19 +136,31 @@ const (
 	demoTenant = "alien-desert"
 )
 
-func (d *demo) dsn() string { return withSearchPath(d.base, d.schema) }
+// cfg is the connection of the demo's sessions: search_path = its schema.
+func (d *demo) cfg() *pgx.ConnConfig {
+	cfg := d.admin.Copy()
+	cfg.RuntimeParams["search_path"] = d.schema
+	return cfg
+}
 
 func (d *demo) run() (err error) {
 	step("Installing chunks into schema %s", d.schema)
-	admin, err := pgx.Connect(d.ctx, d.base)
+	admin, err := pgx.ConnectConfig(d.ctx, d.admin)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, admin.Close(context.WithoutCancel(d.ctx))) }()
+	var exists bool
+	if err := admin.QueryRow(d.ctx, "select to_regnamespace($1) is not null", d.schema).Scan(&exists); err != nil {
+		return err
+	}
+	if exists { // the demo inserts orders: never into a schema of yours
+		return &driver.Error{Kind: driver.ErrConflict, Msg: "schema " + d.schema + ": already exists; the demo works in a new schema only"}
+	}
 	if err := driver.Migrate(d.ctx, admin, d.schema); err != nil {
 		return err
 	}
-	if d.conn, err = pgx.Connect(d.ctx, d.dsn()); err != nil {
+	if d.conn, err = pgx.ConnectConfig(d.ctx, d.cfg()); err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, d.conn.Close(context.WithoutCancel(d.ctx))) }()
@@ -151,7 +197,7 @@ func (d *demo) run() (err error) {
 	note("registering the same plan again returns false and changes nothing")
 
 	step("Running one chunk")
-	res, err := driver.ChunkFile(d.ctx, d.dsn(), demoJob, nil)
+	res, err := driver.ChunkFileConfig(d.ctx, d.cfg(), demoJob, nil)
 	if err != nil {
 		return err
 	}
@@ -164,7 +210,7 @@ func (d *demo) run() (err error) {
 	if !ok || !status.Signaled() || status.Signal() != syscall.SIGKILL {
 		return fmt.Errorf("the crash drill did not die by SIGKILL: %v\n%s", runErr, out)
 	}
-	note("%s", strings.TrimSpace(string(out)))
+	note("%s", terminalSafe(strings.TrimSpace(string(out))))
 	note("the child (pid %d) died by SIGKILL: its connection dropped in the middle of the chunk", cmd.ProcessState.Pid())
 	var next, audit, cancelled int
 	if err := d.conn.QueryRow(d.ctx, `select next_index, (select count(*) from job_audit),
@@ -225,13 +271,21 @@ func (d *demo) report() error {
 	return nil
 }
 
-// child is this binary, run as a separate process on the demo's schema.
+// child is this binary, run as a separate process on the demo's schema. It
+// gets the connection string through its environment, never its argv,
+// which anyone on the machine can read (ps).
 func (d *demo) child(args ...string) *exec.Cmd {
 	self, err := os.Executable()
 	if err != nil {
 		self = os.Args[0]
 	}
-	cmd := exec.CommandContext(d.ctx, self, append([]string{args[0], "--dsn", d.base, "--schema", d.schema}, args[1:]...)...)
+	cmd := exec.CommandContext(d.ctx, self, args...)
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); name != "CHUNKS_DSN" && name != "DATABASE_URL" && name != "CHUNKS_SCHEMA" {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "CHUNKS_DSN="+d.base, "CHUNKS_SCHEMA="+d.schema)
 	return cmd
 }
 

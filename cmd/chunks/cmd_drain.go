@@ -5,15 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/pace"
 )
 
 func drainCommand() *cli.Command {
@@ -23,20 +30,23 @@ func drainCommand() *cli.Command {
 		UsageText: "chunks drain [--max-chunks N] [--workers N] [--dsn DSN] [--schema S] [--json] JOB",
 		Description: "Each chunk is one call on a connection of its own; the first error stops the drain, with no\n" +
 			"retry. With --workers N, N drainers run at once on their own connections (the job row lock\n" +
-			"serializes them) and their results are combined: calls summed, ids merged in id order. A\n" +
-			"progress bar is drawn on stderr when it is a terminal.\n\n" +
+			"serializes them) and their results are combined: calls summed, ids merged in id order; a\n" +
+			"drainer that fails is named (\"drainer 2 of 3: ...\"). --workers only helps while a chunk takes\n" +
+			"well under 500 ms: a drainer waits at most 500 ms for the job row, then fails with 55P03.\n" +
+			"A progress bar (ids done / all) is drawn on stderr when it is a terminal. SIGINT or SIGTERM\n" +
+			"cancels the chunk in flight (it rolls back), clears the bar, prints what this drain\n" +
+			"committed, as on success, and exits 130 (SIGINT) or 143 (SIGTERM). With --max-replica-lag or\n" +
+			"--throttle-query each call first waits while a standby is too far behind or the query says so\n" +
+			"(waiting is not a call; the bar shows why).\n\n" +
 			"Example:\n  chunks --schema lab drain --max-chunks 64 --workers 2 festival-2026",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "max-chunks", Value: driver.MaxMaxChunks, Usage: "at most `N` calls per worker, 1 to 64"},
 			&cli.IntFlag{Name: "workers", Value: 1, Usage: "run `N` drainers at once, 1 to 64"},
-		},
+		}, paceFlagDefs()...),
 		Action: func(c *cli.Context) error {
-			jobID, err := jobArg(c)
+			jobID, err := jobArg(c) // a valid id, before any connection
 			if err != nil {
 				return err
-			}
-			if err := driver.CheckJobID(jobID); err != nil {
-				return err // before any connection, the progress bar's included
 			}
 			workers := c.Int("workers")
 			if workers < 1 || workers > 64 {
@@ -47,17 +57,33 @@ func drainCommand() *cli.Command {
 			if n := c.Int("max-chunks"); n < 1 || n > driver.MaxMaxChunks {
 				return &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf("max_chunks: must be between 1 and %d, got %d", driver.MaxMaxChunks, n)}
 			}
-			d, err := dsn(c)
+			cfg, err := connConfig(c)
 			if err != nil {
 				return err
 			}
+			pacing := paceFlags(c)
+			if err := pacing.Validate(); err != nil {
+				return &driver.Error{Kind: driver.ErrInvalid, Msg: err.Error()}
+			}
+			ctx, interrupted, release := cancelOnSignal(c.Context)
+			defer release()
+			pacer, closePacer, err := newPacer(ctx, cfg, pacing)
+			if err != nil {
+				return err
+			}
+			defer closePacer()
 			stopProgress := func() error { return nil }
 			if !jsonOut(c) && term.IsTerminal(int(os.Stderr.Fd())) {
-				stopProgress = showProgress(c, jobID)
+				stopProgress = showProgress(c, jobID, pacer)
 			}
-			res, err := drainWorkers(c.Context, d, jobID, c.Int("max-chunks"), workers)
+			res, err := drainWorkers(ctx, cfg, jobID, c.Int("max-chunks"), workers, pacer)
+			err = connectHint(c, err)
+			if sig := interrupted(); sig != 0 {
+				err = &interruptedError{signal: sig, err: err} // the drainers' cancellations are dropped; anything else is kept
+			}
 			err = errors.Join(err, stopProgress())
-			if res.Calls == 0 && err != nil {
+			var stopped *interruptedError
+			if res.Calls == 0 && err != nil && !errors.As(err, &stopped) {
 				return err // nothing was done: stdout stays empty
 			}
 			if jsonOut(c) {
@@ -65,15 +91,111 @@ func drainCommand() *cli.Command {
 					return errors.Join(err, perr)
 				}
 			} else {
-				say("job %s: %d calls cancelled %s; next_index %d%s", jobID, res.Calls, ids(res.Processed), res.NextIndex, doneSuffix(res.Done))
+				done := ""
+				if err == nil {
+					done = doneSuffix(res.Done)
+				}
+				say("job %s: %s cancelled %s; next_index %d%s", jobID, plural(res.Calls, "call"), ids(res.Processed), res.NextIndex, done)
 			}
 			return err
 		},
 	}
 }
 
+// interruptedError is a drain stopped by a signal. Its exit status is 128
+// plus the signal's number, as a shell reports a process the signal ended.
+type interruptedError struct {
+	signal syscall.Signal
+	err    error // what else went wrong, if anything
+}
+
+// Error says which signal stopped the drain and what became of the chunk in
+// flight.
+func (e *interruptedError) Error() string {
+	s := fmt.Sprintf("interrupted by %s: the chunk in flight, if any, was cancelled and rolled back; "+
+		"what this drain committed is printed above", signalName(e.signal))
+	if e.err != nil {
+		s += "; also: " + e.err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the other error, if any.
+func (e *interruptedError) Unwrap() error { return e.err }
+
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
+}
+
+// cancelOnSignal returns a context that is cancelled at the first SIGINT or
+// SIGTERM, and interrupted, which says which signal that was (0 before
+// one). After the first, the signals have their default effect again, so a
+// second one ends the process at once. release stops listening.
+func cancelOnSignal(parent context.Context) (ctx context.Context, interrupted func() syscall.Signal, release func()) {
+	ctx, cancel := context.WithCancel(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	var mu sync.Mutex
+	var got syscall.Signal
+	quit := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			signal.Stop(sigs)
+			mu.Lock()
+			got = s.(syscall.Signal)
+			mu.Unlock()
+			cancel()
+		case <-quit:
+		}
+	}()
+	interrupted = func() syscall.Signal {
+		mu.Lock()
+		defer mu.Unlock()
+		return got
+	}
+	return ctx, interrupted, func() {
+		signal.Stop(sigs)
+		close(quit)
+		cancel()
+	}
+}
+
+// drainersError is the failures of some of the --workers drainers, each
+// named: "drainer 2 of 3: ...".
+type drainersError struct {
+	n    int
+	who  []int // 1-based
+	errs []error
+}
+
+// Error is one line naming each failed drainer and its error.
+func (e *drainersError) Error() string {
+	parts := make([]string, len(e.errs))
+	for i, err := range e.errs {
+		parts[i] = fmt.Sprintf("drainer %d of %d: %v", e.who[i], e.n, err)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Unwrap returns the drainers' errors.
+func (e *drainersError) Unwrap() []error { return e.errs }
+
 // drainWorkers runs n drains of one job at once and combines their results.
-func drainWorkers(ctx context.Context, dsn, jobID string, maxChunks, n int) (driver.DrainResult, error) {
+// Drainers that all fail the same way (an unknown job, a refused
+// connection) say it once; otherwise each failed one is named. When ctx is
+// cancelled, the drainers' cancellations are not errors of their own.
+func drainWorkers(ctx context.Context, cfg *pgx.ConnConfig, jobID string, maxChunks, n int, pacer *pace.Pacer) (driver.DrainResult, error) {
+	var paced driver.Pacer
+	if pacer != nil {
+		paced = drainPacer{pacer}
+	}
 	results := make([]driver.DrainResult, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -81,7 +203,7 @@ func drainWorkers(ctx context.Context, dsn, jobID string, maxChunks, n int) (dri
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = driver.Drain(ctx, dsn, jobID, maxChunks)
+			results[i], errs[i] = driver.DrainConfig(ctx, cfg, jobID, maxChunks, paced)
 		}()
 	}
 	wg.Wait()
@@ -93,20 +215,33 @@ func drainWorkers(ctx context.Context, dsn, jobID string, maxChunks, n int) (dri
 		out.Done = out.Done || r.Done
 	}
 	slices.Sort(out.Processed)
-	// Workers that fail the same way (an unknown job, a refused connection)
-	// say it once.
-	var distinct []error
-	for _, err := range errs {
-		if err != nil && !slices.ContainsFunc(distinct, func(d error) bool { return d.Error() == err.Error() }) {
-			distinct = append(distinct, err)
+	failed := &drainersError{n: n}
+	for i, err := range errs {
+		if err != nil && !(ctx.Err() != nil && cancelled(err)) {
+			failed.who, failed.errs = append(failed.who, i+1), append(failed.errs, err)
 		}
 	}
-	return out, errors.Join(distinct...)
+	switch {
+	case len(failed.errs) == 0:
+		return out, nil
+	case len(failed.errs) == n && !slices.ContainsFunc(failed.errs, func(err error) bool { return err.Error() != failed.errs[0].Error() }):
+		return out, failed.errs[0] // one worker, or all failing alike
+	}
+	return out, failed
 }
 
-// showProgress draws the job's chunks done / total and ids/s on stderr, reading
-// the job's progress from the database, until the returned stop is called.
-func showProgress(c *cli.Context, jobID string) (stop func() error) {
+// cancelled is whether err is what a cancelled context makes of a call: the
+// context's error, or the server's "canceling statement due to user
+// request" after the cancel request.
+func cancelled(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.Is(err, context.Canceled) || errors.As(err, &pgErr) && pgErr.Code == pgerrcode.QueryCanceled
+}
+
+// showProgress draws the job's progress on stderr, in ids (done / all, and
+// ids per second), reading it from the database, until the returned stop
+// is called; stop clears the bar.
+func showProgress(c *cli.Context, jobID string, pacer *pace.Pacer) (stop func() error) {
 	conn, err := connect(c)
 	if err != nil {
 		return func() error { return err }
@@ -115,14 +250,11 @@ func showProgress(c *cli.Context, jobID string) (stop func() error) {
 	if err != nil || job == nil {
 		return func() error { return errors.Join(err, conn.Close(context.WithoutCancel(c.Context))) }
 	}
-	n, size := len(job.Targets), job.ChunkSize
-	chunksOf := func(ids int) int { return (ids + size - 1) / size } // the last chunk may be short
-	bar := progressbar.NewOptions(chunksOf(n),
+	bar := progressbar.NewOptions(len(job.Targets),
 		progressbar.OptionSetWriter(os.Stderr),
-		progressbar.OptionSetDescription("job "+jobID),
-		progressbar.OptionShowCount(), // chunks done / total
-		progressbar.OptionThrottle(50*time.Millisecond),
-		progressbar.OptionClearOnFinish())
+		progressbar.OptionSetDescription("job "+jobID+": ids"),
+		progressbar.OptionShowCount(), // (ids done/all)
+		progressbar.OptionThrottle(50*time.Millisecond))
 	done := make(chan struct{})
 	finished := make(chan error, 1)
 	go func() {
@@ -130,28 +262,39 @@ func showProgress(c *cli.Context, jobID string) (stop func() error) {
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		start, first := time.Now(), job.NextIndex
-		for {
+		for perr == nil {
 			var next int
 			if perr = conn.QueryRow(c.Context, "select next_index from jobs where job_id = $1", jobID).Scan(&next); perr != nil {
 				break
 			}
 			rate := float64(next-first) / time.Since(start).Seconds()
-			bar.Describe(fmt.Sprintf("job %s: %d/%d ids, %.0f ids/s, chunks", jobID, next, n, rate))
-			if perr = bar.Set(chunksOf(next)); perr != nil {
-				break
+			desc := fmt.Sprintf("job %s: ids, %.0f/s", jobID, rate)
+			if st := pacer.State(); st.Throttled { // a nil pacer never throttles
+				desc += ", throttled: " + st.Reason
 			}
+			bar.Describe(terminalSafe(desc))
+			perr = bar.Set(next)
 			select {
 			case <-done:
-				finished <- errors.Join(bar.Finish(), conn.Close(context.WithoutCancel(c.Context)))
+				finished <- errors.Join(perr, bar.Clear(), conn.Close(context.WithoutCancel(c.Context)))
 				return
 			case <-tick.C:
 			}
 		}
 		<-done
-		finished <- errors.Join(perr, conn.Close(context.WithoutCancel(c.Context)))
+		finished <- errors.Join(perr, bar.Clear(), conn.Close(context.WithoutCancel(c.Context)))
 	}()
 	return func() error {
 		close(done)
 		return <-finished
 	}
 }
+
+// drainPacer is a pacer as driver.DrainConfig wants it.
+type drainPacer struct{ p *pace.Pacer }
+
+// Wait holds the next call while the pacer throttles.
+func (d drainPacer) Wait(ctx context.Context) error { return d.p.Wait(ctx, nil) }
+
+// Committed tells the pacer of a chunk this drain committed.
+func (d drainPacer) Committed() { d.p.Committed() }

@@ -38,7 +38,7 @@ func inspectCommand() *cli.Command {
 				return nil
 			}
 			say("job %s of tenant %s: %d of %d orders committed, %d per chunk",
-				job.JobID, job.Tenant, job.NextIndex, len(job.Targets), job.ChunkSize)
+				terminalSafe(job.JobID), terminalSafe(job.Tenant), job.NextIndex, len(job.Targets), job.ChunkSize)
 			t := newTable("#", "order", "revision", "qty", "chunk")
 			for i, target := range job.Targets {
 				status := "remaining"

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -19,12 +21,23 @@ func manifestCommand() *cli.Command {
 			"Example:\n  chunks manifest --job-id festival-2026 --tenant alien-desert --chunk-size 10 \\\n" +
 			"    --allow-partial items.json > plan.json",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "job-id", Usage: "the job's id: 1 to 64 of A-Z a-z 0-9 _ -", Required: true},
-			&cli.StringFlag{Name: "tenant", Usage: "the tenant whose orders these are", Required: true},
-			&cli.IntFlag{Name: "chunk-size", Usage: "orders per chunk, 1 to 10", Required: true},
+			&cli.StringFlag{Name: "job-id", Usage: "the job's id: 1 to 64 of A-Z a-z 0-9 _ - (required)"},
+			&cli.StringFlag{Name: "tenant", Usage: "the tenant whose orders these are (required)"},
+			&cli.IntFlag{Name: "chunk-size", Usage: "orders per chunk, 1 to 10 (required)"},
 			&cli.BoolFlag{Name: "allow-partial", Usage: "approve that each chunk commits on its own (required)"},
 		},
 		Action: func(c *cli.Context) error {
+			// Checked here, not by urfave/cli's Required, whose error is not a
+			// usage error (it would exit 1).
+			var missing []string
+			for _, name := range []string{"job-id", "tenant", "chunk-size"} {
+				if !c.IsSet(name) {
+					missing = append(missing, "--"+name)
+				}
+			}
+			if len(missing) > 0 {
+				return usagef("manifest needs %s (chunks manifest --help)", strings.Join(missing, ", "))
+			}
 			path, err := fileArg(c, "ITEMS.json")
 			if err != nil {
 				return err
@@ -46,10 +59,29 @@ func manifestCommand() *cli.Command {
 	}
 }
 
-// readInput reads a file, or stdin for "-".
-func readInput(path string) ([]byte, error) {
-	if path == "-" {
-		return io.ReadAll(os.Stdin)
+// readInput reads a file, or stdin for "-", refusing at once (without
+// reading further) one larger than driver.MaxInputBytes.
+func readInput(path string) (data []byte, err error) {
+	in, name := os.Stdin, "stdin"
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if cerr := f.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
+		in, name = f, path
 	}
-	return os.ReadFile(path)
+	data, err = io.ReadAll(io.LimitReader(in, driver.MaxInputBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > driver.MaxInputBytes {
+		return nil, &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf("%s: is larger than the 1 MiB limit (more than %d bytes)",
+			driver.Excerpt(name, false), driver.MaxInputBytes)}
+	}
+	return data, nil
 }

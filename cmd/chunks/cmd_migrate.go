@@ -19,7 +19,7 @@ func migrateCommand() *cli.Command {
 			"Example:\n  chunks migrate --dsn 'postgres://app@localhost/shop' --schema lab",
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() > 0 {
-				return usagef("migrate takes no arguments, got %q", c.Args().Slice())
+				return usagef("migrate takes no arguments, got %s", argList(c.Args().Slice()))
 			}
 			schema := global(c, "schema")
 			if schema == "" {

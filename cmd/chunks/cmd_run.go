@@ -36,11 +36,12 @@ func runCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			d, err := dsn(c)
+			cfg, err := connConfig(c)
 			if err != nil {
 				return err
 			}
-			res, err := driver.ChunkFile(c.Context, d, jobID, fault)
+			res, err := driver.ChunkFileConfig(c.Context, cfg, jobID, fault)
+			err = connectHint(c, err)
 			if err != nil && len(res.Processed) == 0 {
 				return err
 			}
@@ -70,7 +71,7 @@ func doneSuffix(done bool) string {
 func drillFault(failAt, crashAt string) (driver.Fault, error) {
 	for _, f := range []struct{ flag, point string }{{"fail-at", failAt}, {"crash-at", crashAt}} {
 		if f.point != "" && !slices.Contains(driver.Points, f.point) {
-			return nil, usagef("--%s %q: POINT must be one of %s", f.flag, f.point, strings.Join(driver.Points, ", "))
+			return nil, usagef("--%s %s: POINT must be one of %s", f.flag, driver.Excerpt(f.point, true), strings.Join(driver.Points, ", "))
 		}
 	}
 	if failAt == "" && crashAt == "" {

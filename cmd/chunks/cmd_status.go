@@ -22,15 +22,21 @@ func statusCommand() *cli.Command {
 			"when and why; chunks resume JOB), done, or idle (unfinished but not queued; chunks resume JOB\n" +
 			"queues it). drift counts the committed orders that chunks report calls drifted or missing.\n" +
 			"One query; nothing is written or locked.\n\n" +
-			"Example:\n  chunks --schema lab status\n  chunks --schema lab status --json | jq '.[] | select(.state == \"paused\")'",
+			"Then the live workers (a heartbeat in the last 10 s): running, idle, or throttled and why.\n" +
+			"--json prints {\"jobs\": [...], \"workers\": [...]}.\n\n" +
+			"Example:\n  chunks --schema lab status\n  chunks --schema lab status --json | jq '.jobs[] | select(.state == \"paused\")'",
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() > 0 {
-				return usagef("status takes no arguments, got %q", c.Args().Slice())
+				return usagef("status takes no arguments, got %s", argList(c.Args().Slice()))
 			}
 			var list []fleet.JobStatus
+			var workers []fleet.WorkerStatus
 			var now time.Time
 			err := withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
 				if list, err = fleet.Status(ctx, conn); err != nil {
+					return err
+				}
+				if workers, err = fleet.Workers(ctx, conn); err != nil {
 					return err
 				}
 				return conn.QueryRow(ctx, "select now()").Scan(&now)
@@ -39,9 +45,10 @@ func statusCommand() *cli.Command {
 				return err
 			}
 			if jsonOut(c) {
-				return printJSON(list)
+				return printJSON(map[string]any{"jobs": list, "workers": workers})
 			}
 			printStatus(list, now)
+			printWorkers(workers, now)
 			return nil
 		},
 	}
@@ -70,7 +77,7 @@ func printStatus(list []fleet.JobStatus, now time.Time) {
 			d = fmt.Sprint(*j.Drift)
 			drift += *j.Drift
 		}
-		t.AppendRow([]any{j.JobID, j.Tenant, fmt.Sprintf("%d/%d", j.NextIndex, j.N), j.State, detail, d})
+		t.AppendRow([]any{terminalSafe(j.JobID), terminalSafe(j.Tenant), fmt.Sprintf("%d/%d", j.NextIndex, j.N), j.State, terminalSafe(detail), d})
 	}
 	t.Render()
 	var parts []string
@@ -87,4 +94,20 @@ func deref(s *string) string {
 		return "?"
 	}
 	return *s
+}
+
+func printWorkers(workers []fleet.WorkerStatus, now time.Time) {
+	if len(workers) == 0 {
+		say("no live workers")
+		return
+	}
+	t := newTable("worker", "host", "pid", "up", "chunks", "state")
+	for _, w := range workers {
+		state := w.State
+		if w.Reason != nil {
+			state += ": " + *w.Reason
+		}
+		t.AppendRow([]any{terminalSafe(w.WorkerID), terminalSafe(w.Host), w.PID, now.Sub(w.StartedAt).Round(time.Second).String(), w.Chunks, terminalSafe(state)})
+	}
+	t.Render()
 }

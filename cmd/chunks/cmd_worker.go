@@ -14,7 +14,6 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
-	"github.com/chunks-dev/chunks/internal/chunktx"
 )
 
 func workerCommand() *cli.Command {
@@ -37,16 +36,20 @@ func workerCommand() *cli.Command {
 			"--json; every chunk with --verbose); \"msg=ready\" says it is running. SIGTERM or SIGINT\n" +
 			"finishes the chunks in flight, starts no new one, prints a summary and exits 0; a second\n" +
 			"signal cancels the chunks in flight (they roll back) and exits 1.\n\n" +
+			"With --max-replica-lag or --throttle-query it holds new chunks while a standby is too far behind\n" +
+			"or the query returns true (README \"Protecting production\"), and says so in its log and in\n" +
+			"chunks status.\n\n" +
 			"Example:\n  chunks --schema lab worker --concurrency 4 --poll 1s\n" +
+			"  chunks --schema lab worker --max-replica-lag 500ms\n" +
 			"  chunks --schema lab worker --rate 0.5        # each job at most one chunk every 2 s",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "concurrency", Value: 1, Usage: fmt.Sprintf("run `N` passes at once, 1 to %d", fleet.MaxConcurrency)},
 			&cli.DurationFlag{Name: "poll", Value: fleet.DefaultPoll, Usage: fmt.Sprintf("how often (`D`) an idle pass looks at the queue without a notification, %v to %v (0: the default)", fleet.MinPoll, fleet.MaxDuration)},
 			&cli.Float64Flag{Name: "rate", Value: 0, Usage: fmt.Sprintf("at most `R` chunks per second per job, 1/86400 to %d (0: no limit)", fleet.MaxRate)},
 			&cli.DurationFlag{Name: "retry-delay", Value: fleet.DefaultRetryDelay, Usage: fmt.Sprintf("how long (`D`) a job rests after its chunk failed with an error that is not a conflict, 1ms to %v (0: the default)", fleet.MaxDuration)},
 			&cli.StringFlag{Name: "id", Usage: "the worker's name (`ID`) in the log, in chunks status and in a pause it makes (default, also when empty: hostname:pid)"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log every chunk"},
-		},
+		}, paceFlagDefs()...),
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() > 0 {
 				return usagef("worker takes no arguments, got %q (flags go before arguments)", c.Args().Slice())
@@ -55,17 +58,16 @@ func workerCommand() *cli.Command {
 			if n < 1 || n > fleet.MaxConcurrency {
 				return &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf("concurrency: must be between 1 and %d, got %d", fleet.MaxConcurrency, n)}
 			}
-			d, err := dsn(c)
+			conn, err := connConfig(c)
 			if err != nil {
 				return err
 			}
-			cfg, err := pgxpool.ParseConfig(d)
+			cfg, err := pgxpool.ParseConfig("")
 			if err != nil {
-				return &driver.Error{Kind: driver.ErrInvalid, Msg: "dsn: " + err.Error(), Err: err}
+				return err
 			}
-			cfg.ConnConfig.ConnectTimeout = driver.ConnectTimeout
-			chunktx.CancelOnContext(&cfg.ConnConfig.Config) // an aborting worker's chunks roll back
-			cfg.MaxConns = int32(n)                         // each pass holds one connection at a time
+			cfg.ConnConfig = conn       // with the connect timeout, and cancel requests: an aborting worker's chunks roll back
+			cfg.MaxConns = int32(n) + 1 // each pass holds one connection at a time; one more for the heartbeat and pacing
 			id := c.String("id")
 			if id == "" {
 				id = fleet.DefaultID()
@@ -97,6 +99,7 @@ func workerCommand() *cli.Command {
 				Poll:        c.Duration("poll"),
 				Rate:        c.Float64("rate"),
 				RetryDelay:  c.Duration("retry-delay"),
+				Pace:        paceFlags(c),
 				Logger:      slog.New(handler),
 			}
 			stop, abort, release := stopOnSignals(c.Context, w.Logger.With("worker", w.ID))

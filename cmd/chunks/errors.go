@@ -22,14 +22,19 @@ func usagef(format string, args ...any) error {
 	return usageError{fmt.Sprintf(format, args...)}
 }
 
+// onUsageError is urfave/cli's own refusal of a command line ("flag
+// provided but not defined: -x"), bounded: the line echoes what was typed.
 func onUsageError(_ *cli.Context, err error, _ bool) error {
-	return usageError{err.Error()}
+	return usageError{driver.Excerpt(err.Error(), false)}
 }
 
 func exitCode(err error) int {
 	var usage usageError
 	var cliExit cli.ExitCoder // urfave/cli's own: "No help topic for 'frobnicate'", an unknown command
+	var interrupted *interruptedError
 	switch {
+	case errors.As(err, &interrupted):
+		return 128 + int(interrupted.signal) // 130 for SIGINT, 143 for SIGTERM
 	case errors.Is(err, driver.ErrConflict):
 		return 3
 	case errors.Is(err, driver.ErrInvalid), errors.As(err, &usage), errors.As(err, &cliExit):
@@ -53,13 +58,16 @@ func oneLine(err error) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
 }
 
+// argList shows a command line's arguments in an error, bounded.
+func argList(args []string) string { return driver.Excerpt(fmt.Sprintf("%q", args), false) }
+
 // fileArg returns the one positional file argument (- for stdin), refusing
 // a flag typed after it as jobArg does.
 func fileArg(c *cli.Context, what string) (string, error) {
 	args := c.Args().Slice()
 	for _, a := range args[min(1, len(args)):] {
 		if strings.HasPrefix(a, "-") {
-			return "", usagef("flag %s after %s: put flags before it (chunks %s [flags] %s)", a, what, c.Command.Name, what)
+			return "", usagef("flag %s after %s: put flags before it (chunks %s [flags] %s)", driver.Excerpt(a, false), what, c.Command.Name, what)
 		}
 	}
 	if len(args) != 1 {
@@ -68,8 +76,9 @@ func fileArg(c *cli.Context, what string) (string, error) {
 	return args[0], nil
 }
 
-// jobArg returns the one positional JOB argument. A flag typed after it
-// would be ignored by the flag parser, so it is refused instead.
+// jobArg returns the one positional JOB argument, a valid job id. A flag
+// typed after it would be ignored by the flag parser, so it is refused
+// instead.
 func jobArg(c *cli.Context) (string, error) {
 	args := c.Args().Slice()
 	if len(args) == 0 {
@@ -77,11 +86,14 @@ func jobArg(c *cli.Context) (string, error) {
 	}
 	for _, a := range args[1:] {
 		if strings.HasPrefix(a, "-") {
-			return "", usagef("flag %s after the job id: put flags before the job id (chunks %s [flags] JOB)", a, c.Command.Name)
+			return "", usagef("flag %s after the job id: put flags before the job id (chunks %s [flags] JOB)", driver.Excerpt(a, false), c.Command.Name)
 		}
 	}
 	if len(args) > 1 {
-		return "", usagef("%s takes one JOB argument, got %d: %s", c.Command.Name, len(args), strings.Join(args, " "))
+		return "", usagef("%s takes one JOB argument, got %d: %s", c.Command.Name, len(args), driver.Excerpt(strings.Join(args, " "), false))
+	}
+	if err := driver.CheckJobID(args[0]); err != nil {
+		return "", err // before any connection
 	}
 	return args[0], nil
 }

@@ -2,11 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/urfave/cli/v2"
 
 	"github.com/chunks-dev/chunks/driver"
@@ -36,10 +37,8 @@ var globalEnv = map[string][]string{
 // name: the innermost place it was typed wins, then its environment
 // variables. (The flags carry no EnvVars of their own, so IsSet means typed.)
 func global(c *cli.Context, name string) string {
-	for _, ctx := range c.Lineage() {
-		if ctx.IsSet(name) {
-			return fmt.Sprint(ctx.Value(name))
-		}
+	if v, ok := typed(c, name); ok {
+		return v
 	}
 	for _, env := range globalEnv[name] {
 		if v := os.Getenv(env); v != "" {
@@ -49,47 +48,60 @@ func global(c *cli.Context, name string) string {
 	return c.String(name)
 }
 
-func jsonOut(c *cli.Context) bool { return global(c, "json") == "true" }
-
-// dsn returns the connection string with the --schema search_path added.
-func dsn(c *cli.Context) (string, error) {
-	d := global(c, "dsn")
-	schema := global(c, "schema")
-	if schema == "" {
-		return d, nil
+// typed is a global flag's value only when it was typed on the command
+// line, before or after the command name (the innermost wins).
+func typed(c *cli.Context, name string) (string, bool) {
+	for _, ctx := range c.Lineage() {
+		if ctx.IsSet(name) {
+			return fmt.Sprint(ctx.Value(name)), true
+		}
 	}
-	if err := driver.CheckSchema(schema); err != nil {
-		return "", err
-	}
-	return withSearchPath(d, schema), nil
+	return "", false
 }
 
-// withSearchPath adds search_path as a startup parameter to a URL or
-// key=value connection string (pgx sends unknown keys to the server as
-// settings). schema has passed driver.CheckSchema, so it needs no quoting.
-func withSearchPath(dsn, schema string) string {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		sep := "?"
-		if strings.Contains(dsn, "?") {
-			sep = "&"
+func jsonOut(c *cli.Context) bool { return global(c, "json") == "true" }
+
+// connConfig is the connection of the global --dsn and --schema. The schema
+// is checked before anything else and becomes the session's search_path as
+// a startup parameter, never by editing the connection string. A cancelled
+// command (chunks drain on SIGINT) cancels its statement on the server, so
+// the chunk in flight rolls back at once (driver.ParseDSN sees to that).
+func connConfig(c *cli.Context) (*pgx.ConnConfig, error) {
+	schema := global(c, "schema")
+	if schema != "" {
+		if err := driver.CheckSchema(schema); err != nil {
+			return nil, err
 		}
-		return dsn + sep + "search_path=" + schema
 	}
-	return strings.TrimSpace(dsn + " search_path=" + schema)
+	cfg, err := driver.ParseDSN(global(c, "dsn"))
+	if err != nil {
+		return nil, err
+	}
+	if schema != "" {
+		cfg.RuntimeParams["search_path"] = schema
+	}
+	return cfg, nil
+}
+
+// connectHint adds to a failed connection, when no DSN was given, where
+// chunks looked for one: libpq's own message only names the socket it tried.
+func connectHint(c *cli.Context, err error) error {
+	var connectErr *pgconn.ConnectError
+	if err == nil || global(c, "dsn") != "" || !errors.As(err, &connectErr) {
+		return err
+	}
+	return fmt.Errorf("%w (no connection string was given: not --dsn, $CHUNKS_DSN nor $DATABASE_URL; "+
+		"so the libpq PG* variables and defaults were used)", err)
 }
 
 // connect opens a connection on the global --dsn and --schema.
 func connect(c *cli.Context) (*pgx.Conn, error) {
-	d, err := dsn(c)
+	cfg, err := connConfig(c)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := pgx.ParseConfig(d)
-	if err != nil {
-		return nil, &driver.Error{Kind: driver.ErrInvalid, Msg: "dsn: " + err.Error(), Err: err}
-	}
-	cfg.ConnectTimeout = driver.ConnectTimeout
-	return pgx.ConnectConfig(c.Context, cfg)
+	conn, err := pgx.ConnectConfig(c.Context, cfg)
+	return conn, connectHint(c, err)
 }
 
 // withConn runs fn on a connection and closes it, keeping both errors.

@@ -10,6 +10,8 @@ import (
 	"os"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/chunks-dev/chunks/driver"
 )
 
 func main() {
@@ -17,13 +19,14 @@ func main() {
 }
 
 // run runs the command line and maps its outcome to an exit status, in this
-// one place: 0 done, 1 runtime error, 2 invalid input or usage, 3 conflict.
+// one place: 0 done, 1 runtime error, 2 invalid input or usage, 3 conflict,
+// 128 + the signal's number for a drain a signal stopped.
 func run(args []string) int {
 	err := newApp().Run(args)
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(os.Stderr, "chunks:", oneLine(err)+hint(err))
+	fmt.Fprintln(os.Stderr, "chunks:", terminalSafe(oneLine(err)+hint(err))) // server messages quote database values
 	return exitCode(err)
 }
 
@@ -39,7 +42,7 @@ func newApp() *cli.App {
 		Flags: globalFlags(),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return usagef("unknown command %q (chunks help lists the commands)", c.Args().First())
+				return usagef("unknown command %s (chunks help lists the commands)", driver.Excerpt(c.Args().First(), true))
 			}
 			return cli.ShowAppHelp(c)
 		},
@@ -50,7 +53,12 @@ func newApp() *cli.App {
 		EnableBashCompletion: false,
 	}
 	for _, cmd := range app.Commands {
-		cmd.Flags = append(cmd.Flags, globalFlags()...)
+		for _, f := range globalFlags() {
+			if cmd.Name == "manifest" && f.Names()[0] != "json" {
+				continue // manifest needs no database: no --dsn, no --schema
+			}
+			cmd.Flags = append(cmd.Flags, f)
+		}
 		cmd.OnUsageError = onUsageError
 	}
 	return app

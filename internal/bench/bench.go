@@ -30,6 +30,9 @@ type Options struct {
 	Scale    bool            // run the scale scenario (1,000,000 orders, 10,000 jobs)
 	Chunks   string          // the chunks binary, for drain's peak memory ("" skips it)
 	Log      io.Writer       // progress lines
+	// StartStandby, when set, starts a streaming standby of the server (no
+	// apply delay) for the pacing scenario and returns its stop.
+	StartStandby func(ctx context.Context) (stop func() error, err error)
 }
 
 // Report is every figure of one run.
@@ -184,6 +187,11 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 			return r, err
 		}
 	}
+	if o.Chunks != "" && o.StartStandby != nil {
+		if err := pacingScenario(ctx, admin, o, logf, add); err != nil {
+			return r, err
+		}
+	}
 	if o.Scale {
 		if err := scale(ctx, admin, o.Conn, logf, add); err != nil {
 			return r, err
@@ -316,6 +324,17 @@ func fleetScenarios(ctx context.Context, admin *pgx.Conn, o Options, logf func(s
 			return err
 		}
 	}
+	logf("fleet: takeover after a worker is killed inside a chunk")
+	trials := 5
+	if o.Duration < time.Second {
+		trials = 1 // a smoke run
+	}
+	if err := counted(func() (Result, error) {
+		s, err := takeover(ctx, o, seed.conn, schema, seed, trials)
+		return s.result("fleet takeover", "SIGKILL inside a 300 ms chunk, to the next chunk by another worker", false), err
+	}); err != nil {
+		return err
+	}
 	jobs := jobsFor(o.Duration.Seconds(), 10, 1) / 2 // the fleet runs about half as many chunks as RunChunk can
 	for _, n := range []int{1, 2, 4} {
 		logf("fleet: %d worker processes over %d jobs", n, jobs)
@@ -332,6 +351,50 @@ func fleetScenarios(ctx context.Context, admin *pgx.Conn, o Options, logf func(s
 		}); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// pacingScenario measures what --max-replica-lag costs when nothing
+// throttles: one worker process on the same jobs, with and without the
+// check, against a server with one caught-up streaming standby. The two
+// run in turn, twice each, so neither gets a quieter machine.
+func pacingScenario(ctx context.Context, admin *pgx.Conn, o Options, logf func(string, ...any), add func(Result)) (err error) {
+	stopStandby, err := o.StartStandby(ctx)
+	if err != nil {
+		return fmt.Errorf("pacing: start a standby: %w", err)
+	}
+	defer func() { err = errors.Join(err, stopStandby()) }()
+	schema := "chunks_bench_pacing_" + randomHex()
+	_, seed, drop, err := newSchema(ctx, admin, o.Conn, schema)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, drop()) }()
+	jobs := jobsFor(o.Duration.Seconds(), 10, 1) / 4
+	variants := []struct {
+		name  string
+		extra []string
+	}{{"1 worker process, no check", nil}, {"1 worker process, --max-replica-lag 1s", []string{"--max-replica-lag", "1s"}}}
+	var samples [2]sample
+	for range 2 {
+		for k, v := range variants {
+			logf("pacing: %s, %d jobs, a caught-up standby", v.name, jobs)
+			stop, err := workers(ctx, o, schema, 1, time.Second, v.extra...)
+			if err != nil {
+				return err
+			}
+			s, err := throughput(ctx, seed.conn, seed, jobs)
+			if err = errors.Join(err, stop()); err != nil {
+				return err
+			}
+			samples[k].chunks += s.chunks // one run after the other: times add up
+			samples[k].orders += s.orders
+			samples[k].elapsed += s.elapsed
+		}
+	}
+	for k, v := range variants {
+		add(samples[k].result("pacing", v.name, false))
 	}
 	return nil
 }
@@ -447,6 +510,9 @@ func ratios(r Report) []Ratio {
 		v = div(big.MeanMs, small.MeanMs)
 		ratio("per-chunk time, 10,000 jobs vs 10 jobs", v, "<= 1.10", v <= 1.10)
 	}
+	if tk := get("fleet takeover", ""); tk.Chunks > 0 {
+		ratio("fleet: takeover after a killed worker, p50 ms", tk.P50Ms, "< 1000", tk.P50Ms < 1000)
+	}
 	if p := get("fleet pickup", "NOTIFY"); p.Chunks > 0 {
 		ratio("fleet pickup p50 with NOTIFY, ms", p.P50Ms, "< 10", p.P50Ms < 10)
 	}
@@ -461,6 +527,10 @@ func ratios(r Report) []Ratio {
 		ratio("fleet: 2 worker processes vs 1", v, ">= 1.6 until the server's CPU is the limit", v >= 1.6)
 		v = div(get("fleet", "4 worker").ChunksPerS, fleet.ChunksPerS)
 		ratio("fleet: 4 worker processes vs 1", v, ">= 1.5", v >= 1.5)
+	}
+	if off, on := get("pacing", "1 worker process, no check"), get("pacing", "1 worker process, --max-replica-lag"); off.ChunksPerS > 0 {
+		v = div(on.ChunksPerS, off.ChunksPerS)
+		ratio("the replica lag check, nothing throttling: chunks/s with it vs without", v, ">= 0.98", v >= 0.98)
 	}
 	if rt := get("chunks", "size 10").RoundTrips; rt != 0 {
 		ratio("round trips per RunChunk", rt, "= 1", rt == 1)

@@ -46,7 +46,7 @@ func perChunk(r *Result, before, after counters) {
 	if r.Chunks == 0 {
 		return
 	}
-	r.CommitsPerChunk = float64(after.commits-before.commits) / float64(r.Chunks)
+	r.CommitsPerChunk = float64(after.commits-before.commits-int64(r.ownTxs)) / float64(r.Chunks)
 	if before.walSyncs >= 0 {
 		r.WALSyncsPerChunk = float64(after.walSyncs-before.walSyncs) / float64(r.Chunks)
 	}

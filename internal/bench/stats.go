@@ -22,6 +22,8 @@ type Result struct {
 	// pg_stat_wal), for the scenarios that count them.
 	CommitsPerChunk  float64 `json:"commits_per_chunk,omitempty"`
 	WALSyncsPerChunk float64 `json:"wal_syncs_per_chunk,omitempty"`
+
+	ownTxs int // transactions of the benchmark's own (polling), left out of CommitsPerChunk
 }
 
 // sample is what a timed loop gathered. latencies has one entry per chunk
@@ -32,6 +34,7 @@ type sample struct {
 	orders    int
 	elapsed   time.Duration
 	trips     int
+	ownTxs    int
 }
 
 func (s *sample) add(o sample) {
@@ -43,7 +46,7 @@ func (s *sample) add(o sample) {
 }
 
 func (s sample) result(scenario, variant string, countTrips bool) Result {
-	r := Result{Scenario: scenario, Variant: variant, Chunks: s.chunks, Orders: s.orders, Seconds: s.elapsed.Seconds()}
+	r := Result{Scenario: scenario, Variant: variant, Chunks: s.chunks, Orders: s.orders, Seconds: s.elapsed.Seconds(), ownTxs: s.ownTxs}
 	if s.chunks == 0 || s.elapsed <= 0 {
 		return r
 	}

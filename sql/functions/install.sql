@@ -18,3 +18,6 @@
 {{ template "pause_job.sql" . }}
 {{ template "resume_job.sql" . }}
 {{ template "job_status.sql" . }}
+{{ template "worker_heartbeat.sql" . }}
+{{ template "worker_gone.sql" . }}
+{{ template "worker_status.sql" . }}

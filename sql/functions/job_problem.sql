@@ -1,5 +1,5 @@
--- Why a stored job breaks CONTRACT §4: the first problem in target order, in
--- words. run_chunk's fast check only knows "not sound"; this slower query,
+-- Why a stored job breaks docs/contract.md §4: the first problem in target
+-- order, in words. run_chunk's fast check only knows "not sound"; this slower query,
 -- run only then, names what. Each target is judged (target_problem) before
 -- its values are read, so a tampered entry is reported, never cast.
 create or replace function {{ .schema }}.job_problem(job_id text, targets jsonb, next_index integer) returns text
@@ -47,4 +47,4 @@ as $$
   end
 $$;
 comment on function {{ .schema }}.job_problem(text, jsonb, integer) is
-  'chunks helper: the first way the stored job JOB_ID (TARGETS, NEXT_INDEX) breaks CONTRACT §4, for run_chunk''s CH409 message.';
+  'chunks helper: the first way the stored job JOB_ID (TARGETS, NEXT_INDEX) breaks docs/contract.md §4, for run_chunk''s CH409 message.';

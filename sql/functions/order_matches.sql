@@ -1,4 +1,4 @@
--- CONTRACT §5's "matching", in one place for report and job_status: the
+-- docs/contract.md §5's "matching", in one place for report and job_status: the
 -- order (its tenant, qty, state, revision) still looks the way the job left
 -- it for TARGET. NULL for a missing order (all NULL): callers test that
 -- first. A plain SQL expression so the planner inlines it (no SET clause;

@@ -15,7 +15,7 @@ begin
   end if;
   select k into v_key from jsonb_object_keys(register.plan) as k where k <> all (v_keys) order by k limit 1;
   if v_key is not null then
-    raise exception 'plan: unexpected key %', to_jsonb(v_key) using errcode = '22023';
+    raise exception 'plan: unexpected key %', excerpt(v_key, true) using errcode = '22023';
   end if;
   select k into v_key from unnest(v_keys) with ordinality as u(k, ord) where not register.plan ? u.k order by u.ord limit 1;
   if v_key is not null then
@@ -29,13 +29,14 @@ begin
   end loop;
   v_targets := normalized_targets(register.plan -> 'targets', 'targets');
   if jsonb_typeof(v_chunk_size) <> 'number' or scale(v_chunk_size::numeric) <> 0 then
-    raise exception 'chunk_size: must be an integer, got %', v_chunk_size using errcode = '22023';
+    raise exception 'chunk_size: must be an integer, got %', excerpt(v_chunk_size::text, false) using errcode = '22023';
   end if;
   if v_chunk_size::numeric not between 1 and 10 then
-    raise exception 'chunk_size: must be between 1 and 10, got %', v_chunk_size using errcode = '22023';
+    raise exception 'chunk_size: must be between 1 and 10, got %', excerpt(v_chunk_size::text, false) using errcode = '22023';
   end if;
   if register.plan -> 'allow_partial' <> 'true'::jsonb then
-    raise exception 'allow_partial: must be true (each chunk commits on its own), got %', register.plan -> 'allow_partial'
+    raise exception 'allow_partial: must be true (each chunk commits on its own), got %',
+      excerpt((register.plan -> 'allow_partial')::text, false)
       using errcode = '22023';
   end if;
 
@@ -58,7 +59,7 @@ begin
   end if;
   if v_existing.tenant <> register.plan ->> 'tenant' then
     raise exception 'job %: already registered for tenant %, not %', v_existing.job_id,
-      to_jsonb(v_existing.tenant), to_jsonb(register.plan ->> 'tenant') using errcode = 'CH409';
+      excerpt(v_existing.tenant, true), excerpt(register.plan ->> 'tenant', true) using errcode = 'CH409';
   end if;
   if v_existing.chunk_size <> v_chunk_size::integer then
     raise exception 'job %: already registered with chunk_size %, not %', v_existing.job_id,

@@ -14,10 +14,12 @@ declare
   v_ids integer[];
   v_revisions integer[];
   v_qtys integer[];
+  v_locking text; -- what a lock wait now would be for, to name it on a lock timeout
 begin
   perform check_name(run_chunk.job_id, 'job_id');
   -- The job row lock is the fence: it is taken before the range is chosen, so
   -- two callers of one job run its chunks one after the other, never twice.
+  v_locking := 'the job row (another transaction holds it: a chunk of this job in flight, or a session that locked it)';
   select j.* into v_job from jobs as j where j.job_id = run_chunk.job_id for update;
   if not found then
     raise exception 'job %: not found', run_chunk.job_id using errcode = 'CH409';
@@ -26,14 +28,14 @@ begin
   -- job's row lock holder takes it, so it never waits.
   perform pg_try_advisory_xact_lock(run_lock_key(v_job.job_id));
 
-  -- CONTRACT §4: the stored job must be sound before anything is written.
+  -- docs/contract.md §4: the stored job must be sound before anything is written.
   -- targets_look_normal is the fast guard on the targets' shape; ranges and
   -- order are checked below with the audit. Only when something is wrong
   -- does job_problem spell out what, with the same words as the input checks.
   if not targets_look_normal(v_job.targets) or jsonb_array_length(v_job.targets) > 64 then
     v_problem := job_problem(v_job.job_id, v_job.targets, v_job.next_index);
   elsif v_job.tenant !~ '^[A-Za-z0-9_-]{1,64}$' then
-    v_problem := format('stored tenant %s is not valid', to_jsonb(v_job.tenant));
+    v_problem := format('stored tenant %s is not valid', excerpt(v_job.tenant, true));
   elsif v_job.chunk_size not between 1 and 10 then
     v_problem := format('stored chunk_size %s is not between 1 and 10', v_job.chunk_size);
   else
@@ -82,12 +84,22 @@ begin
     return jsonb_build_object('processed', '[]'::jsonb, 'next_index', v_n, 'done', true);
   end if;
 
+  v_locking := format('an order of this chunk (another transaction holds a lock on one of the orders %s)',
+                      array_to_string(v_ids, ', '));
   perform cancel_orders(v_job.tenant, v_ids, v_revisions, v_qtys);                -- after-orders
+  v_locking := 'a row of job_audit or jobs that this chunk writes';
   insert into job_audit (job_id, ordinal, id, previous_revision, new_revision, qty)  -- after-audit
   select v_job.job_id, v_job.next_index + (a.i - 1)::integer, a.id, a.revision, a.revision + 1, a.qty
     from unnest(v_ids, v_revisions, v_qtys) with ordinality as a(id, revision, qty, i);
   update jobs as j set next_index = v_end where j.job_id = v_job.job_id;           -- after-checkpoint
   return jsonb_build_object('processed', to_jsonb(v_ids), 'next_index', v_end, 'done', v_end = v_n);
+exception
+  -- The same SQLSTATE, saying which job and which lock. (The handler makes
+  -- the body one subtransaction: its row locks and updates stay in it, so
+  -- locking the job row and then updating it needs no MultiXact.)
+  when lock_not_available then
+    raise exception 'job %: lock timeout after %: waited for %', run_chunk.job_id,
+      current_setting('lock_timeout'), v_locking using errcode = 'lock_not_available';
 end
 $$;
 comment on function {{ .schema }}.run_chunk(text) is
@@ -100,4 +112,4 @@ moves next_index. Returns {"processed": [ids], "next_index": n, "done": bool};
 a finished job returns {"processed": [], "done": true} and changes nothing.
 From psql in autocommit, SELECT run_chunk('job') is one transaction that commits one chunk.
 Errors: 22023 bad job_id; CH409 unknown or unsound job, or an order that does not match;
-55P03 lock timeout.$c$;
+55P03 lock timeout, naming the job and whether the job row or an order was locked.$c$;

@@ -1,5 +1,23 @@
--- Shared input rules (CONTRACT §3). Every refusal is SQLSTATE 22023 with a
--- message that starts with the field it is about.
+-- Shared input rules (docs/contract.md, "Input rules"). Every refusal is
+-- SQLSTATE 22023 with a message that starts with the field it is about.
+
+-- How an error shows a refused value: whole when it has at most 64
+-- characters, else its first 64, '…' and its length, so that a hostile value
+-- of a million characters makes a short message. QUOTED shows it as a JSON
+-- string. The Go driver's Excerpt does the same. A plain SQL expression
+-- (no SET clause, STABLE as to_jsonb is) so it inlines into target_problem.
+create or replace function {{ .schema }}.excerpt(value text, quoted boolean) returns text
+language sql stable parallel safe
+as $$
+  select case
+    when value is null then 'null'
+    when length(value) <= 64 then case when quoted then to_jsonb(value)::text else value end
+    else case when quoted then to_jsonb(left(value, 64))::text else left(value, 64) end
+         || '… (' || length(value) || ' characters)'
+  end
+$$;
+comment on function {{ .schema }}.excerpt(text, boolean) is
+  'chunks helper: VALUE as an error message shows it: whole up to 64 characters, else its first 64, … and its length; QUOTED as a JSON string.';
 
 create or replace function {{ .schema }}.check_name(value text, field text) returns void
 language plpgsql immutable security invoker
@@ -16,7 +34,7 @@ begin
   end if;
   if check_name.value !~ '^[A-Za-z0-9_-]{1,64}$' then
     raise exception '%: must be 1 to 64 ASCII letters, digits, _ or -, got %',
-      check_name.field, to_jsonb(check_name.value) using errcode = '22023';
+      check_name.field, excerpt(check_name.value, true) using errcode = '22023';
   end if;
 end
 $$;
@@ -38,19 +56,19 @@ as $$
       format('%s[%s]: must be an object with the keys id, revision, qty, got %s',
              field, pos, coalesce(jsonb_typeof(e), 'null'))
     when not (e ?& array['id', 'revision', 'qty']) or (e - array['id', 'revision', 'qty']) <> '{}'::jsonb then
-      format('%s[%s]: must have exactly the keys id, revision, qty, got %s', field, pos, e)
+      format('%s[%s]: must have exactly the keys id, revision, qty, got %s', field, pos, {{ .schema }}.excerpt(e::text, false))
     when jsonb_typeof(e -> 'id') <> 'number' or scale((e -> 'id')::numeric) <> 0 then
-      format('%s[%s].id: must be an integer, got %s', field, pos, e -> 'id')
+      format('%s[%s].id: must be an integer, got %s', field, pos, {{ .schema }}.excerpt((e -> 'id')::text, false))
     when (e -> 'id')::numeric not between 1 and 2147483647 then
-      format('%s[%s].id: must be between 1 and 2147483647, got %s', field, pos, e -> 'id')
+      format('%s[%s].id: must be between 1 and 2147483647, got %s', field, pos, {{ .schema }}.excerpt((e -> 'id')::text, false))
     when jsonb_typeof(e -> 'revision') <> 'number' or scale((e -> 'revision')::numeric) <> 0 then
-      format('%s[%s].revision: must be an integer, got %s', field, pos, e -> 'revision')
+      format('%s[%s].revision: must be an integer, got %s', field, pos, {{ .schema }}.excerpt((e -> 'revision')::text, false))
     when (e -> 'revision')::numeric not between 0 and 2147483646 then
-      format('%s[%s].revision: must be between 0 and 2147483646, got %s', field, pos, e -> 'revision')
+      format('%s[%s].revision: must be between 0 and 2147483646, got %s', field, pos, {{ .schema }}.excerpt((e -> 'revision')::text, false))
     when jsonb_typeof(e -> 'qty') <> 'number' or scale((e -> 'qty')::numeric) <> 0 then
-      format('%s[%s].qty: must be an integer, got %s', field, pos, e -> 'qty')
+      format('%s[%s].qty: must be an integer, got %s', field, pos, {{ .schema }}.excerpt((e -> 'qty')::text, false))
     when (e -> 'qty')::numeric not between 1 and 1000 then
-      format('%s[%s].qty: must be between 1 and 1000, got %s', field, pos, e -> 'qty')
+      format('%s[%s].qty: must be between 1 and 1000, got %s', field, pos, {{ .schema }}.excerpt((e -> 'qty')::text, false))
   end
 $$;
 comment on function {{ .schema }}.target_problem(jsonb, text, bigint) is
@@ -120,7 +138,7 @@ comment on function {{ .schema }}.targets_look_normal(jsonb) is
 -- chunks status: 1 to 200 characters, none of them a control character or
 -- an invisible format character (Unicode Cf: bidi overrides, zero-width
 -- marks...) that could disguise what a terminal shows. A bad value is echoed
--- as a short prefix with its length.
+-- as an excerpt.
 create or replace function {{ .schema }}.check_worker(worker text) returns void
 language plpgsql immutable security invoker
 set search_path = {{ .schema }}, pg_temp
@@ -130,9 +148,7 @@ begin
      or check_worker.worker ~ '[[:cntrl:]\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]'
      or check_worker.worker ~ '[\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]' then
     raise exception 'worker: must be 1 to 200 characters without control or format characters, got %',
-      coalesce(to_jsonb(left(check_worker.worker, 40))::text
-               || case when length(check_worker.worker) > 40
-                       then format('... (%s characters)', length(check_worker.worker)) else '' end, 'null')
+      excerpt(check_worker.worker, true)
       using errcode = '22023';
   end if;
 end

@@ -41,13 +41,28 @@ func wantDemo(t *testing.T, r result) {
 	}
 }
 
-// TestDemo runs chunks demo on its own throwaway server (no --dsn).
+// TestDemo runs chunks demo on its own throwaway server: without --dsn on
+// its command line it uses no database of the environment's, even with
+// $CHUNKS_DSN and $CHUNKS_SCHEMA exported (as the README's psql session has
+// a newcomer do).
 func TestDemo(t *testing.T) {
 	t.Parallel()
 	_, err := localpg.FindBinDir()
 	pgtest.RequireTool(t, err, "the PostgreSQL server binaries (chunks demo starts a server)", "postgresql")
-	r := runWith(t, opts{timeout: 60 * time.Second}, "demo")
+	admin := pgtest.Connect(t, pgtest.DSN())
+	schemas := func() string {
+		return mustText(t, admin, "select count(*)::text from pg_namespace where nspname in ('festival_demo', 'lab_of_the_env')")
+	}
+	before := schemas()
+	r := runWith(t, opts{timeout: 60 * time.Second, env: []string{"CHUNKS_DSN=" + pgtest.DSN(), "DATABASE_URL=" + pgtest.DSN(),
+		"CHUNKS_SCHEMA=lab_of_the_env"}}, "demo")
 	wantDemo(t, r)
+	if !strings.Contains(r.stdout, "Starting a throwaway PostgreSQL server") || !strings.Contains(r.stdout, "Installing chunks into schema festival_demo\n") {
+		t.Fatalf("the demo did not use a throwaway server and its own schema:\n%v", r)
+	}
+	if after := schemas(); after != before {
+		t.Fatalf("the demo made schemas in the database of $CHUNKS_DSN: %s before, %s after", before, after)
+	}
 	m := regexp.MustCompile(`data in (\S+)`).FindStringSubmatch(r.stdout)
 	if m == nil || !strings.Contains(r.stdout, "throwaway server is stopped and removed") {
 		t.Fatalf("the demo does not say where its server was and that it is gone:\n%v", r)
@@ -74,6 +89,9 @@ func TestDemoKeep(t *testing.T) {
 		t.Fatalf("the demo --keep does not say, in this order, that the server runs, how to look, how to stop it:\n%v", r)
 	}
 	dsn, query, stop := m[1], m[2], m[3]
+	if export := regexp.MustCompile(`To point chunks at it:\n  export CHUNKS_DSN='([^']+)'\n`).FindStringSubmatch(r.stdout); export == nil || export[1] != dsn {
+		t.Fatalf("the demo --keep does not give the same connection string as an export CHUNKS_DSN line:\n%v", r)
+	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("sh", "-c", stop).CombinedOutput(); err != nil {
 			t.Errorf("%s: %v\n%s", stop, err, out)
@@ -148,4 +166,22 @@ func seq(first, last int64) []int64 {
 		out = append(out, id)
 	}
 	return out
+}
+
+// TestDemoKeepWithDSN: --keep keeps a throwaway server, so with --dsn it is a
+// usage error, refused before anything starts.
+func TestDemoKeepWithDSN(t *testing.T) {
+	t.Parallel()
+	wantFailure(t, run(t, "demo", "--dsn", pgtest.DSN(), "--keep"), 2, "usage: demo --keep", "with --dsn there is none")
+	wantFailure(t, run(t, "--dsn", pgtest.DSN(), "demo", "--keep"), 2, "usage: demo --keep")
+}
+
+// mustText is the single text value of sql.
+func mustText(t *testing.T, conn *pgx.Conn, sql string, args ...any) string {
+	t.Helper()
+	var s string
+	if err := conn.QueryRow(ctx, sql, args...).Scan(&s); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return s
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/chunks-dev/chunks/driver"
@@ -39,6 +40,14 @@ func TestExitCodes(t *testing.T) {
 			match: `(items|targets)\[1\]\.qty`},
 		{name: "manifest chunk size 11", args: []string{"manifest", "--job-id", "k", "--tenant", "t", "--chunk-size", "11", "--allow-partial", "-"},
 			stdin: `[{"id": 1, "revision": 0, "qty": 1}]`, code: 2, parts: []string{"chunk_size"}},
+		{name: "manifest without chunk-size", args: []string{"manifest", "--job-id", "k", "--tenant", "t", "--allow-partial", "-"},
+			stdin: `[{"id": 1, "revision": 0, "qty": 1}]`, code: 2, parts: []string{"usage: manifest needs --chunk-size"}},
+		{name: "manifest without job-id and tenant", args: []string{"manifest", "--chunk-size", "1", "--allow-partial", "-"},
+			stdin: `[{"id": 1, "revision": 0, "qty": 1}]`, code: 2, parts: []string{"usage: manifest needs --job-id, --tenant"}},
+		{name: "manifest without any flag", args: []string{"manifest", "items.json"}, code: 2,
+			parts: []string{"usage: manifest needs --job-id, --tenant, --chunk-size"}},
+		{name: "manifest --dsn", args: []string{"manifest", "--dsn", pgtest.DSN(), "--job-id", "k", "--tenant", "t", "--chunk-size", "1", "--allow-partial", "-"},
+			stdin: `[{"id": 1, "revision": 0, "qty": 1}]`, code: 2, parts: []string{"flag provided but not defined: -dsn"}},
 		{name: "manifest without allow-partial", args: []string{"manifest", "--job-id", "k", "--tenant", "t", "--chunk-size", "1", "-"},
 			stdin: `[{"id": 1, "revision": 0, "qty": 1}]`, code: 2, parts: []string{"allow_partial"}},
 		{name: "register 1.0", args: at("register", "-"), stdin: samePlan("1.0"), code: 2,
@@ -65,6 +74,14 @@ func TestExitCodes(t *testing.T) {
 		{name: "bad job id", args: at("inspect", "j k"), code: 2, parts: []string{"job_id"}},
 		{name: "migrate without schema", args: []string{"--dsn", pgtest.DSN(), "migrate"}, code: 2, parts: []string{"--schema"}},
 		{name: "bad schema", args: []string{"--dsn", pgtest.DSN(), "--schema", "Public", "report", "j"}, code: 2, parts: []string{"schema", "Public"}},
+		{name: "system schema", args: []string{"--dsn", pgtest.DSN(), "--schema", "information_schema", "migrate"}, code: 2,
+			parts: []string{"schema: information_schema belongs to the system"}},
+		{name: "pg_ schema", args: []string{"--dsn", pgtest.DSN(), "--schema", "pg_catalog", "migrate"}, code: 2,
+			parts: []string{"schema: pg_catalog belongs to the system"}},
+		{name: "keyword schema select", args: []string{"--dsn", pgtest.DSN(), "--schema", "select", "migrate"}, code: 2,
+			parts: []string{"schema: select is a reserved SQL keyword"}},
+		{name: "keyword schema user", args: []string{"--dsn", pgtest.DSN(), "migrate", "--schema", "user"}, code: 2,
+			parts: []string{"schema: user is a reserved SQL keyword"}},
 		{name: "bad dsn", args: []string{"--dsn", "host=127.0.0.1 port=notanumber", "--schema", j.lab.Name, "run", "j"}, code: 2, parts: []string{"dsn"}},
 
 		// Conflicts: 3.
@@ -95,6 +112,12 @@ func TestExitCodes(t *testing.T) {
 	}
 	if after := j.state(t); !reflect.DeepEqual(after, before) {
 		t.Fatalf("the failed commands changed the database:\nbefore %+v\nafter  %+v", before, after)
+	}
+	var strays int // what the refused migrates would have made
+	if err := j.lab.Conn.QueryRow(ctx, `select (select count(*) from pg_namespace where nspname in ('select', 'user'))
+		+ (select count(*) from pg_class where relnamespace in ('information_schema'::regnamespace, 'pg_catalog'::regnamespace)
+		   and relname in ('jobs', 'job_audit', 'orders', 'job_queue', 'schema_version'))`).Scan(&strays); err != nil || strays != 0 {
+		t.Fatalf("the refused migrates left %d objects (%v)", strays, err)
 	}
 	var jobs int
 	if err := j.lab.Conn.QueryRow(ctx, "select count(*) from jobs").Scan(&jobs); err != nil || jobs != 1 {
@@ -131,4 +154,34 @@ func TestRunConflictNamesOrder(t *testing.T) {
 	wantFailure(t, j.lab.chunks(t, "run", "--json", "j"), 3, message)
 	wantFailure(t, j.lab.chunks(t, "drain", "--json", "j"), 3, message)
 	j.wantState(t, 4)
+}
+
+// TestLongArgumentsAreExcerpted: a huge value typed on the command line
+// comes back in the error as a short excerpt and a length.
+func TestLongArgumentsAreExcerpted(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 100_000) // argv takes at most 128 KiB per argument
+	g := []string{"--dsn", unreachableDSN, "--schema", "lab"}
+	for _, c := range []struct {
+		name  string
+		args  []string
+		parts []string
+	}{
+		{"job id", append(g, "inspect", long), []string{"job_id", "got 100000 characters"}},
+		{"flag after the job id", append(g, "report", "j", "-"+long), []string{`flag -xxx`, "… (100001 characters) after the job id"}},
+		{"two jobs", append(g, "report", "j", long), []string{"takes one JOB argument, got 2: j xxx", "… (100002 characters)"}},
+		{"crash point", append(g, "run", "--crash-at", long, "j"), []string{`--crash-at "xxx`, `"… (100000 characters): POINT must be one of`}},
+		{"unknown command", append(g, long), []string{`unknown command "xxx`, `"… (100000 characters)`}},
+		{"unknown flag", append(g, "report", "--"+long, "j"), []string{"flag provided but not defined: -", "characters)"}},
+		{"schema", []string{"--dsn", unreachableDSN, "--schema", long, "report", "j"}, []string{`schema: must be a lowercase identifier`, `"… (100000 characters)`}},
+		{"migrate argument", append(g, "migrate", long), []string{`migrate takes no arguments, got ["xxx`, "characters)"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := run(t, c.args...)
+			wantFailure(t, r, 2, c.parts...)
+			if len(r.stderr) > 400 {
+				t.Fatalf("the error is %d bytes long:\n%.500s", len(r.stderr), r.stderr)
+			}
+		})
+	}
 }

@@ -19,6 +19,10 @@ func TestHelp(t *testing.T) {
 			}
 		})
 	}
+	// manifest needs no database, so its help offers no --dsn or --schema.
+	if out := wantOK(t, run(t, "manifest", "--help")); strings.Contains(out, "--dsn") || strings.Contains(out, "--schema") {
+		t.Fatalf("chunks manifest --help offers database flags:\n%s", out)
+	}
 	out := wantOK(t, run(t, "--help"))
 	for _, name := range []string{"migrate", "manifest", "register", "inspect", "run", "drain", "report", "demo"} {
 		if !strings.Contains(out, "   "+name+" ") {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,7 +46,7 @@ func (r result) String() string {
 	if r.signal != 0 {
 		end = "killed by " + r.signal.String()
 	}
-	return fmt.Sprintf("chunks %s: %s\n--- stdout:\n%s--- stderr:\n%s", strings.Join(r.args, " "), end, r.stdout, r.stderr)
+	return fmt.Sprintf("chunks %s: %s\n--- stdout:\n%s--- stderr:\n%s", driver.Excerpt(strings.Join(r.args, " "), false), end, r.stdout, r.stderr)
 }
 
 // opts are the extras of one chunks process.
@@ -53,6 +54,7 @@ type opts struct {
 	env     []string // VAR=value added to the cleaned environment
 	stdin   string
 	timeout time.Duration // processTimeout when zero
+	stderr  io.Writer     // where stderr goes instead of the result (a terminal, say)
 }
 
 // proc is a started chunks process.
@@ -77,6 +79,9 @@ func start(t testing.TB, o opts, args ...string) *proc {
 	p.cmd.Env = append(pgtest.CleanEnv(), o.env...)
 	p.cmd.Stdin = strings.NewReader(o.stdin)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if o.stderr != nil {
+		p.cmd.Stderr = o.stderr
+	}
 	if err := p.cmd.Start(); err != nil {
 		p.cancel()
 		t.Fatalf("start chunks %s: %v", strings.Join(args, " "), err)
@@ -403,4 +408,15 @@ func (l *lab) waitUnlocked(t testing.TB) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// cannotRun skips a test whose machine lacks what it needs (a pseudo-terminal,
+// the right to create a database), or fails it under CI, which must never
+// pass by skipping.
+func cannotRun(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if pgtest.InCI() {
+		t.Fatalf(format+" (CI=true: failing instead of skipping)", args...)
+	}
+	t.Skipf(format, args...)
 }

@@ -69,3 +69,46 @@ func TestReportHuman(t *testing.T) {
 		t.Fatalf("report of an untouched job:\n%s\nwant\n%s", out, want1)
 	}
 }
+
+// TestHumanOutputEscapes: values a person inserted by hand, with terminal
+// escape sequences, a bell and a bidi override (a job id, a tenant, the
+// worker that paused a job), reach neither stdout nor stderr raw in human
+// output: status, inspect, and an error that quotes a stored value. Each is
+// shown escaped instead.
+func TestHumanOutputEscapes(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	evilJob, evilTenant, evilWorker := "clear\x1b[2J", "\u202eacme", "w\x1b]0;owned\x07"
+	l.Exec(t, `insert into orders values (1, 'acme', 1, 'pending', 0)`)
+	l.Exec(t, `insert into jobs values ($1, 'acme', '[{"id": 1, "qty": 1, "revision": 0}]', 1, 0),
+		('plain', $2, '[{"id": 1, "qty": 1, "revision": 0}]', 1, 0)`, evilJob, evilTenant)
+	l.Exec(t, `insert into job_queue (job_id, visible_at, paused, pause_reason, paused_at, paused_by)
+		values ($1, now(), true, 'order 1: state is paid', now(), $2)`, evilJob, evilWorker)
+	l.Exec(t, `insert into workers (worker_id, host, pid, started_at, last_seen, state, reason)
+		values ($1, $2, 1, now(), now(), 'throttled', $3)`, evilWorker, "host\u202e", "throttle query said \x1b[5m")
+	raw := []string{"\x1b", "\x07", "\u202e"}
+	wantEscaped := func(r result, escaped ...string) {
+		t.Helper()
+		for _, c := range raw {
+			if strings.Contains(r.stdout+r.stderr, c) {
+				t.Fatalf("%q reaches the terminal raw:\n%q", c, r.stdout+r.stderr)
+			}
+		}
+		for _, e := range escaped {
+			if !strings.Contains(r.stdout+r.stderr, e) {
+				t.Fatalf("want %s in the output, got:\n%s%s", e, r.stdout, r.stderr)
+			}
+		}
+	}
+	status := l.chunks(t, "status")
+	wantOK(t, status)
+	wantEscaped(status, `clear\x1b[2J`, `\u202eacme`, `w\x1b]0;owned\x07`, `host\u202e`, `throttle query said \x1b[5m`)
+
+	inspect := l.chunks(t, "inspect", "plain")
+	wantOK(t, inspect)
+	wantEscaped(inspect, `job plain of tenant \u202eacme:`)
+
+	run := l.chunks(t, "run", "plain") // the stored tenant is not valid: a conflict that quotes it
+	wantFailure(t, run, 3, "stored tenant")
+	wantEscaped(run, `\u202eacme`)
+}

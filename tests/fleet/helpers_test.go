@@ -201,11 +201,25 @@ func run(t testing.TB, args ...string) result {
 // lab is a test's own migrated schema.
 type lab struct {
 	*pgtest.Schema
+	base string // the server's DSN without search_path; "" for the test database
 }
 
 func newLab(t testing.TB) *lab {
 	t.Helper()
-	return &lab{pgtest.NewSchema(t)}
+	return &lab{Schema: pgtest.NewSchema(t)}
+}
+
+// labOn is a lab on another server: a new schema migrated there through
+// base (a DSN without search_path), dropped with the server.
+func labOn(t testing.TB, base string) *lab {
+	t.Helper()
+	admin := pgtest.Connect(t, base)
+	name := pgtest.NewSchemaName(t)
+	if err := driver.Migrate(ctx, admin, name); err != nil {
+		t.Fatalf("migrate %s: %v", name, err)
+	}
+	dsn := pgtest.WithSearchPath(base, name)
+	return &lab{Schema: &pgtest.Schema{Name: name, DSN: dsn, Conn: pgtest.Connect(t, dsn)}, base: base}
 }
 
 // globals point chunks at the lab. The connections of its processes carry
@@ -215,7 +229,10 @@ func (l *lab) globals() []string { return l.globalsAs(l.Name) }
 
 // globalsAs is globals with another application_name.
 func (l *lab) globalsAs(app string) []string {
-	dsn := pgtest.DSN()
+	dsn := l.base
+	if dsn == "" {
+		dsn = pgtest.DSN()
+	}
 	switch {
 	case !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://"):
 		dsn += " application_name=" + app

@@ -13,7 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/localpg"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
@@ -39,12 +38,7 @@ func newCluster(t testing.TB, opts localpg.Options) *cluster {
 			t.Errorf("stop %v: %v", srv, err)
 		}
 	})
-	c := &cluster{srv: srv, schema: pgtest.NewSchemaName(t)}
-	admin := pgtest.Connect(t, srv.DSN())
-	if err := driver.Migrate(ctx, admin, c.schema); err != nil {
-		t.Fatalf("migrate %s: %v", c.schema, err)
-	}
-	return c
+	return &cluster{srv: srv, schema: labOn(t, srv.DSN()).Name}
 }
 
 // standby starts a streaming standby of the cluster's server, stopped when
@@ -94,7 +88,7 @@ func needStandbys(t testing.TB) {
 func (c *cluster) lab(t testing.TB, srv *localpg.Server) *lab {
 	t.Helper()
 	dsn := pgtest.WithSearchPath(srv.DSN(), c.schema)
-	return &lab{&pgtest.Schema{Name: c.schema, DSN: dsn, Conn: pgtest.Connect(t, dsn)}}
+	return &lab{Schema: &pgtest.Schema{Name: c.schema, DSN: dsn, Conn: pgtest.Connect(t, dsn)}, base: srv.DSN()}
 }
 
 // multiHost is a DSN that reaches whichever of the servers takes writes, as

@@ -227,6 +227,7 @@ func TestPauseAndResume(t *testing.T) {
 	}
 	human := l.chunks(t, "status")
 	if human.code != 0 || !strings.Contains(human.stdout, "paused") || !strings.Contains(human.stdout, "0/12") ||
+		!strings.Contains(human.stdout, "by postgres: paused by an operator") ||
 		!strings.Contains(human.stdout, "5 jobs: 2 paused, 3 done; 0 orders drifted or missing") {
 		t.Fatalf("chunks status: %v", human)
 	}
@@ -372,9 +373,9 @@ func TestEightWorkersStartTogether(t *testing.T) {
 		w.waitLine(t, 0, 30*time.Second, "msg=ready", "worker="+w.name)
 	}
 	dsn := pgtest.WithSearchPath(pgtest.DSN(), name)
-	l := &lab{&pgtest.Schema{Name: name, DSN: dsn, Conn: pgtest.Connect(t, dsn)}}
-	if v := mustInt(t, l.Conn, "select version from schema_version"); v != 3 {
-		t.Fatalf("schema_version %d, want 3", v)
+	l := &lab{Schema: &pgtest.Schema{Name: name, DSN: dsn, Conn: pgtest.Connect(t, dsn)}}
+	if v := mustInt(t, l.Conn, "select version from schema_version"); v != 4 {
+		t.Fatalf("schema_version %d, want 4", v)
 	}
 	s := newSeeder(l, 8)
 	var jobs []job
