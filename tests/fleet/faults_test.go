@@ -252,8 +252,8 @@ func TestServerCrashMidRun(t *testing.T) {
 	// were frozen from before the restart until the thaw, so every line
 	// logged before the thaw acknowledges a chunk of the crashed server.
 	old := before(all, thawed)
-	if l := lost(old, progress); len(l) > 0 {
-		t.Errorf("chunks acknowledged before the crash and not recovered: %v", l)
+	if gone := lost(old, progress); len(gone) > 0 {
+		t.Errorf("chunks acknowledged before the crash and not recovered: %v", gone)
 	}
 	wantLedgerHeld(t, "at the end", all, l.wantConsistent(t, jobs))
 	l.wantFinished(t, jobs)
