@@ -16,21 +16,28 @@ import (
 // committed a chunk of the job after the one in flight. The victim's chunks
 // take 300 ms (a trigger sleeps for its sessions), so the kill always lands
 // inside one; that chunk's statement had reached the server, which finishes
-// it, so the figure includes what is left of those 300 ms.
+// it, so the figure includes what is left of those 300 ms. The surviving
+// worker is held by a throttle query until the kill (checked every 10 ms,
+// which the figure includes too), so that the victim takes the job.
 func takeover(ctx context.Context, o Options, conn *pgx.Conn, schema string, seed *seeder, trials int) (s sample, err error) {
 	if _, err := conn.Exec(ctx, `create or replace function bench_slow_victim() returns trigger language plpgsql as $$
 		begin
 		  if current_setting('application_name') = 'bench-victim' then perform pg_sleep(0.3); end if;
 		  return null;
 		end $$;
-		create trigger bench_slow_victim after update on orders for each statement execute function bench_slow_victim()`); err != nil {
+		create trigger bench_slow_victim after update on orders for each statement execute function bench_slow_victim();
+		create table bench_takeover_go (killed boolean)`); err != nil {
 		return s, err
 	}
 	defer func() {
-		_, derr := conn.Exec(context.WithoutCancel(ctx), "drop trigger bench_slow_victim on orders")
+		_, derr := conn.Exec(context.WithoutCancel(ctx), "drop trigger bench_slow_victim on orders; drop table bench_takeover_go")
 		err = errors.Join(err, derr)
 	}()
-	other, err := startWorker(ctx, o, schema, "bench-survivor", 50*time.Millisecond)
+	// The survivor holds (its throttle query) until the victim is killed,
+	// so that the victim, not the survivor, takes each trial's job.
+	hold := "select not exists (select from " + pgx.Identifier{schema, "bench_takeover_go"}.Sanitize() + ")"
+	other, err := startWorker(ctx, o, schema, "bench-survivor", 50*time.Millisecond,
+		"--throttle-query", hold, "--check-interval", "10ms")
 	if err != nil {
 		return s, err
 	}
@@ -50,6 +57,9 @@ func takeover(ctx context.Context, o Options, conn *pgx.Conn, schema string, see
 // takeoverOnce is one trial: a fresh job, a victim worker that takes it,
 // the kill, and the wait for the survivor.
 func takeoverOnce(ctx context.Context, o Options, conn *pgx.Conn, schema string, seed *seeder) (time.Duration, error) {
+	if _, err := conn.Exec(ctx, "delete from bench_takeover_go"); err != nil {
+		return 0, err
+	}
 	victim, err := startWorker(ctx, o, schema, "bench-victim", 50*time.Millisecond)
 	if err != nil {
 		return 0, err
@@ -81,6 +91,9 @@ func takeoverOnce(ctx context.Context, o Options, conn *pgx.Conn, schema string,
 		return 0, err
 	}
 	killed := time.Now()
+	if _, err := conn.Exec(ctx, "insert into bench_takeover_go values (true)"); err != nil {
+		return 0, err
+	}
 	if err := waitKilled(victim); err != nil {
 		return 0, err
 	}
