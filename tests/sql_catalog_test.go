@@ -19,6 +19,7 @@ var inlined = map[string]struct{ call, shows string }{
 	"targets_look_normal": {"(e) from jsonb_array_elements('[[]]') e", "~"},
 	"order_matches":       {"('a', 1, 'cancelled', 2, 'a', e) from jsonb_array_elements('[{}]') e", "'qty'::text"},
 	"run_lock_key":        {"(j) from unnest(array['a']) j", "hashtextextended"},
+	"job_state":           {"(i, 2, false, true, false) from unnest(array[1]) i", "CASE WHEN"},
 }
 
 // CONTRACT §6: every function is documented with COMMENT ON; and every one

@@ -21,6 +21,9 @@ func statusCommand() *cli.Command {
 			"ends), running (a chunk of it is in flight, in the worker shown), paused (with who paused it,\n" +
 			"when and why; chunks resume JOB), done, or idle (unfinished but not queued; chunks resume JOB\n" +
 			"queues it). drift counts the committed orders that chunks report calls drifted or missing.\n" +
+			"rate is the job's recent rate (the last one to two minutes of progress that fleet workers saw),\n" +
+			"and eta when it is done at that rate: or \"throttled\" (every live worker holds new chunks),\n" +
+			"\"stalled\" (queued, but no progress for over a minute) or \"no rate yet\", never a made-up time.\n" +
 			"One query; nothing is written or locked.\n\n" +
 			"Then the live workers (a heartbeat in the last 10 s): running, idle, or throttled and why.\n" +
 			"--json prints {\"jobs\": [...], \"workers\": [...]}.\n\n" +
@@ -29,26 +32,19 @@ func statusCommand() *cli.Command {
 			if c.Args().Len() > 0 {
 				return usagef("status takes no arguments, got %q", c.Args().Slice())
 			}
-			var list []fleet.JobStatus
-			var workers []fleet.WorkerStatus
-			var now time.Time
+			var ov *fleet.Overview
 			err := withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				if list, err = fleet.Status(ctx, conn); err != nil {
-					return err
-				}
-				if workers, err = fleet.Workers(ctx, conn); err != nil {
-					return err
-				}
-				return conn.QueryRow(ctx, "select now()").Scan(&now)
+				ov, err = fleet.Look(ctx, conn, "", 0)
+				return err
 			})
 			if err != nil {
 				return err
 			}
 			if jsonOut(c) {
-				return printJSON(map[string]any{"jobs": list, "workers": workers})
+				return printJSON(map[string]any{"jobs": ov.Jobs, "workers": ov.Workers})
 			}
-			printStatus(list, now)
-			printWorkers(workers, now)
+			printStatus(ov.Jobs, ov.Now)
+			printWorkers(ov.Workers, ov.Now)
 			return nil
 		},
 	}
@@ -61,7 +57,7 @@ func printStatus(list []fleet.JobStatus, now time.Time) {
 	}
 	count := map[string]int{}
 	drift := 0
-	t := newTable("job", "tenant", "progress", "state", "detail", "drift")
+	t := newTable("job", "tenant", "progress", "state", "detail", "drift", "rate", "eta")
 	for _, j := range list {
 		count[j.State]++
 		detail, d := "", "?"
@@ -77,7 +73,11 @@ func printStatus(list []fleet.JobStatus, now time.Time) {
 			d = fmt.Sprint(*j.Drift)
 			drift += *j.Drift
 		}
-		t.AppendRow([]any{j.JobID, j.Tenant, fmt.Sprintf("%d/%d", j.NextIndex, j.N), j.State, detail, d})
+		rate := fleet.Rate(j.Rate)
+		if rate == "" {
+			rate = "-"
+		}
+		t.AppendRow([]any{j.JobID, j.Tenant, fmt.Sprintf("%d/%d", j.NextIndex, j.N), j.State, detail, d, rate, j.ETA.String()})
 	}
 	t.Render()
 	var parts []string
