@@ -124,35 +124,3 @@ func (e ETA) String() string {
 	}
 	return e.Kind
 }
-
-// Duration is s seconds, short: "<1s", "42s", "3m 20s", "2h 05m", "3d 04h".
-func Duration(s float64) string {
-	d := time.Duration(s * float64(time.Second)).Round(time.Second)
-	switch {
-	case d < time.Second:
-		return "<1s"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm %02ds", int(d.Minutes()), int(d.Seconds())%60)
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh %02dm", int(d.Hours()), int(d.Minutes())%60)
-	}
-	return fmt.Sprintf("%dd %02dh", int(d.Hours())/24, int(d.Hours())%24)
-}
-
-// Rate is a rate in ids per second, short: "12 ids/s", "2.5 ids/s",
-// "4.0 ids/min", "1.5 ids/h"; "" when it is not known.
-func Rate(rate *float64) string {
-	switch r := rate; {
-	case r == nil:
-		return ""
-	case *r >= 10:
-		return fmt.Sprintf("%.0f ids/s", *r)
-	case *r >= 1:
-		return fmt.Sprintf("%.1f ids/s", *r)
-	case *r*60 >= 1:
-		return fmt.Sprintf("%.1f ids/min", *r*60)
-	}
-	return fmt.Sprintf("%.1f ids/h", *rate*3600)
-}

@@ -60,15 +60,7 @@ func printStatus(list []fleet.JobStatus, now time.Time) {
 	t := newTable("job", "tenant", "progress", "state", "detail", "drift", "rate", "eta")
 	for _, j := range list {
 		count[j.State]++
-		detail, d := "", "?"
-		switch {
-		case j.State == fleet.StateRunning && j.RunningIn != nil:
-			detail = "in " + *j.RunningIn
-		case j.State == fleet.StatePaused && j.PausedAt != nil:
-			detail = fmt.Sprintf("at %s by %s: %s", j.PausedAt.Local().Format("15:04:05"), deref(j.PausedBy), deref(j.PauseReason))
-		case j.VisibleAt != nil && j.VisibleAt.After(now):
-			detail = "rests until " + j.VisibleAt.Local().Format("15:04:05.000")
-		}
+		detail, d := j.Detail(now), "?"
 		if j.Drift != nil {
 			d = fmt.Sprint(*j.Drift)
 			drift += *j.Drift
@@ -87,13 +79,6 @@ func printStatus(list []fleet.JobStatus, now time.Time) {
 		}
 	}
 	say("%s: %s; %s drifted or missing", plural(len(list), "job"), strings.Join(parts, ", "), plural(drift, "order"))
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return "?"
-	}
-	return *s
 }
 
 func printWorkers(workers []fleet.WorkerStatus, now time.Time) {

@@ -67,6 +67,7 @@ func commands() []*cli.Command {
 		reportCommand(),
 		workerCommand(),
 		statusCommand(),
+		serveCommand(),
 		pauseCommand(),
 		resumeCommand(),
 		demoCommand(),
