@@ -36,6 +36,9 @@ func serveCommand() *cli.Command {
 			if c.Args().Len() > 0 {
 				return usagef("serve takes no arguments, got %q (flags go before arguments)", c.Args().Slice())
 			}
+			if c.String("http") == "" {
+				return usagef("serve needs --http ADDR, e.g. --http 127.0.0.1:8080")
+			}
 			d, err := dsn(c)
 			if err != nil {
 				return err

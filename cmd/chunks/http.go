@@ -16,14 +16,14 @@ import (
 )
 
 // httpFlagDefs are the flags of the status page and metrics server
-// (worker and serve). required: --http must be given.
+// (worker and serve). required: the command cannot run without --http.
 func httpFlagDefs(required bool) []cli.Flag {
 	usage := "serve the status page, /metrics, /healthz and /readyz on `ADDR` (host:port; no host means 127.0.0.1; off when empty)"
 	if required {
-		usage = "serve the status page, /metrics, /healthz and /readyz on `ADDR` (host:port; no host means 127.0.0.1)"
+		usage = "serve the status page, /metrics, /healthz and /readyz on `ADDR` (host:port; no host means 127.0.0.1; required)"
 	}
 	return []cli.Flag{
-		&cli.StringFlag{Name: "http", Usage: usage, Required: required},
+		&cli.StringFlag{Name: "http", Usage: usage},
 		&cli.IntFlag{Name: "page-size", Value: web.DefaultPageSize, Usage: fmt.Sprintf("list at most `N` jobs per page, 1 to %d", web.MaxPageSize)},
 		&cli.DurationFlag{Name: "refresh", Value: web.DefaultRefresh, Usage: "how often (`D`) the page asks for news, 100ms to 1m"},
 	}
