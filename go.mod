@@ -14,6 +14,7 @@ require (
 	github.com/prometheus/common v0.72.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/urfave/cli/v2 v2.27.7
+	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/term v0.48.0
 )
 
