@@ -75,6 +75,8 @@ func demoCommand() *cli.Command {
 			case server != nil && c.Bool("keep"):
 				fmt.Printf("The server keeps running (pid %d).\n", server.PID())
 				look()
+				fmt.Println("See it on the status page (then open http://127.0.0.1:8080/):")
+				fmt.Printf("  chunks serve --dsn %q --schema %s --http 127.0.0.1:8080\n", base, schema)
 				fmt.Printf("Stop it and remove its data with:\n  %s\n", server.StopCommand())
 			case server != nil:
 				fmt.Println("The throwaway server is stopped and removed now, with its data.")
