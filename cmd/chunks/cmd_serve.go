@@ -7,10 +7,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 
-	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/metrics"
 )
 
@@ -39,15 +37,10 @@ func serveCommand() *cli.Command {
 			if c.String("http") == "" {
 				return usagef("serve needs --http ADDR, e.g. --http 127.0.0.1:8080")
 			}
-			d, err := dsn(c)
+			cfg, err := poolConfig(c)
 			if err != nil {
 				return err
 			}
-			cfg, err := pgxpool.ParseConfig(d)
-			if err != nil {
-				return &driver.Error{Kind: driver.ErrInvalid, Msg: "dsn: " + err.Error(), Err: err}
-			}
-			cfg.ConnConfig.ConnectTimeout = driver.ConnectTimeout
 			var handler slog.Handler = slog.NewTextHandler(os.Stderr, nil)
 			if jsonOut(c) {
 				handler = slog.NewJSONHandler(os.Stderr, nil)

@@ -59,15 +59,10 @@ func workerCommand() *cli.Command {
 			if n < 1 || n > fleet.MaxConcurrency {
 				return &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf("concurrency: must be between 1 and %d, got %d", fleet.MaxConcurrency, n)}
 			}
-			d, err := dsn(c)
+			cfg, err := poolConfig(c)
 			if err != nil {
 				return err
 			}
-			cfg, err := pgxpool.ParseConfig(d)
-			if err != nil {
-				return &driver.Error{Kind: driver.ErrInvalid, Msg: "dsn: " + err.Error(), Err: err}
-			}
-			cfg.ConnConfig.ConnectTimeout = driver.ConnectTimeout
 			chunktx.CancelOnContext(&cfg.ConnConfig.Config) // an aborting worker's chunks roll back
 			cfg.MaxConns = int32(n)                         // each pass holds one connection at a time
 			id := c.String("id")

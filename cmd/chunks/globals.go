@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 
 	"github.com/chunks-dev/chunks/driver"
@@ -90,6 +91,20 @@ func connect(c *cli.Context) (*pgx.Conn, error) {
 	}
 	cfg.ConnectTimeout = driver.ConnectTimeout
 	return pgx.ConnectConfig(c.Context, cfg)
+}
+
+// poolConfig is the pool configuration of the global --dsn and --schema.
+func poolConfig(c *cli.Context) (*pgxpool.Config, error) {
+	d, err := dsn(c)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(d)
+	if err != nil {
+		return nil, &driver.Error{Kind: driver.ErrInvalid, Msg: "dsn: " + err.Error(), Err: err}
+	}
+	cfg.ConnConfig.ConnectTimeout = driver.ConnectTimeout
+	return cfg, nil
 }
 
 // withConn runs fn on a connection and closes it, keeping both errors.

@@ -13,7 +13,7 @@ var assets embed.FS
 var static = mustSub(assets, "assets/static")
 
 // pages are the HTML templates: the status page and a job's report.
-var pages = template.Must(template.New("").Funcs(template.FuncMap{"ids": idList}).ParseFS(assets, "assets/*.html"))
+var pages = template.Must(template.New("").Funcs(template.FuncMap{"ids": idList, "head": newHead}).ParseFS(assets, "assets/*.html"))
 
 // ids is one list of a report: its name and the ids in it.
 type ids struct {
@@ -30,3 +30,9 @@ func mustSub(fsys fs.FS, dir string) fs.FS {
 	}
 	return sub
 }
+
+// head is what a page's <head> reads: the path back to the root ("" or
+// "../") and the title.
+type head struct{ Root, Title string }
+
+func newHead(root, title string) head { return head{root, title} }

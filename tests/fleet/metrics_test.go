@@ -21,17 +21,7 @@ import (
 func TestWorkerMetrics(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
-	s := newSeeder(l, 17)
-	var good []job
-	for _, id := range []string{"a", "b", "c", "locked"} {
-		j := s.job(t, id, 7, 2)
-		l.register(t, j)
-		good = append(good, j)
-	}
-	bad := s.job(t, "changed", 6, 2)
-	l.register(t, bad)
-	// Its third order changed after the approval: the second chunk conflicts.
-	l.Exec(t, "update orders set qty = qty + 1, revision = revision + 1 where id = $1", bad.Targets[2].ID)
+	good, bad := l.conflictScene(t, 17, "a", "b", "c", "locked")
 	// An order of locked is held in another transaction: its chunks wait
 	// 500 ms for the lock and fail with 55P03 until it is let go.
 	holder := pgtest.Connect(t, l.DSN)
@@ -128,14 +118,7 @@ func TestWorkerMetrics(t *testing.T) {
 		}
 	}
 	stopWorkers(t, w)
-	l.Exec(t, "delete from job_audit where job_id = $1", bad.ID)
-	l.Exec(t, "delete from jobs where job_id = $1", bad.ID)
-	var ids []int64
-	for _, target := range bad.Targets {
-		ids = append(ids, target.ID)
-	}
-	l.Exec(t, "delete from orders where id = any($1)", ids)
-	l.wantFinished(t, good)
+	l.wantFinishedBut(t, good, bad)
 }
 
 // chunks_throttled says 1 for the cause while the worker holds new chunks,

@@ -10,13 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/chunks-dev/chunks/driver"
 	metricsapi "github.com/chunks-dev/chunks/internal/metrics"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 	"github.com/chunks-dev/chunks/internal/web"
-	"github.com/chunks-dev/chunks/internal/wire"
 )
 
 // chunks serve --http: every endpoint's status code and content type, the
@@ -193,20 +190,7 @@ func TestStatusPageOneQueryPerRefresh(t *testing.T) {
 		l.register(t, j)
 		ids = append(ids, j.ID)
 	}
-	cfg, err := pgx.ParseConfig(l.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	counter := wire.Count(cfg)
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := conn.Close(ctx); err != nil {
-			t.Error(err)
-		}
-	})
+	conn, counter := pgtest.CountingConnect(t, l.DSN)
 	reg := metricsapi.NewRegistry()
 	reg.MustRegister(&metricsapi.Database{DB: conn})
 	srv := httptest.NewServer((&web.Server{DB: conn, Title: l.Name, Metrics: reg}).Handler())
@@ -215,7 +199,7 @@ func TestStatusPageOneQueryPerRefresh(t *testing.T) {
 	for _, path := range []string{"/", "/api/status", "/metrics"} {
 		fetch(t, "GET", srv.URL+path) // pgx prepares each statement once, on its first use
 	}
-	counter().Take()
+	counter.Take()
 	var first, second struct {
 		Jobs []struct {
 			JobID string `json:"job_id"`
@@ -230,7 +214,7 @@ func TestStatusPageOneQueryPerRefresh(t *testing.T) {
 		if r.code != 200 {
 			t.Fatalf("GET %s: %d %s", c.path, r.code, r.body)
 		}
-		if trips := counter().Take(); trips != 1 {
+		if trips := counter.Take(); trips != 1 {
 			t.Errorf("GET %s: %d round trips, want 1", c.path, trips)
 		}
 		if c.into != nil {
