@@ -18,16 +18,19 @@ begin
     into v_page, v_last
     from job_rows(status_page.after_job_id, status_page.max_jobs) with ordinality as r(job, ord);
 
+  -- Each job's number of targets first, on its own: the targets (the
+  -- bulk of a row) then go no further than this scan.
   with running as materialized (select rc.key from running_chunks() as rc),
-       f as (select job_state(j.next_index, c.n, r.key is not null, q.job_id is not null, q.paused) as state,
-                    greatest(c.n - j.next_index, 0) as remaining,
+       j as materialized (select j.job_id, j.next_index,
+                                 case when jsonb_typeof(j.targets) = 'array' then jsonb_array_length(j.targets) end as n
+                            from jobs as j),
+       f as (select job_state(j.next_index, j.n, r.key is not null, q.job_id is not null, q.paused) as state,
+                    greatest(j.n - j.next_index, 0) as remaining,
                     coalesce(p.at, q.visible_at) as progress_seen
-               from jobs as j
+               from j
                left join job_queue as q on q.job_id = j.job_id
                left join running as r on r.key = run_lock_key(j.job_id)
-               left join job_progress as p on p.job_id = j.job_id and p.next_index <= j.next_index
-              cross join lateral (select case when jsonb_typeof(j.targets) = 'array'
-                                              then jsonb_array_length(j.targets) end as n) as c)
+               left join job_progress as p on p.job_id = j.job_id and p.next_index <= j.next_index)
   select jsonb_build_object(
            'counts', coalesce((select jsonb_object_agg(g.state, g.jobs)
                                  from (select f.state, count(*) as jobs from f group by f.state) as g), '{}'::jsonb),
