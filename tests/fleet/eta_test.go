@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	fleetapi "github.com/chunks-dev/chunks/fleet"
 )
@@ -126,4 +127,41 @@ func lineWith(out string, parts ...string) bool {
 		}
 	}
 	return false
+}
+
+// A worker's heartbeats record its jobs' progress: while it runs a job at
+// two chunks a second, chunks status --json shows a recent rate and an ETA
+// of the ids left at that rate; when the job is done, its row holds its
+// last next_index.
+func TestWorkerRecordsProgress(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	j := newSeeder(l, 31).job(t, "festival", 12, 1)
+	l.register(t, j)
+	w := l.worker(t, "w1", "--rate", "2", "--poll", "100ms")
+	var st fleetapi.JobStatus
+	waitFor(t, 20*time.Second, "a rate and an ETA in chunks status --json", func() bool {
+		r := l.chunks(t, "status", "--json")
+		var out struct {
+			Jobs []fleetapi.JobStatus `json:"jobs"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 || len(out.Jobs) != 1 {
+			t.Fatalf("chunks status --json: %v %v", err, r)
+		}
+		st = out.Jobs[0]
+		return st.ETA.Kind == fleetapi.ETATime
+	})
+	if st.Rate == nil || *st.Rate <= 0 || st.ProgressedAt == nil || st.ETA.Seconds == nil ||
+		!near(*st.ETA.Seconds, float64(st.N-st.NextIndex) / *st.Rate) {
+		t.Fatalf("while it runs: rate %v, progressed %v, eta %+v at %d/%d", st.Rate, st.ProgressedAt, st.ETA, st.NextIndex, st.N)
+	}
+	waitFor(t, 30*time.Second, "the job done", func() bool { return l.allDone(t) })
+	stopWorkers(t, w) // its last heartbeat records the last chunks
+	if got := mustInt(t, l.Conn, "select next_index from job_progress where job_id = 'festival'"); got != len(j.Targets) {
+		t.Fatalf("job_progress says next_index %d, want %d", got, len(j.Targets))
+	}
+	if e := l.status(t)["festival"].ETA; e.Kind != fleetapi.ETADone {
+		t.Fatalf("ETA of the finished job: %+v", e)
+	}
+	l.wantFinished(t, []job{j})
 }
