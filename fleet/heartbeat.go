@@ -27,13 +27,19 @@ func (r *runner) heartbeat(stop, abort context.Context) {
 		defer cancel()
 		state, reason := r.state()
 		seen := r.w.progress.take()
-		body, err := samples(seen, time.Now())
-		if err == nil {
+		args := []any{r.id, host, os.Getpid(), started, r.w.chunks.Load(), state, reason}
+		sql := "select worker_heartbeat($1, $2, $3, $4, $5, $6, $7)"
+		var err error
+		if len(seen) > 0 {
 			// One statement: the worker's row, and the progress of the jobs
 			// it moved since the last heartbeat (the rate and ETA of chunks
 			// status and the status page).
-			_, err = r.pool.Exec(ctx, "select worker_heartbeat($1, $2, $3, $4, $5, $6, $7), record_progress($8::jsonb)",
-				r.id, host, os.Getpid(), started, r.w.chunks.Load(), state, reason, string(body))
+			var body []byte
+			body, err = samples(seen, time.Now())
+			sql, args = sql+", record_progress($8::jsonb)", append(args, string(body))
+		}
+		if err == nil {
+			_, err = r.pool.Exec(ctx, sql, args...)
 		}
 		if err != nil {
 			r.w.progress.putBack(seen)
