@@ -40,6 +40,14 @@
 // itself when a chunk meets a conflict (an order that changed since it was
 // approved): that needs a person, and the other jobs go on.
 //
+// # Watching
+//
+// [Look] reads the fleet in one query (SQL status_page), however many jobs
+// there are: a page of jobs with their drift, recent rate and [ETA], the
+// live workers, and counts over every job. A [Worker]'s heartbeat records
+// the progress of the jobs it ran (SQL record_progress), which is where the
+// rate comes from; its [Observer] hears of every pass, for metrics.
+//
 // # Example
 //
 //	pool, err := pgxpool.New(ctx, "postgres://app@db/shop?search_path=lab")

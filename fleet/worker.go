@@ -82,9 +82,34 @@ type Worker struct {
 	// Pace holds new chunks back while a standby is too far behind or the
 	// operator's throttle query says so (package pace). Zero: never.
 	Pace pace.Config
+	// Observer, when not nil, is told of every pass (for metrics).
+	Observer Observer
 
 	chunks, jobsDone, conflicts, failures atomic.Int64
 	lastChunk                             atomic.Int64 // unix nanoseconds of the last committed chunk
+	pacer                                 atomic.Pointer[pace.Pacer]
+	progress                              progress
+}
+
+// Observer hears what a [Worker]'s passes do, e.g. to count it as metrics.
+// Its methods are called from the passes as they end, concurrently, so
+// they must be safe for concurrent use and quick.
+type Observer interface {
+	// Ran is told of each pass that took a job: p is what became of it
+	// (see [Pass]), took how long the pass took, its round trip included.
+	Ran(p *Pass, took time.Duration)
+	// Failed is told of each pass that failed as a whole: nothing of it
+	// committed (the connection was lost, the server restarts...).
+	Failed(err error)
+}
+
+// Pacing is the worker's last pacing decision (package pace): whether it
+// holds new chunks, and why. The zero State before [Worker.Run] starts.
+func (w *Worker) Pacing() pace.State {
+	if p := w.pacer.Load(); p != nil {
+		return p.State()
+	}
+	return pace.State{}
 }
 
 // Stats counts what a worker did.
@@ -174,6 +199,7 @@ func (w *Worker) runner() (*runner, error) {
 	if r.pacer, err = pace.New(w.Pace, r.pool, r.log); err != nil {
 		return nil, invalidf("%v", err)
 	}
+	w.pacer.Store(r.pacer)
 	return r, nil
 }
 
@@ -364,6 +390,13 @@ func (r *runner) pass(stop, abort context.Context) {
 func (r *runner) once(abort context.Context) (bool, error) {
 	started := time.Now()
 	p, err := r.runNext(abort)
+	if obs := r.w.Observer; obs != nil {
+		if err != nil {
+			obs.Failed(err)
+		} else if p != nil {
+			obs.Ran(p, time.Since(started))
+		}
+	}
 	if err != nil {
 		if abort.Err() != nil {
 			r.log.Warn("pass cancelled: its chunk rolled back", "error", err)
@@ -394,7 +427,9 @@ func (r *runner) once(abort context.Context) (bool, error) {
 		log.Info("job already done; removed from the queue", "next_index", p.NextIndex)
 	default:
 		r.w.chunks.Add(1)
-		r.w.lastChunk.Store(time.Now().UnixNano())
+		now := time.Now()
+		r.w.lastChunk.Store(now.UnixNano())
+		r.w.progress.add(p.JobID, p.NextIndex, now)
 		r.pacer.Committed()
 		log.Debug("chunk committed", "ids", len(p.Processed), "next_index", p.NextIndex, "done", p.Done, "took_ms", took)
 		if p.Done {

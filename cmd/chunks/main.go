@@ -75,6 +75,7 @@ func commands() []*cli.Command {
 		reportCommand(),
 		workerCommand(),
 		statusCommand(),
+		serveCommand(),
 		pauseCommand(),
 		resumeCommand(),
 		demoCommand(),

@@ -356,6 +356,37 @@ func (s *seeder) job(t testing.TB, id string, n, chunkSize int) job {
 	return j
 }
 
+// conflictScene registers, for each of ids, a job of 7 targets in chunks of
+// 2, and the job "changed" (6 targets) whose third order changed after the
+// approval: its second chunk conflicts.
+func (l *lab) conflictScene(t testing.TB, seed uint64, ids ...string) (good []job, bad job) {
+	t.Helper()
+	s := newSeeder(l, seed)
+	for _, id := range ids {
+		j := s.job(t, id, 7, 2)
+		l.register(t, j)
+		good = append(good, j)
+	}
+	bad = s.job(t, "changed", 6, 2)
+	l.register(t, bad)
+	l.Exec(t, "update orders set qty = qty + 1, revision = revision + 1 where id = $1", bad.Targets[2].ID)
+	return good, bad
+}
+
+// wantFinishedBut is wantFinished for good, once bad's job, audit and
+// orders are gone.
+func (l *lab) wantFinishedBut(t testing.TB, good []job, bad job) {
+	t.Helper()
+	l.Exec(t, "delete from job_audit where job_id = $1", bad.ID)
+	l.Exec(t, "delete from jobs where job_id = $1", bad.ID) // the queue row goes with it (on delete cascade)
+	var ids []int64
+	for _, target := range bad.Targets {
+		ids = append(ids, target.ID)
+	}
+	l.Exec(t, "delete from orders where id = any($1)", ids)
+	l.wantFinished(t, good)
+}
+
 // register registers j with the SQL function (a NOTIFY goes with it).
 func (l *lab) register(t testing.TB, j job) {
 	t.Helper()
