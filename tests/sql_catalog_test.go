@@ -17,8 +17,14 @@ import (
 var inlined = map[string]struct{ call, shows string }{
 	"target_problem":      {"(e, 'x', 0) from jsonb_array_elements('[{}]') e", "CASE WHEN"},
 	"targets_look_normal": {"(e) from jsonb_array_elements('[[]]') e", "~"},
-	"order_matches":       {"('a', 1, 'cancelled', 2, 'a', e) from jsonb_array_elements('[{}]') e", "'qty'::text"},
+	"order_matches":       {"('a', 1, 'cancelled', 2, 'a', e, 1, k) from unnest(array[1], array['cancel']) as x(e, k)", "CASE k WHEN"},
 	"run_lock_key":        {"(j) from unnest(array['a']) j", "hashtextextended"},
+	"state_before":        {"(k) from unnest(array['cancel']) k", "CASE k"},
+	"state_after":         {"(k) from unnest(array['cancel']) k", "CASE k"},
+	"order_problem":       {"(e, 1, 1, 'a', 'pending', e::integer, 'a', 'pending', 1, 1) from unnest(array[1]) e", "CASE WHEN"},
+	"job_shape_problem":   {"('j', 'a', e, 1, 0) from jsonb_array_elements('[[]]') e", "CASE WHEN"},
+	"registration_problem": {"('j', 'cancel', null, 'a', e, 1, 'a', e, 1) from jsonb_array_elements('[[]]') e",
+		"CASE WHEN"},
 }
 
 // CONTRACT §6: every function is documented with COMMENT ON; and every one
@@ -57,7 +63,7 @@ func TestSQLFunctionCatalog(t *testing.T) {
 			switch f.Name {
 			case "run_chunk":
 				want = append(want, "lock_timeout=500ms")
-			case "pause_job", "resume_job":
+			case "pause_job", "pause_job_after", "resume_job", "register_undo":
 				want = append(want, "lock_timeout=5s")
 			}
 			if in, ok := inlined[f.Name]; ok {
@@ -79,12 +85,14 @@ func TestSQLFunctionCatalog(t *testing.T) {
 					t.Errorf("%s(%s): proconfig %q, want it to contain %q", f.Name, f.Args, f.Config, setting)
 				}
 			}
-			// Only run_chunk, pause_job and resume_job bound their lock
+			// Only run_chunk and the operator's controls (pause_job,
+			// pause_job_after, resume_job, register_undo) bound their lock
 			// waits; no function changes another timeout or the role it
 			// runs as.
 			for _, setting := range f.Config {
 				name, _, _ := strings.Cut(setting, "=")
-				if name == "lock_timeout" && !slices.Contains([]string{"run_chunk", "pause_job", "resume_job"}, f.Name) || name == "statement_timeout" || name == "role" ||
+				if name == "lock_timeout" && !slices.Contains([]string{"run_chunk", "pause_job", "pause_job_after", "resume_job", "register_undo"}, f.Name) ||
+					name == "statement_timeout" || name == "role" ||
 					name == "session_authorization" {
 					t.Errorf("%s(%s): unexpected setting %q", f.Name, f.Args, setting)
 				}

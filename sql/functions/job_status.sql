@@ -24,8 +24,13 @@ as $$
            'pause_reason', s.pause_reason,
            'paused_at', s.paused_at,
            'paused_by', s.paused_by,
+           'pause_after', case when s.state in ('queued', 'running') then s.pause_after end,
+           'kind', s.kind,
+           'undoes', s.undoes,
+           'undone_by', s.undone_by,
            'drift', s.drift) order by s.job_id), '[]'::jsonb)
     from (select j.job_id, j.tenant, j.next_index, c.n, q.visible_at, q.pause_reason, q.paused_at, q.paused_by,
+                 q.pause_after, coalesce(k.kind, 'cancel') as kind, k.undoes, u.job_id as undone_by,
                  coalesce(nullif(r.application_name, ''), 'pid ' || r.pid) as running_in,
                  case
                    when c.n is not null and j.next_index >= c.n then 'done'
@@ -43,10 +48,14 @@ as $$
                         from jsonb_array_elements(j.targets) with ordinality as x(e, ord)
                         left join orders as o on o.id = (x.e -> 'id')::bigint
                        where x.ord <= j.next_index
-                         and (o.id is null or not order_matches(o.tenant, o.qty, o.state, o.revision, j.tenant, x.e)))
+                         and (o.id is null
+                              or not order_matches(o.tenant, o.qty, o.state, o.revision, j.tenant, (x.e -> 'revision')::bigint,
+                                                   (x.e -> 'qty')::bigint, coalesce(k.kind, 'cancel'))))
                  end as drift
             from jobs as j
             left join job_queue as q on q.job_id = j.job_id
+            left join job_kind as k on k.job_id = j.job_id
+            left join job_kind as u on u.undoes = j.job_id
             left join running as r on r.key = run_lock_key(j.job_id)
            cross join lateral (select case when jsonb_typeof(j.targets) = 'array'
                                            then jsonb_array_length(j.targets) end as n) as c) as s
@@ -54,10 +63,14 @@ $$;
 comment on function {{ .schema }}.job_status() is
 $c$Every job with its fleet state, as a jsonb list ordered by job_id: [{"job_id", "tenant",
 "next_index", "n", "state", "running_in", "visible_at", "pause_reason", "paused_at",
-"paused_by", "drift"}, ...]. state is done (next_index = n), running (a chunk of it is in
-flight right now, in the session running_in: a worker's id, or "pid N"), paused (no worker
-starts a chunk of it until resume_job; pause_reason, paused_at and paused_by say why, when
-and by whom), idle (unfinished but not queued: resume_job queues it) or queued (runnable
-from visible_at, which is later than now while it rests after a --rate or retry delay).
-drift counts the committed orders that report() would call drifted or missing (NULL when the
-stored job cannot be read). Read-only: it locks nothing.$c$;
+"paused_by", "pause_after", "kind", "undoes", "undone_by", "drift"}, ...]. state is done
+(next_index = n), running (a chunk of it is in flight right now, in the session running_in:
+a worker's id, or "pid N"), paused (no worker starts a chunk of it until resume_job;
+pause_reason, paused_at and paused_by say why, when and by whom), idle (unfinished but not
+queued: resume_job queues it) or queued (runnable from visible_at, which is later than now
+while it rests after a --rate or retry delay).
+pause_after, while queued or running, is how many more chunks the fleet runs before the job
+pauses itself (pause_job_after), else NULL. kind is cancel (an ordinary job) or restore (an
+undo, made by register_undo); undoes names the job an undo undoes, undone_by the undo of a
+job (NULL when none). drift counts the committed orders that report() would call drifted or
+missing (NULL when the stored job cannot be read). Read-only: it locks nothing.$c$;
