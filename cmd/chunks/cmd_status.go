@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/urfave/cli/v2"
 
+	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
 )
 
@@ -17,10 +18,13 @@ func statusCommand() *cli.Command {
 		Name:      "status",
 		Usage:     "show every job: progress, queued / running / paused / done / idle, and drift",
 		UsageText: "chunks status [--dsn DSN] [--schema S] [--json]",
-		Description: "progress is next_index/n. state: queued (runnable; \"rests until\" a --rate or retry delay\n" +
-			"ends), running (a chunk of it is in flight, in the worker shown), paused (with who paused it,\n" +
-			"when and why; chunks resume JOB), done, or idle (unfinished but not queued; chunks resume JOB\n" +
-			"queues it). drift counts the committed orders that chunks report calls drifted or missing.\n" +
+		Description: "kind: cancel (a registered job) or \"undo of JOB\" (chunks undo). progress is next_index/n.\n" +
+			"state: queued (runnable; \"rests until\" a --rate or retry delay ends), running (a chunk of it\n" +
+			"is in flight, in the worker shown), paused (with who paused it, when and why; chunks resume\n" +
+			"JOB), done, or idle (unfinished but not queued; chunks resume JOB queues it). detail also\n" +
+			"says \"pauses after N more chunks\" while a canary (chunks pause --after N) is pending, and\n" +
+			"\"undone by UNDO\" for an undone job. drift counts the committed orders that chunks report\n" +
+			"calls drifted or missing.\n" +
 			"One query; nothing is written or locked.\n\n" +
 			"Example:\n  chunks --schema lab status\n  chunks --schema lab status --json | jq '.[] | select(.state == \"paused\")'",
 		Action: func(c *cli.Context) error {
@@ -54,23 +58,31 @@ func printStatus(list []fleet.JobStatus, now time.Time) {
 	}
 	count := map[string]int{}
 	drift := 0
-	t := newTable("job", "tenant", "progress", "state", "detail", "drift")
+	t := newTable("job", "kind", "tenant", "progress", "state", "detail", "drift")
 	for _, j := range list {
 		count[j.State]++
-		detail, d := "", "?"
+		var details []string
 		switch {
 		case j.State == fleet.StateRunning && j.RunningIn != nil:
-			detail = "in " + *j.RunningIn
+			details = append(details, "in "+*j.RunningIn)
 		case j.State == fleet.StatePaused && j.PausedAt != nil:
-			detail = fmt.Sprintf("at %s by %s: %s", j.PausedAt.Local().Format("15:04:05"), deref(j.PausedBy), deref(j.PauseReason))
+			details = append(details, fmt.Sprintf("at %s by %s: %s", j.PausedAt.Local().Format("15:04:05"), deref(j.PausedBy), deref(j.PauseReason)))
 		case j.VisibleAt != nil && j.VisibleAt.After(now):
-			detail = "rests until " + j.VisibleAt.Local().Format("15:04:05.000")
+			details = append(details, "rests until "+j.VisibleAt.Local().Format("15:04:05.000"))
 		}
+		if j.PauseAfter != nil {
+			details = append(details, "pauses after "+plural(*j.PauseAfter, "more chunk"))
+		}
+		if j.UndoneBy != nil {
+			details = append(details, "undone by "+*j.UndoneBy)
+		}
+		d := "?"
 		if j.Drift != nil {
 			d = fmt.Sprint(*j.Drift)
 			drift += *j.Drift
 		}
-		t.AppendRow([]any{j.JobID, j.Tenant, fmt.Sprintf("%d/%d", j.NextIndex, j.N), j.State, detail, d})
+		t.AppendRow([]any{j.JobID, kindOf(j.Kind, j.Undoes), j.Tenant, fmt.Sprintf("%d/%d", j.NextIndex, j.N), j.State,
+			strings.Join(details, "; "), d})
 	}
 	t.Render()
 	var parts []string
@@ -80,6 +92,14 @@ func printStatus(list []fleet.JobStatus, now time.Time) {
 		}
 	}
 	say("%s: %s; %s drifted or missing", plural(len(list), "job"), strings.Join(parts, ", "), plural(drift, "order"))
+}
+
+// kindOf is a job's kind as a person reads it: cancel, or "undo of JOB".
+func kindOf(kind string, undoes *string) string {
+	if kind == driver.KindRestore && undoes != nil {
+		return "undo of " + *undoes
+	}
+	return kind
 }
 
 func deref(s *string) string {

@@ -60,6 +60,7 @@ func commands() []*cli.Command {
 	return []*cli.Command{
 		migrateCommand(),
 		manifestCommand(),
+		checkCommand(),
 		registerCommand(),
 		inspectCommand(),
 		runCommand(),
@@ -69,6 +70,7 @@ func commands() []*cli.Command {
 		statusCommand(),
 		pauseCommand(),
 		resumeCommand(),
+		undoCommand(),
 		demoCommand(),
 		benchCommand(),
 	}
