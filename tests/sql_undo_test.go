@@ -203,6 +203,14 @@ func TestSQLUndoRefusals(t *testing.T) {
 	refuse(t, s, "CH409", "job "+long+": can still make progress (next_index 0 of 1, not paused): pause it first (chunks pause "+long+")",
 		"select register_undo($1, 'long-undo')::text", long)
 
+	// An order at the largest revision cannot be restored: refused, naming it.
+	s.Exec(t, "insert into orders values (70, 'acme', 1, 'pending', 2147483646)")
+	s.Exec(t, `select register('{"job_id": "max", "tenant": "acme", "chunk_size": 1, "allow_partial": true,
+		"targets": [{"id": 70, "revision": 2147483646, "qty": 1}]}')`)
+	runToEnd(t, s, "max")
+	refuse(t, s, "CH409", "job max: order 70: revision is 2147483647, the largest an order can have: it cannot be restored",
+		"select register_undo('max')::text")
+
 	// From Go: the kinds, and a bad id refused before the server.
 	_, err := driver.RegisterUndo(ctx, s.Conn, "nope", "")
 	if !errors.Is(err, driver.ErrConflict) || err.Error() != "conflict: job nope: not found" {
