@@ -113,6 +113,15 @@ func TestSQLFunctionCatalog(t *testing.T) {
 	  "cancel_chunk": "tenant text, items jsonb -> jsonb v",
 	  "run_chunk": "job_id text -> jsonb v",
 	  "report": "job_id text -> jsonb s"}`)
+	// And those of the operator's safety functions (README "Safety").
+	sameJSON(t, "safety signatures", mustString(t, s.Conn, `select jsonb_object_agg(p.proname,
+	    pg_get_function_arguments(p.oid) || ' -> ' || pg_get_function_result(p.oid) || ' ' || p.provolatile::text)::text
+	  from pg_proc p where p.pronamespace = $1::regnamespace
+	   and p.proname in ('check_plan', 'register_undo', 'pause_job_after', 'job_lineage')`, s.Name), `{
+	  "check_plan": "plan jsonb -> jsonb s",
+	  "register_undo": "job_id text, new_job_id text DEFAULT NULL::text -> jsonb v",
+	  "pause_job_after": "job_id text, after integer -> boolean v",
+	  "job_lineage": "job_id text -> jsonb s"}`)
 
 	// The pinned search_path at work: a session whose search_path puts
 	// lookalike tables first (a temporary orders and jobs) still reaches the

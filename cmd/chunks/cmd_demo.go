@@ -240,12 +240,15 @@ func (d *demo) undo() error {
 	if err != nil {
 		return err
 	}
+	if lineage == nil || lineage.UndoneBy == nil {
+		return fmt.Errorf("job %s: its lineage does not name its undo: %+v", demoJob, lineage)
+	}
 	r, err := driver.Report(d.ctx, d.conn, demoJob)
 	if err != nil {
 		return err
 	}
 	note("the job %s now reports %d matching and %d drifted orders, and was undone by %s",
-		demoJob, len(r.Matching), len(r.Drifted), deref(lineage.UndoneBy))
+		demoJob, len(r.Matching), len(r.Drifted), *lineage.UndoneBy)
 	return nil
 }
 
