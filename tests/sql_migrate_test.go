@@ -142,9 +142,10 @@ func TestSQLMigrateNothingInPublic(t *testing.T) {
 	if got := mustString(t, admin, "select coalesce(to_regclass('public.schema_version')::text, 'none')"); got != "none" {
 		t.Fatalf("public.schema_version: %s", got)
 	}
-	// Exactly the tables (with their indexes; job_queue is fleet mode's queue) and tern's version table, and the shipped functions.
+	// Exactly the tables (with their indexes; job_queue is fleet mode's queue, job_kind says which jobs are undos) and
+	// tern's version table, and the shipped functions.
 	sameJSON(t, "tables", mustString(t, admin, `select jsonb_agg(relname order by relname)::text from pg_class
-	  where relnamespace = $1::regnamespace and relkind = 'r'`, s.Name), `["job_audit", "job_progress", "job_queue", "jobs", "orders", "schema_version", "workers"]`)
+	  where relnamespace = $1::regnamespace and relkind = 'r'`, s.Name), `["job_audit", "job_kind", "job_progress", "job_queue", "jobs", "orders", "schema_version", "workers"]`)
 	if got, want := installedFunctions(t, admin, s.Name), shippedFunctions(t); !slices.Equal(got, want) {
 		t.Fatalf("functions: %v, want %v", got, want)
 	}

@@ -68,6 +68,7 @@ func commands() []*cli.Command {
 	return []*cli.Command{
 		migrateCommand(),
 		manifestCommand(),
+		checkCommand(),
 		registerCommand(),
 		inspectCommand(),
 		runCommand(),
@@ -78,6 +79,7 @@ func commands() []*cli.Command {
 		serveCommand(),
 		pauseCommand(),
 		resumeCommand(),
+		undoCommand(),
 		demoCommand(),
 		benchCommand(),
 	}

@@ -3,10 +3,17 @@
 -- CREATE OR REPLACE keeps each function's oid and any privileges a DBA granted,
 -- so an upgrade replaces bodies and touches no data.
 {{ template "validate.sql" . }}
-{{ template "cancel_orders.sql" . }}
+{{ template "state_before.sql" . }}
+{{ template "state_after.sql" . }}
+{{ template "order_problem.sql" . }}
+{{ template "change_orders.sql" . }}
 {{ template "job_problem.sql" . }}
+{{ template "job_shape_problem.sql" . }}
 {{ template "order_matches.sql" . }}
+{{ template "valid_plan.sql" . }}
+{{ template "registration_problem.sql" . }}
 {{ template "register.sql" . }}
+{{ template "check_plan.sql" . }}
 {{ template "inspect_job.sql" . }}
 {{ template "cancel_chunk.sql" . }}
 {{ template "run_lock_key.sql" . }}
@@ -15,7 +22,9 @@
 {{ template "queue_channel.sql" . }}
 {{ template "run_next_chunk.sql" . }}
 {{ template "lock_unfinished_job.sql" . }}
+{{ template "check_not_undone.sql" . }}
 {{ template "pause_job.sql" . }}
+{{ template "pause_job_after.sql" . }}
 {{ template "resume_job.sql" . }}
 {{ template "job_state.sql" . }}
 {{ template "running_chunks.sql" . }}
@@ -26,3 +35,5 @@
 {{ template "record_progress.sql" . }}
 {{ template "worker_heartbeat.sql" . }}
 {{ template "worker_gone.sql" . }}
+{{ template "register_undo.sql" . }}
+{{ template "job_lineage.sql" . }}
