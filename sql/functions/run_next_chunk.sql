@@ -66,6 +66,7 @@ begin
 
   if (v_result -> 'done')::boolean then
     delete from job_queue as q where q.job_id = v_job_id;  -- a finished job is never queued again
+    perform campaign_job_done(v_job_id);  -- a campaign's next job takes its place (fairness window)
     return jsonb_build_object('job_id', v_job_id) || v_result;
   end if;
   -- A canary (pause_job_after) counts this chunk; the chunk that ends it
