@@ -116,7 +116,7 @@ func TestConcurrentMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"job_audit", "job_kind", "job_queue", "jobs", "orders", "schema_version"}; !reflect.DeepEqual(tables, want) {
+	if want := []string{"campaign_jobs", "campaigns", "job_audit", "job_kind", "job_queue", "jobs", "orders", "schema_version"}; !reflect.DeepEqual(tables, want) {
 		t.Fatalf("tables %v, want %v", tables, want)
 	}
 	for _, fn := range []struct{ signature, result string }{
