@@ -281,8 +281,7 @@ func (s CampaignSpec) check() (CampaignSpec, error) {
 	return s, nil
 }
 
-// CreateCampaign records a campaign in one statement, so in one
-// transaction: the targets go to the server as three arrays, and
+// CreateCampaign records a campaign in one statement of one transaction: the targets go to the server as three arrays, and
 // campaign_create splits them, sorted by id, into jobs of at most 64
 // targets, records the campaign, queues its first jobs and notifies the
 // fleet once. Re-creating the same approval changes nothing (Created
@@ -315,9 +314,20 @@ func CreateCampaign(ctx context.Context, db DB, spec CampaignSpec, ct CampaignTa
 	for i, t := range ct.Targets {
 		ids[i], revs[i], qtys[i] = int32(t.ID), int32(t.Revision), int32(t.Qty)
 	}
+	// An explicit transaction: COMMIT is sent only after the result came
+	// back, so a client that dies while the statement runs leaves nothing.
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return CampaignCreated{}, err
+	}
 	var out CampaignCreated
-	_, err = queryJSON(ctx, db, &out, "campaign_create", spec.Name, spec.Tenant, spec.ChunkSize, ids, revs, qtys, spec.QueueWindow)
-	return out, err
+	if _, err := queryJSON(ctx, tx, &out, "campaign_create", spec.Name, spec.Tenant, spec.ChunkSize, ids, revs, qtys, spec.QueueWindow); err != nil {
+		return CampaignCreated{}, rollbackTx(ctx, tx, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return CampaignCreated{}, err
+	}
+	return out, nil
 }
 
 // CampaignTargetsFromQuery runs the operator's query in a READ ONLY

@@ -197,3 +197,64 @@ func TestCampaignStatusReportPause(t *testing.T) {
 		t.Fatalf("unknown campaign: %v", err)
 	}
 }
+
+// Fairness: a campaign of 4,000 jobs keeps at most queue_window (16) of
+// them in the queue, so a small job registered after it runs its first
+// chunk within 17 passes of the fleet, and all three of its chunks within
+// 3 × 17, instead of after the 4,000 jobs ahead of it. Each job that
+// finishes releases the campaign's next one, so the campaign still drains.
+func TestCampaignDoesNotStarveASmallJob(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	const n = 4000 * 60 // 4,000 jobs of 60 targets at chunk size 10
+	seedOrders(t, s, "acme", 1, n)
+	var created string
+	if err := s.Conn.QueryRow(ctx, `select campaign_create('big', 'acme', 10, array_agg(g), array_agg(3), array_agg(2))::text
+	    from generate_series(1, $1::int) g`, n).Scan(&created); err != nil {
+		t.Fatal(err)
+	}
+	sameJSON(t, "created", created, `{"name": "big", "created": true, "jobs": 4000, "targets": 240000, "digest": "`+
+		queryString(t, s, "select digest from campaigns")+`"}`)
+	// The campaign's first chunks run: the fleet is busy with it.
+	for range 40 {
+		queryString(t, s, "select run_next_chunk('w')->>'job_id'")
+	}
+	registerJob(t, s, "small", "acme", n+1, 3, 1)
+	if q := queryString(t, s, "select count(*) from job_queue"); q != "17" {
+		t.Fatalf("queue holds %s rows, want the campaign's 16 and the small job", q)
+	}
+	first, last := 0, 0
+	for pass := 1; pass <= 3*17 && last == 0; pass++ {
+		var job string
+		var done bool
+		if err := s.Conn.QueryRow(ctx, "select r->>'job_id', (r->>'done')::boolean from run_next_chunk('w') r").Scan(&job, &done); err != nil {
+			t.Fatal(err)
+		}
+		if job == "small" && first == 0 {
+			first = pass
+		}
+		if job == "small" && done {
+			last = pass
+		}
+	}
+	if first == 0 || first > 17 || last == 0 {
+		t.Fatalf("the small job's first chunk ran at pass %d, its last at %d (0: not within 51 passes)", first, last)
+	}
+	t.Logf("small job: first chunk at pass %d, done at pass %d, behind a campaign of 4,000 jobs", first, last)
+	// The small job is gone from the queue; the campaign still holds 16
+	// rows, one for each job released and not finished.
+	released := queryString(t, s, "select released from campaigns")
+	done := queryString(t, s, "select count(*) from campaign_jobs cj join jobs j using (job_id) where j.next_index = 60")
+	if q := queryString(t, s, "select count(*) from job_queue"); q != "16" || released != fmt.Sprint(16+atoi(t, done)) {
+		t.Fatalf("queue %s rows, released %s, %s campaign jobs done", q, released, done)
+	}
+}
+
+func atoi(t testing.TB, s string) int {
+	t.Helper()
+	var n int
+	if _, err := fmt.Sscan(s, &n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

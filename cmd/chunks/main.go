@@ -69,6 +69,7 @@ func commands() []*cli.Command {
 		statusCommand(),
 		pauseCommand(),
 		resumeCommand(),
+		campaignCommand(),
 		demoCommand(),
 		benchCommand(),
 	}
