@@ -427,3 +427,28 @@ func campaignChange(ctx context.Context, db DB, fn, name string) (CampaignChange
 	_, err := queryJSON(ctx, db, &c, fn, name)
 	return c, err
 }
+
+// CampaignCheck is campaign_check: the preflight over every target of a
+// campaign not yet committed.
+type CampaignCheck struct {
+	Name      string `json:"name"`
+	Targets   int    `json:"targets"`
+	Remaining int    `json:"remaining"`
+	OK        int    `json:"ok"`       // remaining targets whose order can take the change now
+	Problems  int    `json:"problems"` // remaining targets whose order cannot
+	Listed    []struct {
+		ID      int64  `json:"id"`
+		Problem string `json:"problem"`
+	} `json:"listed"` // the first problems, in id order
+}
+
+// CheckCampaign is campaign_check, writing nothing: maxListed (0 to
+// 100,000) bounds the problems listed by id.
+func CheckCampaign(ctx context.Context, db DB, name string, maxListed int) (CampaignCheck, error) {
+	var c CampaignCheck
+	if err := checkName("name", name); err != nil {
+		return c, err
+	}
+	_, err := queryJSON(ctx, db, &c, "campaign_check", name, maxListed)
+	return c, err
+}

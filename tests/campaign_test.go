@@ -176,6 +176,22 @@ func TestCampaignStatusReportPause(t *testing.T) {
 		t.Fatalf("sum of job reports %+v, campaign report %+v", sum, r)
 	}
 
+	// The preflight over the 270 remaining targets: two cannot take their change.
+	s.Exec(t, "update orders set revision = revision + 1 where id = 100")
+	s.Exec(t, "delete from orders where id = 250")
+	before := state(t, s)
+	ch, err := driver.CheckCampaign(ctx, s.Conn, "c", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch.Remaining != 270 || ch.OK != 268 || ch.Problems != 2 || len(ch.Listed) != 1 || ch.Listed[0].ID != 100 ||
+		ch.Listed[0].Problem != "order 100: revision is 4, approved 3" {
+		t.Fatalf("check %+v", ch)
+	}
+	if after := state(t, s); after != before {
+		t.Fatal("campaign check changed the data")
+	}
+
 	p, err := driver.PauseCampaign(ctx, s.Conn, "c")
 	if err != nil || !p.Changed || p.Jobs != 2 {
 		t.Fatalf("pause %+v %v", p, err)

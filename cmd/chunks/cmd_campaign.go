@@ -24,6 +24,7 @@ func campaignCommand() *cli.Command {
 			campaignCreateCommand(),
 			campaignStatusCommand(),
 			campaignReportCommand(),
+			campaignCheckCommand(),
 			campaignPauseResumeCommand("pause", driver.PauseCampaign,
 				"stop the workers from starting any chunk of the campaign",
 				"paused campaign %s: %s paused", "campaign %s was already paused; nothing changed"),
@@ -236,6 +237,45 @@ func campaignPauseResumeCommand(verb string, op func(context.Context, driver.DB,
 				say(changedMsg, name, plural(ch.Jobs, "job"))
 			} else {
 				say(sameMsg, name)
+			}
+			return nil
+		},
+	}
+}
+
+func campaignCheckCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "check",
+		Usage:     "preflight: would every target not yet committed take its change now?",
+		UsageText: "chunks campaign check [--json] [--max-listed N] NAME",
+		Description: "Writes nothing. For each remaining target: is its order there, of the tenant, pending, at the\n" +
+			"approved revision and qty? Exit 0 when all are, 3 (conflict) when any is not, listing the first.",
+		Flags: []cli.Flag{&cli.IntFlag{Name: "max-listed", Value: 100, Usage: "problems listed, by id"}},
+		Action: func(c *cli.Context) error {
+			name, err := nameArg(c)
+			if err != nil {
+				return err
+			}
+			var ch driver.CampaignCheck
+			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
+				ch, err = driver.CheckCampaign(ctx, conn, name, c.Int("max-listed"))
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if jsonOut(c) {
+				if err := printJSON(ch); err != nil {
+					return err
+				}
+			} else {
+				for _, p := range ch.Listed {
+					say("%s", p.Problem)
+				}
+				say("campaign %s: %d of %d targets remaining, %d ok, %d with a problem", ch.Name, ch.Remaining, ch.Targets, ch.OK, ch.Problems)
+			}
+			if ch.Problems > 0 {
+				return &driver.Error{Kind: driver.ErrConflict, Msg: fmt.Sprintf("campaign %s: %d targets cannot take their change now", name, ch.Problems)}
 			}
 			return nil
 		},

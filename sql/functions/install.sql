@@ -38,3 +38,4 @@
 {{ template "campaign_resume.sql" . }}
 {{ template "campaign_status.sql" . }}
 {{ template "campaign_report.sql" . }}
+{{ template "campaign_check.sql" . }}
