@@ -452,3 +452,31 @@ func CheckCampaign(ctx context.Context, db DB, name string, maxListed int) (Camp
 	_, err := queryJSON(ctx, db, &c, "campaign_check", name, maxListed)
 	return c, err
 }
+
+// CampaignUndo is what [UndoCampaign] did.
+type CampaignUndo struct {
+	Name    string  `json:"name"`
+	Undoes  string  `json:"undoes"`
+	Created bool    `json:"created"` // false: it already was the undo
+	Jobs    int     `json:"jobs"`
+	Targets int     `json:"targets"`
+	Drifted []int64 `json:"drifted,omitempty"` // committed orders changed since, left alone
+	Missing []int64 `json:"missing,omitempty"` // committed orders gone, left alone
+}
+
+// UndoCampaign is campaign_undo: one undo campaign (undoName; "" means
+// NAME-undo) of register_undo jobs, one per job of the campaign with a
+// committed order still as it left it, in one transaction. The campaign
+// must be paused or finished.
+func UndoCampaign(ctx context.Context, db DB, name, undoName string) (CampaignUndo, error) {
+	var u CampaignUndo
+	if err := checkName("name", name); err != nil {
+		return u, err
+	}
+	var undo *string
+	if undoName != "" {
+		undo = &undoName
+	}
+	_, err := queryJSON(ctx, db, &u, "campaign_undo", name, undo)
+	return u, err
+}

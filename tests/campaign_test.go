@@ -274,3 +274,60 @@ func atoi(t testing.TB, s string) int {
 	}
 	return n
 }
+
+// The undo of a paused campaign is one campaign of restore jobs built from
+// every job's committed part: drifted orders are left alone, the rest go
+// back to pending (revision + 1 again); creating it again changes nothing,
+// and an undo is not undone.
+func TestCampaignUndo(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	seedOrders(t, s, "acme", 1, 300)
+	if _, err := driver.CreateCampaign(ctx, s.Conn, driver.CampaignSpec{Name: "c", Tenant: "acme", ChunkSize: 10, QueueWindow: 2},
+		readTargets(t, campaignLines(1, 300))); err != nil {
+		t.Fatal(err)
+	}
+	for range 13 { // c-000001 done (6 chunks), c-000002 at 6 of 6 too, c-000003 1 chunk
+		queryString(t, s, "select run_next_chunk('w')::text")
+	}
+	s.Exec(t, "update orders set qty = 9, revision = revision + 1 where id = 7")
+	if _, err := driver.UndoCampaign(ctx, s.Conn, "c", ""); !errors.Is(err, driver.ErrConflict) || !strings.Contains(err.Error(), "can still make progress") {
+		t.Fatalf("undo of a running campaign: %v", err)
+	}
+	if _, err := driver.PauseCampaign(ctx, s.Conn, "c"); err != nil {
+		t.Fatal(err)
+	}
+	u, err := driver.UndoCampaign(ctx, s.Conn, "c", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed := atoi(t, queryString(t, s, "select sum(next_index) from jobs"))
+	if !u.Created || u.Name != "c-undo" || u.Jobs != 3 || u.Targets != committed-1 || fmt.Sprint(u.Drifted) != "[7]" || committed != 130 {
+		t.Fatalf("undo %+v (campaign committed %d)", u, committed)
+	}
+	if got := queryString(t, s, "select string_agg(k.job_id || '>' || k.undoes, ',' order by k.job_id) from job_kind k"); got != "c-undo-000001>c-000001,c-undo-000002>c-000002,c-undo-000003>c-000003" {
+		t.Fatalf("undo jobs %s", got)
+	}
+	for range 40 {
+		queryString(t, s, "select coalesce(run_next_chunk('w')::text, '')")
+	}
+	st, err := driver.GetCampaignStatus(ctx, s.Conn, "c-undo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Committed != 129 || st.JobsDone != 3 || st.Drift != 0 {
+		t.Fatalf("undo status %+v", st)
+	}
+	if got := queryString(t, s, `select format('%s %s %s', count(*) filter (where state = 'pending' and revision = 5),
+	    count(*) filter (where state = 'pending' and revision = 3), count(*) filter (where state = 'cancelled' and qty = 9 and id = 7))
+	    from orders`); got != "129 170 1" {
+		t.Fatalf("restored (pending, revision 5), never touched (3), the drifted one left cancelled: %s", got)
+	}
+	again, err := driver.UndoCampaign(ctx, s.Conn, "c", "")
+	if err != nil || again.Created || again.Jobs != 3 {
+		t.Fatalf("undo again %+v %v", again, err)
+	}
+	if _, err := driver.UndoCampaign(ctx, s.Conn, "c-undo", ""); !errors.Is(err, driver.ErrConflict) || !strings.Contains(err.Error(), "campaign c-undo: is the undo of c") {
+		t.Fatalf("undo of an undo: %v", err)
+	}
+}

@@ -64,7 +64,7 @@ func TestSQLFunctionCatalog(t *testing.T) {
 			switch f.Name {
 			case "run_chunk":
 				want = append(want, "lock_timeout=500ms")
-			case "pause_job", "pause_job_after", "resume_job", "register_undo", "campaign_pause", "campaign_resume":
+			case "pause_job", "pause_job_after", "resume_job", "register_undo", "campaign_pause", "campaign_resume", "campaign_undo":
 				want = append(want, "lock_timeout=5s")
 			}
 			if in, ok := inlined[f.Name]; ok {
@@ -93,7 +93,7 @@ func TestSQLFunctionCatalog(t *testing.T) {
 			// runs as.
 			for _, setting := range f.Config {
 				name, _, _ := strings.Cut(setting, "=")
-				if name == "lock_timeout" && !slices.Contains([]string{"run_chunk", "pause_job", "pause_job_after", "resume_job", "register_undo", "campaign_pause", "campaign_resume"}, f.Name) ||
+				if name == "lock_timeout" && !slices.Contains([]string{"run_chunk", "pause_job", "pause_job_after", "resume_job", "register_undo", "campaign_pause", "campaign_resume", "campaign_undo"}, f.Name) ||
 					name == "statement_timeout" || name == "role" ||
 					name == "session_authorization" {
 					t.Errorf("%s(%s): unexpected setting %q", f.Name, f.Args, setting)

@@ -25,6 +25,7 @@ func campaignCommand() *cli.Command {
 			campaignStatusCommand(),
 			campaignReportCommand(),
 			campaignCheckCommand(),
+			campaignUndoCommand(),
 			campaignPauseResumeCommand("pause", driver.PauseCampaign,
 				"stop the workers from starting any chunk of the campaign",
 				"paused campaign %s: %s paused", "campaign %s was already paused; nothing changed"),
@@ -277,6 +278,42 @@ func campaignCheckCommand() *cli.Command {
 			if ch.Problems > 0 {
 				return &driver.Error{Kind: driver.ErrConflict, Msg: fmt.Sprintf("campaign %s: %d targets cannot take their change now", name, ch.Problems)}
 			}
+			return nil
+		},
+	}
+}
+
+func campaignUndoCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "undo",
+		Usage:     "register one undo campaign, built from the audit of every job of a paused or finished campaign",
+		UsageText: "chunks campaign undo [--json] [--as UNDO] NAME",
+		Description: "Every job of NAME with committed orders still as it left them gets its undo (chunks undo's\n" +
+			"rules: drifted and missing orders are left alone), all recorded as campaign UNDO (default\n" +
+			"NAME-undo) in one transaction; the fleet restores them. Pause NAME first (chunks campaign pause).",
+		Flags: []cli.Flag{&cli.StringFlag{Name: "as", Usage: "the undo campaign's name (default NAME-undo)"}},
+		Action: func(c *cli.Context) error {
+			name, err := nameArg(c)
+			if err != nil {
+				return err
+			}
+			var u driver.CampaignUndo
+			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
+				u, err = driver.UndoCampaign(ctx, conn, name, c.String("as"))
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if jsonOut(c) {
+				return printJSON(u)
+			}
+			if !u.Created {
+				say("campaign %s already is the undo of %s; nothing changed", u.Name, name)
+				return nil
+			}
+			say("registered undo campaign %s of %s: %s in %s; left alone: drifted %s, missing %s", u.Name, name,
+				plural(u.Targets, "order"), plural(u.Jobs, "job"), ids(u.Drifted), ids(u.Missing))
 			return nil
 		},
 	}

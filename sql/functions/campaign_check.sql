@@ -25,9 +25,10 @@ begin
                       array_agg(t.problem order by t.id) filter (where t.problem is not null) as texts
                  from (select (x.e -> 'id')::integer as id,
                               order_problem((x.e -> 'id')::bigint, (x.e -> 'revision')::bigint, (x.e -> 'qty')::bigint,
-                                            j.tenant, 'pending', o.id, o.tenant, o.state, o.revision, o.qty) as problem
+                                            j.tenant, state_before(coalesce(k.kind, 'cancel')), o.id, o.tenant, o.state, o.revision, o.qty) as problem
                          from campaign_jobs as cj
                          join jobs as j on j.job_id = cj.job_id
+                         left join job_kind as k on k.job_id = cj.job_id
                         cross join lateral jsonb_array_elements(j.targets) with ordinality as x(e, ord)
                          left join orders as o on o.id = (x.e -> 'id')::integer
                         where cj.campaign = campaign_check.name and x.ord > j.next_index) as t) as p

@@ -24,11 +24,12 @@ begin
                                 when x.ord > j.next_index then null
                                 when o.id is null then 'missing'
                                 when order_matches(o.tenant, o.qty, o.state, o.revision, j.tenant, (x.e -> 'revision')::bigint,
-                                                   (x.e -> 'qty')::bigint, 'cancel') then 'matching'
+                                                   (x.e -> 'qty')::bigint, coalesce(k.kind, 'cancel')) then 'matching'
                                 else 'drifted'
                               end as status
                          from campaign_jobs as cj
                          join jobs as j on j.job_id = cj.job_id
+                         left join job_kind as k on k.job_id = cj.job_id
                         cross join lateral jsonb_array_elements(j.targets) with ordinality as x(e, ord)
                          left join orders as o on o.id = (x.e -> 'id')::integer and x.ord <= j.next_index
                         where cj.campaign = campaign_report.name) as t) as r

@@ -28,9 +28,10 @@ begin
              where x.ord <= j.next_index
                and (o.id is null
                     or not order_matches(o.tenant, o.qty, o.state, o.revision, j.tenant, (x.e -> 'revision')::bigint,
-                                         (x.e -> 'qty')::bigint, 'cancel'))) as drift
+                                         (x.e -> 'qty')::bigint, coalesce(k.kind, 'cancel')))) as drift
       from campaign_jobs as cj
       join jobs as j on j.job_id = cj.job_id
+      left join job_kind as k on k.job_id = cj.job_id
       left join job_queue as q on q.job_id = cj.job_id
      where cj.campaign = campaign_status.name
   )

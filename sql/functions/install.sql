@@ -39,3 +39,4 @@
 {{ template "campaign_status.sql" . }}
 {{ template "campaign_report.sql" . }}
 {{ template "campaign_check.sql" . }}
+{{ template "campaign_undo.sql" . }}

@@ -7,7 +7,8 @@
 -- re-creation is recognized without reading the jobs. queue_window is how
 -- many of its unfinished jobs the fleet's queue holds at once (fairness:
 -- a campaign never fills the queue); released is how many of its jobs,
--- in seq order, have been put in the queue so far.
+-- in seq order, have been put in the queue so far. undoes names the
+-- campaign an undo campaign (campaign_undo) undoes; a campaign is undone once.
 create table if not exists {{ .schema }}.campaigns(
   name text primary key,
   tenant text not null,
@@ -18,7 +19,9 @@ create table if not exists {{ .schema }}.campaigns(
   queue_window integer not null check (queue_window > 0),
   released integer not null check (released between 0 and job_count),
   paused boolean not null default false,
-  created_at timestamptz not null default now()
+  created_at timestamptz not null default now(),
+  undoes text unique references {{ .schema }}.campaigns(name),
+  check (undoes <> name)
 );
 
 -- campaign_jobs: which job is which part of which campaign. seq 0 holds the
