@@ -8,30 +8,34 @@ declare
 begin
   perform check_name(campaign_report.name, 'name');
   select jsonb_build_object(
-           'name', c.name, 'targets', c.target_count, 'committed', r.committed, 'remaining', c.target_count - r.committed,
+           'name', c.name, 'targets', c.target_count, 'committed', p.committed, 'remaining', c.target_count - p.committed,
            'matching', r.matching, 'drifted_count', r.drifted_count, 'missing_count', r.missing_count,
            'drifted', r.drifted, 'missing', r.missing)
     into v_report
     from campaigns as c
-   cross join (select count(*) filter (where t.committed)::integer as committed,
-                      count(*) filter (where t.status = 'matching')::integer as matching,
+   cross join (select coalesce(sum(j.next_index), 0)::integer as committed
+                 from campaign_jobs as cj
+                 join jobs as j on j.job_id = cj.job_id
+                where cj.campaign = campaign_report.name) as p
+   cross join (select count(*) filter (where t.status = 'matching')::integer as matching,
                       count(*) filter (where t.status = 'drifted')::integer as drifted_count,
                       count(*) filter (where t.status = 'missing')::integer as missing_count,
                       coalesce(jsonb_agg(t.id order by t.id) filter (where t.status = 'drifted'), '[]') as drifted,
                       coalesce(jsonb_agg(t.id order by t.id) filter (where t.status = 'missing'), '[]') as missing
-                 from (select (x.e -> 'id')::integer as id, x.ord <= j.next_index as committed,
+                 -- The committed targets are the audit rows (run_chunk keeps them equal
+                 -- to targets[0:next_index]): plain columns, one index range per job.
+                 from (select a.id,
                               case
-                                when x.ord > j.next_index then null
                                 when o.id is null then 'missing'
-                                when order_matches(o.tenant, o.qty, o.state, o.revision, j.tenant, (x.e -> 'revision')::bigint,
-                                                   (x.e -> 'qty')::bigint, coalesce(k.kind, 'cancel')) then 'matching'
+                                when order_matches(o.tenant, o.qty, o.state, o.revision, j.tenant, a.previous_revision,
+                                                   a.qty, coalesce(k.kind, 'cancel')) then 'matching'
                                 else 'drifted'
                               end as status
                          from campaign_jobs as cj
                          join jobs as j on j.job_id = cj.job_id
                          left join job_kind as k on k.job_id = cj.job_id
-                        cross join lateral jsonb_array_elements(j.targets) with ordinality as x(e, ord)
-                         left join orders as o on o.id = (x.e -> 'id')::integer and x.ord <= j.next_index
+                         join job_audit as a on a.job_id = cj.job_id
+                         left join orders as o on o.id = a.id
                         where cj.campaign = campaign_report.name) as t) as r
    where c.name = campaign_report.name;
   if v_report is null then

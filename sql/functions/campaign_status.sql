@@ -21,17 +21,9 @@ begin
              when q.paused then 'paused'
              when q.job_id is null then 'waiting'
              else 'queued'
-           end as state,
-           (select count(*)
-              from jsonb_array_elements(j.targets) with ordinality as x(e, ord)
-              left join orders as o on o.id = (x.e -> 'id')::integer
-             where x.ord <= j.next_index
-               and (o.id is null
-                    or not order_matches(o.tenant, o.qty, o.state, o.revision, j.tenant, (x.e -> 'revision')::bigint,
-                                         (x.e -> 'qty')::bigint, coalesce(k.kind, 'cancel')))) as drift
+           end as state
       from campaign_jobs as cj
       join jobs as j on j.job_id = cj.job_id
-      left join job_kind as k on k.job_id = cj.job_id
       left join job_queue as q on q.job_id = cj.job_id
      where cj.campaign = campaign_status.name
   )
@@ -54,7 +46,18 @@ begin
                       count(*) filter (where p.state = 'paused')::integer as paused,
                       count(*) filter (where p.state = 'queued')::integer as queued,
                       count(*) filter (where p.state = 'waiting')::integer as waiting,
-                      coalesce(sum(p.drift), 0)::integer as drift
+                      -- report's rules over the audit rows, which run_chunk keeps
+                      -- equal to the committed targets: one join, no jsonb.
+                      (select count(*)::integer
+                         from campaign_jobs as cj
+                         join jobs as j on j.job_id = cj.job_id
+                         left join job_kind as k on k.job_id = cj.job_id
+                         join job_audit as a on a.job_id = cj.job_id
+                         left join orders as o on o.id = a.id
+                        where cj.campaign = campaign_status.name
+                          and (o.id is null
+                               or not order_matches(o.tenant, o.qty, o.state, o.revision, j.tenant, a.previous_revision,
+                                                    a.qty, coalesce(k.kind, 'cancel')))) as drift
                  from per_job as p) as s
    where c.name = campaign_status.name;
   if v_status is null then
