@@ -38,10 +38,32 @@ func TestCampaignCreateSplitsAndIsIdempotent(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
 	seedOrders(t, s, "acme", 1, 1000)
+	listener := pgtest.Connect(t, s.DSN)
+	channel := queryString(t, s, "select queue_channel()")
+	if _, err := listener.Exec(ctx, "listen "+channel); err != nil {
+		t.Fatal(err)
+	}
 	spec := driver.CampaignSpec{Name: "fest", Tenant: "acme", ChunkSize: 10, QueueWindow: 4}
 	got, err := driver.CreateCampaign(ctx, s.Conn, spec, readTargets(t, campaignLines(1, 1000)))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Notifications arrive in commit order: everything before the sentinel
+	// came from the campaign's transaction.
+	s.Exec(t, "select pg_notify($1, 'sentinel')", channel)
+	var heard []string
+	for {
+		n, err := listener.WaitForNotification(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Payload == "sentinel" {
+			break
+		}
+		heard = append(heard, n.Payload)
+	}
+	if fmt.Sprint(heard) != "[fest]" {
+		t.Fatalf("notifications of the create: %q, want one", heard)
 	}
 	if !got.Created || got.Jobs != 17 || got.Targets != 1000 || len(got.Digest) != 64 {
 		t.Fatalf("created %+v", got)

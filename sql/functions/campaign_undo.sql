@@ -14,8 +14,8 @@ declare
   v_targets integer := 0;
   v_job record;
   v_res jsonb;
-  v_drifted jsonb := '[]';
-  v_missing jsonb := '[]';
+  v_drifted jsonb := '[]'::jsonb;
+  v_missing jsonb := '[]'::jsonb;
   v_digest text;
 begin
   perform check_name(v_undo, 'undo_name');

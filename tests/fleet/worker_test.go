@@ -373,8 +373,8 @@ func TestEightWorkersStartTogether(t *testing.T) {
 	}
 	dsn := pgtest.WithSearchPath(pgtest.DSN(), name)
 	l := &lab{&pgtest.Schema{Name: name, DSN: dsn, Conn: pgtest.Connect(t, dsn)}}
-	if v := mustInt(t, l.Conn, "select version from schema_version"); v != 4 {
-		t.Fatalf("schema_version %d, want 4", v)
+	if v := mustInt(t, l.Conn, "select version from schema_version"); v != 5 {
+		t.Fatalf("schema_version %d, want 5", v)
 	}
 	s := newSeeder(l, 8)
 	var jobs []job
