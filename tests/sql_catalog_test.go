@@ -21,6 +21,7 @@ var inlined = map[string]struct{ call, shows string }{
 	"run_lock_key":        {"(j) from unnest(array['a']) j", "hashtextextended"},
 	"job_state":           {"(i, 2, false, true, false) from unnest(array[1]) i", "CASE WHEN"},
 	"order_matches":       {"('a', 1, 'cancelled', 2, 'a', e, 1, k) from unnest(array[1], array['cancel']) as x(e, k)", "CASE k WHEN"},
+	"campaign_job_id":     {"(j, i) from unnest(array['a'], array[0]) as x(j, i)", "lpad"},
 	"state_before":        {"(k) from unnest(array['cancel']) k", "CASE k"},
 	"state_after":         {"(k) from unnest(array['cancel']) k", "CASE k"},
 	"order_problem":       {"(e, 1, 1, 'a', 'pending', e::integer, 'a', 'pending', 1, 1) from unnest(array[1]) e", "CASE WHEN"},
@@ -65,7 +66,7 @@ func TestSQLFunctionCatalog(t *testing.T) {
 			switch f.Name {
 			case "run_chunk":
 				want = append(want, "lock_timeout=500ms")
-			case "pause_job", "pause_job_after", "resume_job", "register_undo":
+			case "pause_job", "pause_job_after", "resume_job", "register_undo", "campaign_pause", "campaign_resume", "campaign_undo":
 				want = append(want, "lock_timeout=5s")
 			}
 			if in, ok := inlined[f.Name]; ok {
@@ -88,12 +89,13 @@ func TestSQLFunctionCatalog(t *testing.T) {
 				}
 			}
 			// Only run_chunk and the operator's controls (pause_job,
-			// pause_job_after, resume_job, register_undo) bound their lock
+			// pause_job_after, resume_job, register_undo, campaign_pause,
+			// campaign_resume) bound their lock
 			// waits; no function changes another timeout or the role it
 			// runs as.
 			for _, setting := range f.Config {
 				name, _, _ := strings.Cut(setting, "=")
-				if name == "lock_timeout" && !slices.Contains([]string{"run_chunk", "pause_job", "pause_job_after", "resume_job", "register_undo"}, f.Name) ||
+				if name == "lock_timeout" && !slices.Contains([]string{"run_chunk", "pause_job", "pause_job_after", "resume_job", "register_undo", "campaign_pause", "campaign_resume", "campaign_undo"}, f.Name) ||
 					name == "statement_timeout" || name == "role" ||
 					name == "session_authorization" {
 					t.Errorf("%s(%s): unexpected setting %q", f.Name, f.Args, setting)

@@ -80,6 +80,7 @@ func commands() []*cli.Command {
 		pauseCommand(),
 		resumeCommand(),
 		undoCommand(),
+		campaignCommand(),
 		demoCommand(),
 		benchCommand(),
 	}

@@ -20,6 +20,7 @@
 {{ template "run_chunk.sql" . }}
 {{ template "report.sql" . }}
 {{ template "queue_channel.sql" . }}
+{{ template "campaign_job_done.sql" . }}
 {{ template "run_next_chunk.sql" . }}
 {{ template "lock_unfinished_job.sql" . }}
 {{ template "check_not_undone.sql" . }}
@@ -37,3 +38,13 @@
 {{ template "worker_gone.sql" . }}
 {{ template "register_undo.sql" . }}
 {{ template "job_lineage.sql" . }}
+{{ template "campaign_job_id.sql" . }}
+{{ template "campaign_difference.sql" . }}
+{{ template "campaign_create.sql" . }}
+{{ template "lock_campaign.sql" . }}
+{{ template "campaign_pause.sql" . }}
+{{ template "campaign_resume.sql" . }}
+{{ template "campaign_status.sql" . }}
+{{ template "campaign_report.sql" . }}
+{{ template "campaign_check.sql" . }}
+{{ template "campaign_undo.sql" . }}

@@ -66,6 +66,7 @@ begin
 
   if (v_result -> 'done')::boolean then
     delete from job_queue as q where q.job_id = v_job_id;  -- a finished job is never queued again
+    perform campaign_job_done(v_job_id);  -- a campaign's next job takes its place (fairness window)
     return jsonb_build_object('job_id', v_job_id) || v_result;
   end if;
   -- A canary (pause_job_after) counts this chunk; the chunk that ends it
@@ -93,7 +94,9 @@ Takes the next runnable job of the queue (unpaused, visible_at reached, oldest f
 UPDATE SKIP LOCKED, so concurrent passes take different jobs and a killed caller's claim ends
 with its transaction), runs its next chunk with run_chunk, and in the same transaction
 removes a finished job from the queue or puts it back behind every waiting job, visible after
-RATE_DELAY_MS (0: at once). Returns {"job_id", "processed", "next_index", "done"}, or NULL
+RATE_DELAY_MS (0: at once). When the finished job belongs to a campaign, the campaign's
+next job joins the queue in the same transaction (campaign_job_done: a campaign holds at
+most its queue_window rows of the queue). Returns {"job_id", "processed", "next_index", "done"}, or NULL
 when nothing is runnable. A pending canary (pause_job_after) counts the chunk: with
 "pause_after" (the chunks still to run) while it lasts, and "paused": true from the pass whose
 chunk ends it, which pauses the job in the same transaction.
