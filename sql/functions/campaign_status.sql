@@ -34,10 +34,10 @@ begin
            'jobs', c.job_count, 'jobs_done', s.done, 'jobs_running', s.running, 'jobs_paused', s.paused,
            'jobs_queued', s.queued, 'jobs_waiting', s.waiting, 'drift', s.drift,
            -- The rate is the average since the campaign was created.
-           'rate_per_s', round(s.committed / greatest(extract(epoch from clock_timestamp() - c.created_at), 0.001), 1),
+           'rate_per_s', round(s.committed / greatest(extract(epoch from clock_timestamp() - c.created_at)::numeric, 0.001), 1),
            'eta_s', case when s.committed = 0 then null
                          else round((c.target_count - s.committed)
-                                    / (s.committed / greatest(extract(epoch from clock_timestamp() - c.created_at), 0.001)), 1) end)
+                                    / (s.committed / greatest(extract(epoch from clock_timestamp() - c.created_at)::numeric, 0.001)), 1) end)
     into v_status
     from campaigns as c
    cross join (select coalesce(sum(p.next_index), 0)::integer as committed,
