@@ -26,15 +26,7 @@ func checkCommand() *cli.Command {
 			"\"ok\", \"problem\", \"committed\"}, ...]}.\n\n" +
 			"Example:\n  chunks --schema lab check plan.json && chunks --schema lab register plan.json",
 		Action: func(c *cli.Context) error {
-			path, err := fileArg(c, "PLAN.json")
-			if err != nil {
-				return err
-			}
-			data, err := readInput(path)
-			if err != nil {
-				return err
-			}
-			plan, err := driver.ParsePlan(data)
+			plan, err := planArg(c)
 			if err != nil {
 				return err
 			}
