@@ -64,8 +64,26 @@ func CheckSchema(schema string) error {
 // (concurrent CREATE SCHEMA IF NOT EXISTS and CREATE OR REPLACE FUNCTION
 // collide in the catalog otherwise). Nothing is created outside schema.
 //
+// Everything in schema belongs to the schema's owner (README "Roles"): the
+// role that runs Migrate when it creates the schema, else whoever owns it
+// already. Tables and functions a migration creates, or that some other
+// role owns, are handed to that owner in the same transaction, so the
+// SECURITY DEFINER functions always run as it. [MigrateOwner] names the
+// owner instead.
+//
 // conn must not be inside a transaction.
 func Migrate(ctx context.Context, conn *pgx.Conn, schema string) error {
+	return MigrateOwner(ctx, conn, schema, "")
+}
+
+// MigrateOwner is [Migrate] that makes owner (a role name, exactly as
+// pg_roles spells it; "" keeps the schema's owner) the owner of schema and
+// of everything in it: its tables and the functions, which are SECURITY
+// DEFINER and so act with owner's rights for every operator and viewer.
+// The role that runs it must be a superuser or a member of owner, and be
+// allowed to change the owner of what it does not own. owner should not be
+// a superuser: see the README's "Roles".
+func MigrateOwner(ctx context.Context, conn *pgx.Conn, schema, owner string) error {
 	if err := CheckSchema(schema); err != nil {
 		return err
 	}
@@ -97,7 +115,7 @@ func Migrate(ctx context.Context, conn *pgx.Conn, schema string) error {
 	if err != nil {
 		return fmt.Errorf("migrate %s: %w", schema, err)
 	}
-	if err := install(ctx, tx, schema, versionTable, m.Migrations, functions); err != nil {
+	if err := install(ctx, tx, schema, owner, versionTable, m.Migrations, functions); err != nil {
 		return rollbackTx(ctx, tx, fmt.Errorf("migrate %s: %w", schema, err))
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -107,7 +125,7 @@ func Migrate(ctx context.Context, conn *pgx.Conn, schema string) error {
 }
 
 // install is Migrate's transaction.
-func install(ctx context.Context, tx pgx.Tx, schema, versionTable string, migrations []*migrate.Migration, functions string) error {
+func install(ctx context.Context, tx pgx.Tx, schema, owner, versionTable string, migrations []*migrate.Migration, functions string) error {
 	if _, err := tx.Exec(ctx, "select pg_advisory_xact_lock(hashtextextended($1, 0))", "chunks migrate "+schema); err != nil {
 		return fmt.Errorf("lock: %w", err)
 	}
@@ -136,6 +154,55 @@ func install(ctx context.Context, tx pgx.Tx, schema, versionTable string, migrat
 	}
 	if _, err := tx.Exec(ctx, functions); err != nil {
 		return fmt.Errorf("install functions: %w", err)
+	}
+	return hand(ctx, tx, schema, owner)
+}
+
+// hand makes owner ("": the schema's owner) own schema and every table,
+// view, sequence and function in it.
+func hand(ctx context.Context, tx pgx.Tx, schema, owner string) error {
+	if owner == "" {
+		if err := tx.QueryRow(ctx, "select nspowner::regrole::text from pg_namespace where nspname = $1", schema).Scan(&owner); err != nil {
+			return fmt.Errorf("owner: %w", err)
+		}
+	} else {
+		var exists bool
+		if err := tx.QueryRow(ctx, "select exists (select from pg_roles where rolname = $1)", owner).Scan(&exists); err != nil {
+			return fmt.Errorf("owner: %w", err)
+		}
+		if !exists {
+			return invalidf("owner: there is no role %s; create it first (CREATE ROLE %s NOLOGIN)", Excerpt(owner, true), pgx.Identifier{owner}.Sanitize())
+		}
+		owner = pgx.Identifier{owner}.Sanitize()
+	}
+	// The statements, in one query: the schema first, then what is in it
+	// (a table takes its indexes and the sequences of its columns along).
+	rows, err := tx.Query(ctx, `
+	  select format('alter schema %I owner to %s', n.nspname, $2::text)
+	    from pg_namespace as n
+	   where n.nspname = $1 and n.nspowner <> $2::regrole
+	  union all
+	  select format(case c.relkind when 'v' then 'alter view %s owner to %s' when 'm' then 'alter materialized view %s owner to %s'
+	                               when 'S' then 'alter sequence %s owner to %s' else 'alter table %s owner to %s' end,
+	                format('%I.%I', $1::text, c.relname), $2::text)
+	    from pg_class as c
+	   where c.relnamespace = $1::regnamespace and c.relkind in ('r', 'p', 'v', 'm', 'S') and c.relowner <> $2::regrole
+	     and not exists (select from pg_depend as d where d.classid = 'pg_class'::regclass and d.objid = c.oid and d.deptype in ('a', 'i'))
+	  union all
+	  select format('alter function %I.%I(%s) owner to %s', $1::text, p.proname, pg_get_function_identity_arguments(p.oid), $2::text)
+	    from pg_proc as p
+	   where p.pronamespace = $1::regnamespace and p.proowner <> $2::regrole`, schema, owner)
+	if err != nil {
+		return fmt.Errorf("owner: %w", err)
+	}
+	statements, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("owner: %w", err)
+	}
+	for _, sql := range statements {
+		if _, err := tx.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("owner: %s: %w", sql, err)
+		}
 	}
 	return nil
 }

@@ -26,14 +26,18 @@ var inlined = map[string]struct{ call, shows string }{
 	"state_after":         {"(k) from unnest(array['cancel']) k", "CASE k"},
 	"order_problem":       {"(e, 1, 1, 'a', 'pending', e::integer, 'a', 'pending', 1, 1) from unnest(array[1]) e", "CASE WHEN"},
 	"job_shape_problem":   {"('j', 'a', e, 1, 0) from jsonb_array_elements('[[]]') e", "CASE WHEN"},
-	"registration_problem": {"('j', 'cancel', null, 'a', e, 1, 'a', e, 1) from jsonb_array_elements('[[]]') e",
+	"registration_problem": {"('j', 'cancel', null, 'a', e, 1, true, 'a', e, 1) from jsonb_array_elements('[[]]') e",
 		"CASE WHEN"},
+	"targets_sha256":   {"(e) from jsonb_array_elements('[[]]') e", "sha256("},
+	"approval_problem": {"('j', 'cancel', 'a', e, 1, 'cancel', 'a', 'x', 1) from jsonb_array_elements('[[]]') e", "CASE WHEN"},
 }
 
-// docs/contract.md §6: every function is documented with COMMENT ON; and every one
-// runs with the caller's rights and its own schema's search_path, so neither
-// the caller's search_path nor a lookalike object in pg_temp can change what
-// it reads or calls.
+// docs/contract.md §6: every function is documented with COMMENT ON; every
+// one runs with its own schema's search_path, so neither the caller's
+// search_path nor a lookalike object in pg_temp can change what it reads or
+// calls; the functions an operator or a viewer may call (access_functions)
+// are SECURITY DEFINER, every other one runs with its caller's rights; and
+// PUBLIC may execute none of them (README "Roles").
 func TestSQLFunctionCatalog(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
@@ -44,10 +48,15 @@ func TestSQLFunctionCatalog(t *testing.T) {
 		SecDef   bool     `json:"secdef"`
 		Config   []string `json:"config"`
 		Language string   `json:"language"`
+		API      bool     `json:"api"`
+		Public   bool     `json:"public"`
 	}
 	out := mustString(t, s.Conn, `select jsonb_agg(jsonb_build_object('name', p.proname,
 	    'args', pg_get_function_identity_arguments(p.oid), 'comment', obj_description(p.oid, 'pg_proc'),
-	    'secdef', p.prosecdef, 'config', p.proconfig, 'language', l.lanname) order by p.proname)::text
+	    'secdef', p.prosecdef, 'config', p.proconfig, 'language', l.lanname,
+	    'api', p.oid in (select f from `+pgx.Identifier{s.Name}.Sanitize()+`.access_functions('operator') as f),
+	    'public', exists (select from aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) as a
+	                       where a.grantee = 0 and a.privilege_type = 'EXECUTE')) order by p.proname)::text
 	  from pg_proc p join pg_language l on l.oid = p.prolang where p.pronamespace = $1::regnamespace`, s.Name)
 	if err := json.Unmarshal([]byte(out), &functions); err != nil {
 		t.Fatal(err)
@@ -59,8 +68,11 @@ func TestSQLFunctionCatalog(t *testing.T) {
 			if f.Comment == nil || len(*f.Comment) < 20 {
 				t.Errorf("%s(%s): comment %v", f.Name, f.Args, f.Comment)
 			}
-			if f.SecDef {
-				t.Errorf("%s(%s) is SECURITY DEFINER", f.Name, f.Args)
+			if f.SecDef != f.API {
+				t.Errorf("%s(%s): SECURITY DEFINER is %v, want %v (it is one an operator or a viewer calls: %v)", f.Name, f.Args, f.SecDef, f.API, f.API)
+			}
+			if f.Public {
+				t.Errorf("%s(%s): PUBLIC may execute it", f.Name, f.Args)
 			}
 			want := []string{"search_path=" + s.Name + ", pg_temp"}
 			switch f.Name {

@@ -162,7 +162,8 @@ func TestSQLUndoRefusals(t *testing.T) {
 	runToEnd(t, s, "corrupt")
 	s.Exec(t, "update job_audit set qty = 9 where job_id = 'corrupt' and ordinal = 1")
 	long := strings.Repeat("x", 60)
-	s.Exec(t, `insert into jobs values ($1, 'acme', '[{"id": 99, "qty": 1, "revision": 0}]', 1, 0)`, long)
+	s.Exec(t, `select register(jsonb_build_object('job_id', $1::text, 'tenant', 'acme', 'chunk_size', 1, 'allow_partial', true,
+		'targets', '[{"id": 99, "qty": 1, "revision": 0}]'::jsonb))`, long)
 
 	for _, c := range []struct{ code, msg, sql string }{
 		{"CH409", "job nope: not found", "select register_undo('nope')::text"},

@@ -264,7 +264,7 @@ func showProgress(c *cli.Context, jobID string, pacer *pace.Pacer) (stop func() 
 		start, first := time.Now(), job.NextIndex
 		for perr == nil {
 			var next int
-			if perr = conn.QueryRow(c.Context, "select next_index from jobs where job_id = $1", jobID).Scan(&next); perr != nil {
+			if perr = conn.QueryRow(c.Context, "select (inspect_job($1) ->> 'next_index')::integer", jobID).Scan(&next); perr != nil {
 				break
 			}
 			rate := float64(next-first) / time.Since(start).Seconds()

@@ -2,8 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/urfave/cli/v2"
 
 	"github.com/chunks-dev/chunks/driver"
@@ -13,10 +18,18 @@ func migrateCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "migrate",
 		Usage:     "create the schema if missing and install or upgrade the tables and functions",
-		UsageText: "chunks migrate --schema SCHEMA [--dsn DSN]",
+		UsageText: "chunks migrate --schema SCHEMA [--owner ROLE] [--dsn DSN]",
 		Description: "Idempotent, and safe when many processes run it at once. Nothing is created outside SCHEMA\n" +
 			"(tern's version table is SCHEMA.schema_version).\n\n" +
-			"Example:\n  chunks migrate --dsn 'postgres://app@localhost/shop' --schema lab",
+			"Everything in SCHEMA belongs to one owner, and the functions run as it (SECURITY DEFINER):\n" +
+			"--owner ROLE names it (a role that is not a superuser, see the README's \"Roles\"); without it\n" +
+			"the schema keeps its owner, or belongs to you when migrate creates it. When the owner is a\n" +
+			"superuser, migrate says so on stderr, as it does what the migrations report (an upgrade's\nchanges to privileges, approvals recorded for jobs registered before).\n" +
+			"Then give roles access with chunks grant.\n\n" +
+			"Example:\n  chunks migrate --dsn 'postgres://admin@localhost/shop' --schema lab --owner chunks_owner",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "owner", Usage: "the role that owns SCHEMA, its tables and functions (default: the schema's owner, or you)"},
+		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() > 0 {
 				return usagef("migrate takes no arguments, got %s", argList(c.Args().Slice()))
@@ -25,20 +38,46 @@ func migrateCommand() *cli.Command {
 			if schema == "" {
 				return usagef("migrate needs --schema (or $CHUNKS_SCHEMA)")
 			}
-			var version int
-			err := withConn(c, func(ctx context.Context, conn *pgx.Conn) error {
-				if err := driver.Migrate(ctx, conn, schema); err != nil {
-					return err
-				}
-				return conn.QueryRow(ctx, "select version from "+pgx.Identifier{schema, "schema_version"}.Sanitize()).Scan(&version)
-			})
+			if err := driver.CheckSchema(schema); err != nil {
+				return err
+			}
+			cfg, err := connConfig(c)
 			if err != nil {
 				return err
 			}
-			if jsonOut(c) {
-				return printJSON(map[string]any{"schema": schema, "version": version})
+			// What chunks' migrations say (their notices start "chunks: "),
+			// not the server's "already exists, skipping" of IF NOT EXISTS.
+			cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+				if msg, ok := strings.CutPrefix(n.Message, "chunks: "); ok {
+					fmt.Fprintf(os.Stderr, "chunks migrate: %s: %s\n", n.Severity, terminalSafe(msg))
+				}
 			}
-			say("chunks is installed in schema %s (migration version %d, functions up to date)", schema, version)
+			conn, err := pgx.ConnectConfig(c.Context, cfg)
+			if err != nil {
+				return connectHint(c, err)
+			}
+			var version int
+			var owner string
+			var superuser bool
+			err = driver.MigrateOwner(c.Context, conn, schema, c.String("owner"))
+			if err == nil {
+				err = conn.QueryRow(c.Context, `select v.version, r.rolname, r.rolsuper
+				  from `+pgx.Identifier{schema, "schema_version"}.Sanitize()+` as v, pg_namespace as n join pg_roles as r on r.oid = n.nspowner
+				 where n.nspname = $1`, schema).Scan(&version, &owner, &superuser)
+			}
+			if err = errors.Join(err, conn.Close(context.WithoutCancel(c.Context))); err != nil {
+				return err
+			}
+			if superuser {
+				fmt.Fprintf(os.Stderr, "chunks migrate: WARNING: schema %s and its SECURITY DEFINER functions belong to %s, a superuser: "+
+					"every role granted chunks access then acts with a superuser's rights inside them. "+
+					"Recommended: chunks migrate --owner ROLE with a role that is not a superuser (README \"Roles\")\n",
+					schema, terminalSafe(owner))
+			}
+			if jsonOut(c) {
+				return printJSON(map[string]any{"schema": schema, "version": version, "owner": owner})
+			}
+			say("chunks is installed in schema %s (migration version %d, functions up to date), owned by %s", schema, version, terminalSafe(owner))
 			return nil
 		},
 	}

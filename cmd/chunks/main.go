@@ -67,6 +67,7 @@ func newApp() *cli.App {
 func commands() []*cli.Command {
 	return []*cli.Command{
 		migrateCommand(),
+		grantCommand(),
 		manifestCommand(),
 		checkCommand(),
 		registerCommand(),

@@ -110,7 +110,13 @@ func pickup(ctx context.Context, conn *pgx.Conn, seed *seeder, jobs int, notify 
 				_, err = tx.Exec(ctx, `select register(jsonb_build_object('job_id', $1::text, 'tenant', 'bench',
 				  'chunk_size', 1, 'allow_partial', true, 'targets', $2::jsonb))`, jobID, target)
 			} else {
+				// As an upgrade queues a job it recorded (migration 008
+				// keeps the approval of a job from before it).
 				if _, err = tx.Exec(ctx, "insert into jobs values ($1, 'bench', $2::jsonb, 1, 0)", jobID, target); err == nil {
+					_, err = tx.Exec(ctx, `insert into job_approval (job_id, kind, tenant, chunk_size, targets_sha256, recorded_from)
+					  values ($1, 'cancel', 'bench', 1, targets_sha256($2::jsonb), 'migration')`, jobID, target)
+				}
+				if err == nil {
 					_, err = tx.Exec(ctx, "insert into job_queue (job_id, visible_at) values ($1, clock_timestamp())", jobID)
 				}
 			}

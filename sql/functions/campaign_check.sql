@@ -1,7 +1,7 @@
 -- Campaigns: the preflight (check_plan's question) over a whole campaign:
 -- would each target not yet committed take its change now?
 create or replace function {{ .schema }}.campaign_check(name text, max_listed integer default 100) returns jsonb
-language plpgsql stable security invoker
+language plpgsql stable security definer
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare

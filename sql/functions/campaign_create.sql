@@ -6,7 +6,7 @@
 create or replace function {{ .schema }}.campaign_create(name text, tenant text, chunk_size integer,
                                                          ids integer[], revisions integer[], qtys integer[],
                                                          queue_window integer default 16) returns jsonb
-language plpgsql volatile security invoker
+language plpgsql volatile security definer
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare
@@ -107,6 +107,10 @@ begin
             from (select u.id, u.revision, u.qty, (row_number() over (order by u.id) - 1)::integer as rn
                     from unnest(campaign_create.ids, campaign_create.revisions, campaign_create.qtys) as u(id, revision, qty)) as t
            group by t.rn / v_per_job) as g;
+  insert into job_approval (job_id, kind, tenant, chunk_size, targets_sha256, recorded_from)
+  select j.job_id, 'cancel', j.tenant, j.chunk_size, targets_sha256(j.targets), 'campaign_create'
+    from jobs as j
+   where j.job_id in (select campaign_job_id(campaign_create.name, s.seq) from generate_series(0, v_jobs - 1) as s(seq));
   insert into campaign_jobs (job_id, campaign, seq)
   select campaign_job_id(campaign_create.name, s.seq), campaign_create.name, s.seq
     from generate_series(0, v_jobs - 1) as s(seq);
@@ -125,7 +129,7 @@ $c$Records a campaign: one approval of any number of targets (IDS, REVISIONS, QT
 index), split after sorting by id into jobs of a whole number of chunks, at most 64 targets
 (60 at chunk_size 10), with ids NAME-000001, NAME-000002, ... in id order. Jobs, campaign record
 (campaigns: tenant, chunk size, job and target counts, sha256 digest, created_at) and
-membership (campaign_jobs) are written set-based in the caller's transaction, the first
+membership (campaign_jobs) and each job's approval (job_approval) are written set-based in the caller's transaction, the first
 QUEUE_WINDOW jobs are queued, and queue_channel() is notified once.
 Returns {"name", "created", "jobs", "targets", "digest"}; created is false when the same
 approval is already recorded under NAME (nothing changes).

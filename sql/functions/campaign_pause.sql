@@ -1,6 +1,6 @@
 -- Campaigns: an operator stops the fleet from taking any job of a campaign.
 create or replace function {{ .schema }}.campaign_pause(name text) returns jsonb
-language plpgsql volatile security invoker
+language plpgsql volatile security definer
 set search_path = {{ .schema }}, pg_temp
 set lock_timeout = '5s'
 as $$

@@ -1,6 +1,6 @@
 -- Campaigns: report() over every job of a campaign, in one query.
 create or replace function {{ .schema }}.campaign_report(name text) returns jsonb
-language plpgsql stable security invoker
+language plpgsql stable security definer
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare

@@ -1,6 +1,6 @@
 -- Campaigns: an operator gives every job of a campaign back to the fleet.
 create or replace function {{ .schema }}.campaign_resume(name text) returns jsonb
-language plpgsql volatile security invoker
+language plpgsql volatile security definer
 set search_path = {{ .schema }}, pg_temp
 set lock_timeout = '5s'
 as $$

@@ -1,7 +1,7 @@
 -- Campaigns: what a campaign is doing, summed over its jobs in one query
 -- that reads only its own jobs (campaign_jobs by campaign).
 create or replace function {{ .schema }}.campaign_status(name text) returns jsonb
-language plpgsql stable security invoker
+language plpgsql stable security definer
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare

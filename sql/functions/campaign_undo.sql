@@ -2,7 +2,7 @@
 -- (register_undo of every job of it that has committed orders still as it
 -- left them), in one transaction.
 create or replace function {{ .schema }}.campaign_undo(name text, undo_name text default null) returns jsonb
-language plpgsql volatile security invoker
+language plpgsql volatile security definer
 set search_path = {{ .schema }}, pg_temp
 set lock_timeout = '5s'
 as $$

@@ -1,5 +1,5 @@
 create or replace function {{ .schema }}.cancel_chunk(tenant text, items jsonb) returns jsonb
-language plpgsql volatile security invoker
+language plpgsql volatile security definer
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare

@@ -2,7 +2,7 @@
 -- with PLAN now, without doing it. The job id and every target's order are
 -- read in ONE SELECT (one snapshot), with no row lock and no write.
 create or replace function {{ .schema }}.check_plan(plan jsonb) returns jsonb
-language plpgsql stable security invoker
+language plpgsql stable security definer
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare
@@ -24,11 +24,12 @@ begin
                                 order by t.id))
     into v_result
     from (select j.job_id, j.next_index,
-                 registration_problem(j.job_id, coalesce(k.kind, 'cancel'), k.undoes, j.tenant, j.targets, j.chunk_size,
+                 registration_problem(j.job_id, coalesce(k.kind, 'cancel'), k.undoes, j.tenant, j.targets, j.chunk_size, ap.job_id is not null,
                                       v_plan ->> 'tenant', v_plan -> 'targets', (v_plan -> 'chunk_size')::integer) as problem
             from (select 1) as one
             left join jobs as j on j.job_id = v_plan ->> 'job_id'
-            left join job_kind as k on k.job_id = j.job_id) as e
+            left join job_kind as k on k.job_id = j.job_id
+            left join job_approval as ap on ap.job_id = j.job_id) as e
    cross join lateral (
           select x.id, c.committed,
                  case when not c.committed then

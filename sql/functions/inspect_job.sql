@@ -1,5 +1,5 @@
 create or replace function {{ .schema }}.inspect_job(job_id text) returns jsonb
-language plpgsql stable security invoker
+language plpgsql stable security definer
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare

@@ -3,6 +3,7 @@
 -- CREATE OR REPLACE keeps each function's oid and any privileges a DBA granted,
 -- so an upgrade replaces bodies and touches no data.
 {{ template "validate.sql" . }}
+{{ template "approval.sql" . }}
 {{ template "state_before.sql" . }}
 {{ template "state_after.sql" . }}
 {{ template "order_problem.sql" . }}
@@ -48,3 +49,9 @@
 {{ template "campaign_report.sql" . }}
 {{ template "campaign_check.sql" . }}
 {{ template "campaign_undo.sql" . }}
+{{ template "grant_access.sql" . }}
+
+-- Least privilege (README "Roles"): no function of chunks is executable by
+-- PUBLIC, not even one a DBA opened to PUBLIC by hand; grant_access grants
+-- them by role. The owner (and a superuser) can always execute them.
+revoke all on all functions in schema {{ .schema }} from public;

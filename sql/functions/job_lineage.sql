@@ -1,7 +1,7 @@
 -- Undo (README "Safety"): what kind of change a job applies, and how it is
 -- tied to an undo, for chunks report.
 create or replace function {{ .schema }}.job_lineage(job_id text) returns jsonb
-language plpgsql stable security invoker
+language plpgsql stable security definer
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare

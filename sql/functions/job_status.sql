@@ -1,7 +1,7 @@
 -- Fleet mode: what every job is doing, for psql (chunks status and the
 -- status page read status_page, which pages).
 create or replace function {{ .schema }}.job_status() returns jsonb
-language sql stable security invoker
+language sql stable security definer
 set search_path = {{ .schema }}, pg_temp
 as $$
   select coalesce(jsonb_agg(r.job order by r.ord), '[]'::jsonb)

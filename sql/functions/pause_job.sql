@@ -1,6 +1,6 @@
 -- Fleet mode: an operator stops the fleet from taking a job.
 create or replace function {{ .schema }}.pause_job(job_id text) returns boolean
-language plpgsql volatile security invoker
+language plpgsql volatile security definer
 set search_path = {{ .schema }}, pg_temp
 set lock_timeout = '5s'
 as $$

@@ -3,7 +3,7 @@
 -- transaction (run_next_chunk counts pause_after down), so no further chunk
 -- starts before a person has looked and resumed it.
 create or replace function {{ .schema }}.pause_job_after(job_id text, after integer) returns boolean
-language plpgsql volatile security invoker
+language plpgsql volatile security definer
 set search_path = {{ .schema }}, pg_temp
 set lock_timeout = '5s'
 as $$

@@ -3,7 +3,7 @@
 -- other. A channel name is at most 63 bytes; a longer one is cut, and two
 -- schemas that then share a channel only cost each other a spurious wakeup.
 create or replace function {{ .schema }}.queue_channel() returns text
-language sql immutable security invoker
+language sql immutable security definer
 set search_path = {{ .schema }}, pg_temp
 as $$
   select left('chunks_{{ .schema }}', 63)

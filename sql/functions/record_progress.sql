@@ -1,7 +1,7 @@
 -- Fleet mode: a worker's heartbeat records how far the jobs it ran got, for
 -- the rate and ETA of chunks status and the status page (job_progress).
 create or replace function {{ .schema }}.record_progress(samples jsonb) returns integer
-language plpgsql volatile security invoker
+language plpgsql volatile security definer
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare

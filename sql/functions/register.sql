@@ -1,5 +1,5 @@
 create or replace function {{ .schema }}.register(plan jsonb) returns boolean
-language plpgsql volatile security invoker
+language plpgsql volatile security definer
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare
@@ -11,6 +11,11 @@ begin
   values (v_job_id, v_plan ->> 'tenant', v_plan -> 'targets', (v_plan -> 'chunk_size')::integer, 0)
   on conflict (job_id) do nothing;
   if found then
+    -- What was approved, kept where only the owner writes (job_approval):
+    -- run_chunk and report refuse the job if its row is changed later.
+    insert into job_approval (job_id, kind, tenant, chunk_size, targets_sha256, recorded_from)
+    values (v_job_id, 'cancel', v_plan ->> 'tenant', (v_plan -> 'chunk_size')::integer,
+            targets_sha256(v_plan -> 'targets'), 'register');
     -- Fleet mode: a new job is runnable in the same commit that records it,
     -- and the workers listening on queue_channel() hear of it then.
     insert into job_queue (job_id, visible_at) values (v_job_id, clock_timestamp());
@@ -20,11 +25,12 @@ begin
 
   -- The id is taken: the same approval again is not an error, anything else is.
   -- Progress (next_index) is never touched here.
-  select registration_problem(j.job_id, coalesce(k.kind, 'cancel'), k.undoes, j.tenant, j.targets, j.chunk_size,
+  select registration_problem(j.job_id, coalesce(k.kind, 'cancel'), k.undoes, j.tenant, j.targets, j.chunk_size, ap.job_id is not null,
                               v_plan ->> 'tenant', v_plan -> 'targets', (v_plan -> 'chunk_size')::integer)
     into v_problem
     from jobs as j
     left join job_kind as k on k.job_id = j.job_id
+    left join job_approval as ap on ap.job_id = j.job_id
    where j.job_id = v_job_id;
   if not found then
     raise exception 'job %: was removed while registering', v_job_id using errcode = 'CH409';
@@ -39,9 +45,11 @@ comment on function {{ .schema }}.register(jsonb) is
 $c$Records an approved job; returns true when new, false when the same approval is already there.
 PLAN is {"job_id", "tenant", "targets": [{"id", "revision", "qty"}, ...], "chunk_size": 1..10,
 "allow_partial": true}; targets are stored sorted by id with next_index 0.
-A new job also joins the fleet's queue (job_queue), visible at once, and queue_channel() is
+A new job's approval is recorded in job_approval (run_chunk and report refuse the job when
+its row no longer matches it). A new job also joins the fleet's queue (job_queue), visible at once, and queue_channel() is
 notified with its id, in the same transaction.
 The same job_id with the same tenant, targets and chunk_size changes nothing (false);
-with anything different, or when the id is an undo (register_undo), it is CH409. Progress
+with anything different, when the id is an undo (register_undo), or when its job row was
+written by hand (no approval record), it is CH409. Progress
 is never reset. check_plan answers, without writing, what register would do.
 Errors: 22023 bad input (names the field); CH409 a different job under this id.$c$;

@@ -7,7 +7,7 @@
 -- undo is a job like any other: kind 'restore' in job_kind, queued for the
 -- fleet, run by run_chunk and reported by report with its own matching.
 create or replace function {{ .schema }}.register_undo(job_id text, new_job_id text default null) returns jsonb
-language plpgsql volatile security invoker
+language plpgsql volatile security definer
 set search_path = {{ .schema }}, pg_temp
 set lock_timeout = '5s'
 as $$
@@ -42,10 +42,13 @@ begin
   -- (FOR UPDATE: this waits for a chunk of it in flight, and two undos of
   -- one job run one after the other).
   select q.paused into v_paused from job_queue as q where q.job_id = register_undo.job_id for update;
-  select j.job_id, j.tenant, j.targets, j.chunk_size, j.next_index, coalesce(k.kind, 'cancel') as kind, k.undoes
+  select j.job_id, j.tenant, j.targets, j.chunk_size, j.next_index, coalesce(k.kind, 'cancel') as kind, k.undoes,
+         approval_problem(j.job_id, coalesce(k.kind, 'cancel'), j.tenant, j.targets, j.chunk_size,
+                          ap.kind, ap.tenant, ap.targets_sha256, ap.chunk_size) as approval_problem
     into v_job
     from jobs as j
     left join job_kind as k on k.job_id = j.job_id
+    left join job_approval as ap on ap.job_id = j.job_id
    where j.job_id = register_undo.job_id
      for update of j;
   if not found then
@@ -78,6 +81,10 @@ begin
                           job_problem(v_job.job_id, v_job.targets, v_job.next_index));
     if v_problem is not null then
       raise exception 'job %: %', v_job.job_id, v_problem using errcode = 'CH409';
+    end if;
+    -- ... and the approval its orders were changed under.
+    if v_job.approval_problem is not null then
+      raise exception '%', v_job.approval_problem using errcode = 'CH409';
     end if;
     if v_job.next_index < jsonb_array_length(v_job.targets) and v_paused is not true then
       raise exception 'job %: can still make progress (next_index % of %, not paused): pause it first (chunks pause %)',
@@ -133,6 +140,8 @@ begin
       raise exception 'job %: already registered, and not as the undo of %', v_new, v_job.job_id using errcode = 'CH409';
     end if;
     insert into job_kind (job_id, kind, undoes) values (v_new, 'restore', v_job.job_id);
+    insert into job_approval (job_id, kind, tenant, chunk_size, targets_sha256, recorded_from)
+    values (v_new, 'restore', v_job.tenant, v_job.chunk_size, targets_sha256(v_targets), 'register_undo');
     -- Queued for the fleet like a registered job, in the same commit.
     insert into job_queue (job_id, visible_at) values (v_new, clock_timestamp());
     perform pg_notify(queue_channel(), v_new);
@@ -154,5 +163,5 @@ when NEW_JOB_ID already is the undo of JOB_ID (nothing changes; the lists descri
 committed orders now). Lock waits are bounded at 5 s.
 Errors: 22023 bad ids, or a default id that would not fit; CH409 an unknown job, an undo
 (an undo is not undone), a job already undone by another id, NEW_JOB_ID taken by another
-job, an unsound job, a job that can still make progress (unfinished and not paused: pause
+job, an unsound job or one that is no longer its registered approval (job_approval), a job that can still make progress (unfinished and not paused: pause
 it first), or nothing to undo.$c$;

@@ -1,11 +1,12 @@
 create or replace function {{ .schema }}.report(job_id text) returns jsonb
-language plpgsql stable security invoker
+language plpgsql stable security definer
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare
   v_report jsonb;
   v_targets jsonb;
   v_next_index integer;
+  v_approval_problem text;
 begin
   perform check_name(report.job_id, 'job_id');
   -- One SELECT reads the job's progress and the current orders together. A
@@ -30,10 +31,13 @@ begin
                         from jsonb_array_elements(j.targets) with ordinality as x(e, ord)
                         left join orders as o on o.id = (x.e -> 'id')::bigint) as t)
          end,
-         j.targets, j.next_index
-    into v_report, v_targets, v_next_index
+         j.targets, j.next_index,
+         approval_problem(j.job_id, coalesce(k.kind, 'cancel'), j.tenant, j.targets, j.chunk_size,
+                          ap.kind, ap.tenant, ap.targets_sha256, ap.chunk_size)
+    into v_report, v_targets, v_next_index, v_approval_problem
     from jobs as j
     left join job_kind as k on k.job_id = j.job_id
+    left join job_approval as ap on ap.job_id = j.job_id
    where j.job_id = report.job_id;
   if not found then
     raise exception 'job %: not found', report.job_id using errcode = 'CH409';
@@ -45,6 +49,11 @@ begin
            else coalesce(job_problem(report.job_id, v_targets, v_next_index), 'the stored job is not sound')
       end using errcode = 'CH409';
   end if;
+  -- Nor is a job that is no longer its registered approval: "matching"
+  -- would be measured against targets nobody approved.
+  if v_approval_problem is not null then
+    raise exception '%', v_approval_problem using errcode = 'CH409';
+  end if;
   return v_report;
 end
 $$;
@@ -55,4 +64,5 @@ id-ordered list. A committed order is matching when it still has the job's tenan
 approved qty, the state the job left it in ('cancelled'; 'pending' for an undo made by
 register_undo) and the approved revision + 1; missing when no order has its id; drifted
 otherwise. One SELECT; changes nothing. Errors: 22023 bad job_id; CH409
-unknown job, or a stored job whose targets or next_index cannot be read.$c$;
+unknown job, a stored job whose targets or next_index cannot be read, or one that is no longer
+the approval register recorded (job_approval) or was never registered through chunks.$c$;

@@ -1,6 +1,6 @@
 -- Fleet mode: an operator gives a job back to the fleet.
 create or replace function {{ .schema }}.resume_job(job_id text) returns boolean
-language plpgsql volatile security invoker
+language plpgsql volatile security definer
 set search_path = {{ .schema }}, pg_temp
 set lock_timeout = '5s'
 as $$

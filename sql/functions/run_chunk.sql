@@ -1,5 +1,5 @@
 create or replace function {{ .schema }}.run_chunk(job_id text) returns jsonb
-language plpgsql volatile security invoker
+language plpgsql volatile security definer
 set search_path = {{ .schema }}, pg_temp
 set lock_timeout = '500ms'
 set plan_cache_mode = force_generic_plan
@@ -20,12 +20,15 @@ begin
   -- The job row lock is the fence: it is taken before the range is chosen, so
   -- two callers of one job run its chunks one after the other, never twice.
   v_locking := 'the job row (another transaction holds it: a chunk of this job in flight, or a session that locked it)';
-  -- Its kind of change (job_kind: no row is an ordinary cancellation) comes
-  -- with it, in the same statement: one keyed lookup more.
-  select j.job_id, j.tenant, j.targets, j.chunk_size, j.next_index, coalesce(k.kind, 'cancel') as kind
+  -- Its kind of change (job_kind: no row is an ordinary cancellation) and
+  -- what register recorded of its approval (job_approval) come with it, in
+  -- the same statement: two keyed lookups more.
+  select j.job_id, j.tenant, j.targets, j.chunk_size, j.next_index, coalesce(k.kind, 'cancel') as kind,
+         ap.kind as a_kind, ap.tenant as a_tenant, ap.targets_sha256 as a_targets_sha256, ap.chunk_size as a_chunk_size
     into v_job
     from jobs as j
     left join job_kind as k on k.job_id = j.job_id
+    left join job_approval as ap on ap.job_id = j.job_id
    where j.job_id = run_chunk.job_id
      for update of j;
   if not found then
@@ -76,6 +79,15 @@ begin
       using errcode = 'CH409';
   end if;
 
+  -- Sound is not enough: it must still be the approval that was registered
+  -- (a rewrite into another sound list of targets would cancel orders
+  -- nobody approved).
+  v_problem := approval_problem(v_job.job_id, v_job.kind, v_job.tenant, v_job.targets, v_job.chunk_size,
+                                v_job.a_kind, v_job.a_tenant, v_job.a_targets_sha256, v_job.a_chunk_size);
+  if v_problem is not null then
+    raise exception '%', v_problem using errcode = 'CH409';
+  end if;
+
   if v_job.next_index = v_n then
     return jsonb_build_object('processed', '[]'::jsonb, 'next_index', v_n, 'done', true);
   end if;
@@ -102,11 +114,13 @@ comment on function {{ .schema }}.run_chunk(text) is
 $c$Runs the next chunk of a job in the caller's transaction: one call, one chunk.
 Locks the job row (FOR UPDATE; lock waits bounded at 500 ms by this function's own
 lock_timeout), proves the stored job sound (valid sorted targets, 0 <= next_index <= n on a
-chunk boundary, audit rows exactly targets[0:next_index]), changes the orders of
+chunk boundary, audit rows exactly targets[0:next_index]) and still the approval that register
+recorded (job_approval: kind, tenant, chunk_size, the targets' sha256), changes the orders of
 [next_index, next_index + chunk_size) by the job's kind (job_kind; an ordinary job cancels
 them as cancel_chunk does, an undo made by register_undo restores cancelled orders to
 pending; revision + 1 either way), writes one audit row each and moves next_index. Returns {"processed": [ids], "next_index": n, "done": bool};
 a finished job returns {"processed": [], "done": true} and changes nothing.
 From psql in autocommit, SELECT run_chunk('job') is one transaction that commits one chunk.
-Errors: 22023 bad job_id; CH409 unknown or unsound job, or an order that does not match;
+Errors: 22023 bad job_id; CH409 unknown or unsound job, a job that is no longer its registered
+approval or was never registered (no job_approval record), or an order that does not match;
 55P03 lock timeout, naming the job and whether the job row or an order was locked.$c$;

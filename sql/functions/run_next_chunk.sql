@@ -6,7 +6,7 @@
 -- commit.
 create or replace function {{ .schema }}.run_next_chunk(worker text, rate_delay_ms integer default 0,
                                                         retry_delay_ms integer default 1000) returns jsonb
-language plpgsql volatile security invoker
+language plpgsql volatile security definer
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare

@@ -3,7 +3,7 @@
 -- for all jobs only what is cheap (their states, the orders left, the
 -- oldest progress), plus the live workers.
 create or replace function {{ .schema }}.status_page(after_job_id text, max_jobs integer) returns jsonb
-language plpgsql stable security invoker
+language plpgsql stable security definer
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare

@@ -1,7 +1,7 @@
 -- Fleet mode: a worker says it is alive and what it is doing.
 create or replace function {{ .schema }}.worker_heartbeat(worker text, host text, pid integer, started_at timestamptz,
                                                           chunks bigint, state text, reason text) returns void
-language plpgsql volatile security invoker
+language plpgsql volatile security definer
 set search_path = {{ .schema }}, pg_temp
 as $$
 begin

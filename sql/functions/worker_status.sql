@@ -1,6 +1,6 @@
 -- Fleet mode: the live workers, for chunks status.
 create or replace function {{ .schema }}.worker_status() returns jsonb
-language sql stable security invoker
+language sql stable security definer
 set search_path = {{ .schema }}, pg_temp
 as $$
   select coalesce(jsonb_agg(jsonb_build_object(

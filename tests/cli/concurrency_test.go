@@ -86,10 +86,6 @@ func TestConcurrentMigrate(t *testing.T) {
 	for i := range procs {
 		procs[i] = start(t, opts{}, "migrate", "--dsn", pgtest.DSN(), "--schema", schema, "--json")
 	}
-	type migrated struct {
-		Schema  string `json:"schema"`
-		Version int    `json:"version"`
-	}
 	results := make([]result, len(procs))
 	for i, p := range procs {
 		results[i] = p.wait(t)
@@ -102,7 +98,7 @@ func TestConcurrentMigrate(t *testing.T) {
 		t.Fatalf("schema_version %d", version)
 	}
 	for _, r := range results {
-		wantJSON(t, r, migrated{Schema: schema, Version: version})
+		wantMigrated(t, r, migrated{Schema: schema, Version: version, Owner: "postgres"})
 	}
 
 	rows, _ := admin.Query(ctx, "select tablename::text from pg_tables where schemaname = $1 order by 1", schema)
@@ -110,7 +106,7 @@ func TestConcurrentMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"campaign_jobs", "campaigns", "job_audit", "job_kind", "job_progress", "job_queue", "jobs", "orders", "schema_version", "workers"}; !reflect.DeepEqual(tables, want) {
+	if want := []string{"campaign_jobs", "campaigns", "job_approval", "job_audit", "job_kind", "job_progress", "job_queue", "jobs", "orders", "schema_version", "workers"}; !reflect.DeepEqual(tables, want) {
 		t.Fatalf("tables %v, want %v", tables, want)
 	}
 	for _, fn := range []struct{ signature, result string }{

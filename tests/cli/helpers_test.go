@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -196,6 +197,29 @@ func wantJSON[T any](t testing.TB, r result, want T) {
 		t.Fatalf("want exit 0 and an empty stderr, got %v", r)
 	}
 	if got := decode[T](t, r); !reflect.DeepEqual(got, want) {
+		t.Fatalf("chunks %s:\n got %+v\nwant %+v", strings.Join(r.args, " "), got, want)
+	}
+}
+
+// migrated is what chunks migrate --json prints.
+type migrated struct {
+	Schema  string `json:"schema"`
+	Version int    `json:"version"`
+	Owner   string `json:"owner"`
+}
+
+// superuserWarning is the line chunks migrate writes on stderr when the
+// schema's owner is a superuser, as the test server's user is.
+var superuserWarning = regexp.MustCompile(`^chunks migrate: WARNING: schema \S+ and its SECURITY DEFINER functions belong to postgres, a superuser: .* Recommended: chunks migrate --owner ROLE .*\n$`)
+
+// wantMigrated is wantJSON for chunks migrate run by the test server's
+// superuser: its stderr is exactly the superuser warning.
+func wantMigrated(t testing.TB, r result, want migrated) {
+	t.Helper()
+	if r.code != 0 || !superuserWarning.MatchString(r.stderr) {
+		t.Fatalf("want exit 0 and the superuser warning alone on stderr, got %v", r)
+	}
+	if got := decode[migrated](t, r); got != want {
 		t.Fatalf("chunks %s:\n got %+v\nwant %+v", strings.Join(r.args, " "), got, want)
 	}
 }

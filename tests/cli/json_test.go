@@ -20,11 +20,7 @@ func TestJSONOutput(t *testing.T) {
 	if err := l.Conn.QueryRow(ctx, "select version from "+l.Name+".schema_version").Scan(&version); err != nil {
 		t.Fatal(err)
 	}
-	type migrated struct {
-		Schema  string `json:"schema"`
-		Version int    `json:"version"`
-	}
-	wantJSON(t, l.chunks(t, "migrate", "--json"), migrated{Schema: l.Name, Version: version})
+	wantMigrated(t, l.chunks(t, "migrate", "--json"), migrated{Schema: l.Name, Version: version, Owner: "postgres"})
 
 	// manifest: no database (no --dsn), targets sorted by id.
 	items := `[{"id": 30, "revision": 2, "qty": 3}, {"id": 10, "revision": 0, "qty": 1}, {"id": 20, "revision": 7, "qty": 1000},

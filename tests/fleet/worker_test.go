@@ -316,6 +316,8 @@ func TestPollingWhenNotificationsAreLost(t *testing.T) {
 	}
 	for _, sql := range []string{
 		`insert into jobs (job_id, tenant, targets, chunk_size, next_index) select $1, $2, $3::jsonb, $4, 0`,
+		`insert into job_approval (job_id, kind, tenant, chunk_size, targets_sha256, recorded_from)
+		 select $1, 'cancel', $2, $4, targets_sha256($3::jsonb), 'migration'`,
 		`insert into job_queue (job_id, visible_at) values ($1, now())`,
 	} {
 		args := []any{j.ID, j.Tenant, mustJSON(t, j.Targets), j.ChunkSize}

@@ -1,0 +1,45 @@
+package driver
+
+import "context"
+
+// Access is what a role may do with chunks (README "Roles"): see [Grant].
+type Access string
+
+const (
+	// Viewer reads: inspect, report, status, the status page and metrics.
+	Viewer Access = "viewer"
+	// Operator does everything chunks does: a viewer's reading, and
+	// register, check, run, drain, pause, resume, undo, campaigns and
+	// workers.
+	Operator Access = "operator"
+)
+
+// Granted is what [Grant] granted or revoked: the functions and the tables,
+// as the catalog names them.
+type Granted struct {
+	Role      string   `json:"role"`
+	Access    Access   `json:"access"`
+	Revoked   bool     `json:"revoked"`
+	Functions []string `json:"functions"` // EXECUTE on each (all SECURITY DEFINER)
+	Tables    []string `json:"tables"`    // SELECT on each (the tables of chunks; never orders)
+}
+
+// Grant gives role (exactly as pg_roles spells it) the privileges of access
+// on the schema of db's search_path, or with revoke takes them back: one
+// call of the SQL function grant_access, in its own statement. An operator
+// can do everything a viewer can; revoking [Operator] leaves a viewer,
+// revoking [Viewer] takes everything, the schema's USAGE included. Neither
+// kind ever holds a privilege to write a table, or any on orders: the
+// functions are SECURITY DEFINER. Run it as the schema's owner (or a
+// superuser). A bad access or an unknown role is an [ErrInvalid].
+func Grant(ctx context.Context, db DB, role string, access Access, revoke bool) (Granted, error) {
+	if access != Operator && access != Viewer {
+		return Granted{}, invalidf("access: must be %s or %s, got %s", Operator, Viewer, Excerpt(string(access), true))
+	}
+	if role == "" {
+		return Granted{}, invalidf("role: must be given")
+	}
+	var g Granted
+	_, err := queryJSON(ctx, db, &g, "grant_access", role, string(access), revoke)
+	return g, err
+}

@@ -1,0 +1,114 @@
+-- Least privilege (README "Roles"): the functions each kind of access may
+-- call, in one place. A viewer reads; an operator does everything chunks
+-- does, a viewer's reading included. Neither may write a table: every
+-- function here is SECURITY DEFINER and writes as the owner.
+create or replace function {{ .schema }}.access_functions(access text) returns setof regprocedure
+language sql stable parallel safe
+set search_path = {{ .schema }}, pg_temp
+as $$
+  select f::regprocedure
+    from unnest(array[
+           '{{ .schema }}.inspect_job(text)', '{{ .schema }}.report(text)', '{{ .schema }}.job_lineage(text)',
+           '{{ .schema }}.job_status()', '{{ .schema }}.status_page(text, integer)', '{{ .schema }}.worker_status()',
+           '{{ .schema }}.campaign_status(text)', '{{ .schema }}.campaign_report(text)', '{{ .schema }}.queue_channel()'
+         ]) as f
+   where access in ('viewer', 'operator')
+  union all
+  select f::regprocedure
+    from unnest(array[
+           '{{ .schema }}.register(jsonb)', '{{ .schema }}.check_plan(jsonb)',
+           '{{ .schema }}.cancel_chunk(text, jsonb)', '{{ .schema }}.run_chunk(text)',
+           '{{ .schema }}.run_next_chunk(text, integer, integer)',
+           '{{ .schema }}.pause_job(text)', '{{ .schema }}.pause_job_after(text, integer)', '{{ .schema }}.resume_job(text)',
+           '{{ .schema }}.register_undo(text, text)',
+           '{{ .schema }}.worker_heartbeat(text, text, integer, timestamptz, bigint, text, text)',
+           '{{ .schema }}.worker_gone(text)', '{{ .schema }}.record_progress(jsonb)',
+           '{{ .schema }}.campaign_create(text, text, integer, integer[], integer[], integer[], integer)',
+           '{{ .schema }}.campaign_check(text, integer)', '{{ .schema }}.campaign_pause(text)',
+           '{{ .schema }}.campaign_resume(text)', '{{ .schema }}.campaign_undo(text, text)'
+         ]) as f
+   where access = 'operator'
+$$;
+comment on function {{ .schema }}.access_functions(text) is
+  'chunks helper: the functions that ACCESS (viewer: the ones that read; operator: those and every one that changes something) may execute.';
+
+-- The tables chunks keeps, which both kinds of access may read (orders is
+-- the application's: neither needs any privilege on it).
+create or replace function {{ .schema }}.access_tables() returns setof regclass
+language sql stable parallel safe
+set search_path = {{ .schema }}, pg_temp
+as $$
+  select t::regclass
+    from unnest(array['{{ .schema }}.jobs', '{{ .schema }}.job_audit', '{{ .schema }}.job_approval', '{{ .schema }}.job_kind',
+                      '{{ .schema }}.job_queue', '{{ .schema }}.job_progress', '{{ .schema }}.workers',
+                      '{{ .schema }}.campaigns', '{{ .schema }}.campaign_jobs']) as t
+$$;
+comment on function {{ .schema }}.access_tables() is
+  'chunks helper: the tables of chunks (not orders) that a viewer or an operator may read.';
+
+create or replace function {{ .schema }}.grant_access(role text, access text, revoke boolean default false) returns jsonb
+language plpgsql volatile security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_role regrole;
+  v_fn regprocedure;
+  v_table regclass;
+  v_functions jsonb := '[]';
+  v_tables jsonb := '[]';
+begin
+  if grant_access.access is null or grant_access.access not in ('operator', 'viewer') then
+    raise exception 'access: must be operator or viewer, got %', coalesce(grant_access.access, 'null') using errcode = '22023';
+  end if;
+  -- The name exactly as pg_roles spells it (not folded to lower case).
+  select r.oid::regrole into v_role from pg_roles as r where r.rolname = grant_access.role;
+  if v_role is null then
+    raise exception 'role: there is no role %; create it first (CREATE ROLE)', excerpt(grant_access.role, true)
+      using errcode = '22023';
+  end if;
+  if grant_access.revoke is null then
+    raise exception 'revoke: must be true or false, got null' using errcode = '22023';
+  end if;
+
+  if not grant_access.revoke then
+    execute format('grant usage on schema %I to %s', '{{ .schema }}', v_role);
+    for v_table in select access_tables() loop
+      execute format('grant select on table %s to %s', v_table, v_role);
+      v_tables := v_tables || to_jsonb(v_table::text);
+    end loop;
+    for v_fn in select access_functions(grant_access.access) loop
+      execute format('grant execute on function %s to %s', v_fn, v_role);
+      v_functions := v_functions || to_jsonb(v_fn::text);
+    end loop;
+  elsif grant_access.access = 'operator' then
+    -- Levels: an operator that loses operator stays a viewer.
+    for v_fn in select access_functions('operator') except select access_functions('viewer') loop
+      execute format('revoke execute on function %s from %s', v_fn, v_role);
+      v_functions := v_functions || to_jsonb(v_fn::text);
+    end loop;
+  else
+    -- A role that is no viewer is no operator either: everything goes.
+    for v_fn in select access_functions('operator') loop
+      execute format('revoke execute on function %s from %s', v_fn, v_role);
+      v_functions := v_functions || to_jsonb(v_fn::text);
+    end loop;
+    for v_table in select access_tables() loop
+      execute format('revoke select on table %s from %s', v_table, v_role);
+      v_tables := v_tables || to_jsonb(v_table::text);
+    end loop;
+    execute format('revoke usage on schema %I from %s', '{{ .schema }}', v_role);
+  end if;
+  return jsonb_build_object('role', v_role::text, 'access', grant_access.access, 'revoked', grant_access.revoke,
+                            'functions', v_functions, 'tables', v_tables);
+end
+$$;
+comment on function {{ .schema }}.grant_access(text, text, boolean) is
+$c$Grants ROLE the privileges of ACCESS on this schema, or with REVOKE takes them back (chunks grant).
+viewer: USAGE on the schema, SELECT on the tables of chunks (access_tables(); not orders) and
+EXECUTE on the functions that read (access_functions('viewer')); operator: those and EXECUTE on
+every function that changes something (access_functions('operator')). Every one of those
+functions is SECURITY DEFINER, so neither needs a privilege on orders or may write any table.
+Levels: revoking operator leaves a viewer; revoking viewer takes everything, the schema's
+USAGE included. Run it as the owner of the schema (or a superuser): it is SECURITY INVOKER, and
+GRANT needs the grant option. Returns {"role", "access", "revoked", "functions", "tables"}.
+Errors: 22023 bad ACCESS or REVOKE, or no such ROLE.$c$;

@@ -1,0 +1,374 @@
+package tests
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/fleet"
+	"github.com/chunks-dev/chunks/internal/pgtest"
+)
+
+// roles is a schema installed the way the README's "Roles" recommends:
+// owned by a role that is not a superuser (chunks migrate --owner), with an
+// operator and a viewer granted by that owner. The test's superuser stands
+// for the application: it writes orders.
+type roles struct {
+	*pgtest.Schema          // the application's view: the superuser, search_path = the schema
+	owner, operator, viewer pgtest.Role
+}
+
+// DSN of role r on the schema.
+func (r *roles) dsn(role pgtest.Role) string {
+	return pgtest.WithSearchPath(role.DSN(pgtest.DSN()), r.Name)
+}
+
+// connect opens a connection as role r on the schema.
+func (r *roles) connect(t testing.TB, role pgtest.Role) *pgx.Conn {
+	t.Helper()
+	return pgtest.Connect(t, r.dsn(role))
+}
+
+func newRoles(t testing.TB) *roles {
+	t.Helper()
+	admin := pgtest.Connect(t, pgtest.DSN())
+	name := pgtest.NewSchemaName(t)
+	t.Cleanup(func() { // after the roles are gone (cleanups run last first)
+		if _, err := admin.Exec(ctx, "drop schema if exists "+name+" cascade"); err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+		}
+	})
+	r := &roles{owner: pgtest.NewRole(t, pgtest.DSN(), "owner")}
+	if err := driver.MigrateOwner(ctx, admin, name, r.owner.Name); err != nil {
+		t.Fatalf("migrate %s --owner %s: %v", name, r.owner.Name, err)
+	}
+	dsn := pgtest.WithSearchPath(pgtest.DSN(), name)
+	r.Schema = &pgtest.Schema{Name: name, DSN: dsn, Conn: pgtest.Connect(t, dsn)}
+	r.operator, r.viewer = pgtest.NewRole(t, pgtest.DSN(), "operator"), pgtest.NewRole(t, pgtest.DSN(), "viewer")
+	owner := r.connect(t, r.owner) // the owner grants, as the README has it
+	if _, err := driver.Grant(ctx, owner, r.operator.Name, driver.Operator, false); err != nil {
+		t.Fatalf("grant operator: %v", err)
+	}
+	if _, err := driver.Grant(ctx, owner, r.viewer.Name, driver.Viewer, false); err != nil {
+		t.Fatalf("grant viewer: %v", err)
+	}
+	return r
+}
+
+// chunksTables are the tables of chunks, orders aside.
+var chunksTables = []string{"jobs", "job_audit", "job_approval", "job_kind", "job_queue", "job_progress", "workers", "campaigns", "campaign_jobs"}
+
+// wantNoTableWrites fails unless conn is refused (42501) every INSERT,
+// UPDATE, DELETE and TRUNCATE on every table of the schema, orders included.
+func wantNoTableWrites(t *testing.T, conn *pgx.Conn) {
+	t.Helper()
+	for _, table := range append(slices.Clone(chunksTables), "orders", "schema_version") {
+		var column string
+		if err := conn.QueryRow(ctx, `select attname::text from pg_attribute
+		  where attrelid = to_regclass($1) and attnum = 1`, table).Scan(&column); err != nil {
+			t.Fatalf("%s: %v", table, err)
+		}
+		for _, sql := range []string{
+			"insert into " + table + " default values",
+			"update " + table + " set " + column + " = " + column,
+			"delete from " + table,
+			"truncate " + table,
+		} {
+			_, err := conn.Exec(ctx, sql)
+			wantPgError(t, err, "42501", "permission denied for table "+table)
+		}
+	}
+}
+
+// An operator, holding no privilege on any table but SELECT on those of
+// chunks, does all of chunks: register, check, run, drain, pause, resume,
+// undo, report, inspect, status, a worker's pass and heartbeat, a campaign.
+// It writes no table itself.
+func TestRolesOperatorRunsEverything(t *testing.T) {
+	t.Parallel()
+	r := newRoles(t)
+	seedOrders(t, r.Schema, "acme", 1, 8)
+	seedOrders(t, r.Schema, "acme", 101, 4)
+	op := r.connect(t, r.operator)
+
+	p := goPlan("j", "acme", 1, 8, 2)
+	if chk, err := driver.CheckPlan(ctx, op, p); err != nil || !chk.OK || chk.Job != "free" {
+		t.Fatalf("check as the operator: %+v, %v", chk, err)
+	}
+	if created, err := driver.Register(ctx, op, p); err != nil || !created {
+		t.Fatalf("register as the operator: %v, %v", created, err)
+	}
+	if res, err := driver.RunChunk(ctx, op, "j", nil); err != nil || res.NextIndex != 2 {
+		t.Fatalf("run as the operator: %+v, %v", res, err)
+	}
+	if changed, err := fleet.Pause(ctx, op, "j"); err != nil || !changed {
+		t.Fatalf("pause as the operator: %v, %v", changed, err)
+	}
+	if changed, err := fleet.Resume(ctx, op, "j"); err != nil || !changed {
+		t.Fatalf("resume as the operator: %v, %v", changed, err)
+	}
+	if changed, err := fleet.PauseAfter(ctx, op, "j", 1); err != nil || !changed {
+		t.Fatalf("pause --after as the operator: %v, %v", changed, err)
+	}
+	pass, err := fleet.RunNext(ctx, op, "w1", 0, 0)
+	if err != nil || pass == nil || pass.JobID != "j" || !pass.Paused {
+		t.Fatalf("a worker's pass as the operator: %+v, %v", pass, err)
+	}
+	if _, err := op.Exec(ctx, "select worker_heartbeat('w1', 'host', 1, now(), 1, 'idle', null), worker_gone('w1')"); err != nil {
+		t.Fatalf("heartbeat as the operator: %v", err)
+	}
+	if changed, err := fleet.Resume(ctx, op, "j"); err != nil || !changed {
+		t.Fatalf("resume as the operator: %v, %v", changed, err)
+	}
+	all, err := driver.Drain(ctx, r.dsn(r.operator), "j", 64)
+	if err != nil || !all.Done || all.NextIndex != 8 {
+		t.Fatalf("drain as the operator: %+v, %v", all, err)
+	}
+	rep, err := driver.Report(ctx, op, "j")
+	if err != nil || len(rep.Matching) != 8 {
+		t.Fatalf("report as the operator: %+v, %v", rep, err)
+	}
+	undo, err := driver.RegisterUndo(ctx, op, "j", "")
+	if err != nil || !undo.Created || len(undo.Targets) != 8 {
+		t.Fatalf("undo as the operator: %+v, %v", undo, err)
+	}
+	if all, err := driver.Drain(ctx, r.dsn(r.operator), "j-undo", 64); err != nil || !all.Done {
+		t.Fatalf("drain the undo as the operator: %+v, %v", all, err)
+	}
+	if got := mustString(t, r.Conn, "select count(*)::text from orders where id between 1 and 8 and state = 'pending' and revision = 5"); got != "8" {
+		t.Fatalf("after the undo, %s of 8 orders are pending at revision 5", got)
+	}
+	if job, err := driver.InspectJob(ctx, op, "j-undo"); err != nil || job == nil || job.NextIndex != 8 {
+		t.Fatalf("inspect as the operator: %+v, %v", job, err)
+	}
+	if st, err := fleet.Status(ctx, op); err != nil || len(st) != 2 {
+		t.Fatalf("status as the operator: %+v, %v", st, err)
+	}
+	if out := mustString(t, op, `select cancel_chunk('acme', '[{"id": 101, "revision": 3, "qty": 2}]') -> 0 ->> 'new_revision'`); out != "4" {
+		t.Fatalf("cancel_chunk as the operator: %s", out)
+	}
+	camp := mustString(t, op, "select campaign_create('c', 'acme', 1, array[102, 103], array[3, 3], array[2, 2])::text")
+	if !strings.Contains(camp, `"created": true`) {
+		t.Fatalf("campaign_create as the operator: %s", camp)
+	}
+	if got := mustString(t, op, "select count(*)::text from job_audit"); got != "16" {
+		t.Fatalf("the operator reads job_audit: %s rows, want 16", got)
+	}
+
+	wantNoTableWrites(t, op)
+	// Nor can it execute a helper: the functions it may call are exactly
+	// access_functions('operator').
+	_, err = op.Exec(ctx, "select change_orders('acme', array[104], array[3], array[2], 'cancel')")
+	wantPgError(t, err, "42501", "permission denied for function change_orders")
+}
+
+// A viewer reads everything a viewer needs and is refused every function
+// that changes something, and every write, with 42501.
+func TestRolesViewerOnlyReads(t *testing.T) {
+	t.Parallel()
+	r := newRoles(t)
+	registerJob(t, r.Schema, "j", "acme", 1, 4, 2)
+	r.Exec(t, "select run_chunk('j')")
+	before := state(t, r.Schema)
+	v := r.connect(t, r.viewer)
+
+	if rep, err := driver.Report(ctx, v, "j"); err != nil || len(rep.Matching) != 2 || len(rep.Remaining) != 2 {
+		t.Fatalf("report as the viewer: %+v, %v", rep, err)
+	}
+	if job, err := driver.InspectJob(ctx, v, "j"); err != nil || job == nil || job.NextIndex != 2 {
+		t.Fatalf("inspect as the viewer: %+v, %v", job, err)
+	}
+	if st, err := fleet.Status(ctx, v); err != nil || len(st) != 1 || st[0].JobID != "j" {
+		t.Fatalf("status as the viewer: %+v, %v", st, err)
+	}
+	if _, err := fleet.Workers(ctx, v); err != nil {
+		t.Fatalf("workers as the viewer: %v", err)
+	}
+	if page := mustString(t, v, "select status_page(null, 10) -> 'counts' ->> 'queued'"); page != "1" {
+		t.Fatalf("status_page as the viewer: queued %s", page)
+	}
+	if got := mustString(t, v, "select count(*)::text from job_audit"); got != "2" {
+		t.Fatalf("the viewer reads job_audit: %s rows", got)
+	}
+
+	// Every function that changes something, called with any arguments:
+	// refused before it runs.
+	rows, err := r.Conn.Query(ctx, `select p.proname::text, p.pronargs
+	  from `+r.Name+`.access_functions('operator') as f join pg_proc as p on p.oid = f
+	 except select p.proname::text, p.pronargs from `+r.Name+`.access_functions('viewer') as f join pg_proc as p on p.oid = f
+	 order by 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type fn struct {
+		Name  string
+		NArgs int
+	}
+	writers, err := pgx.CollectRows(rows, pgx.RowToStructByPos[fn])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(writers) < 17 {
+		t.Fatalf("only %d functions are operator-only: %v", len(writers), writers)
+	}
+	for _, f := range writers {
+		args := strings.TrimSuffix(strings.Repeat("null, ", f.NArgs), ", ")
+		_, err := v.Exec(ctx, "select "+f.Name+"("+args+")")
+		wantPgError(t, err, "42501", "permission denied for function "+f.Name)
+	}
+	_, err = driver.RunChunk(ctx, v, "j", nil)
+	wantPgError(t, err, "42501", "permission denied for function run_chunk")
+	wantNoTableWrites(t, v)
+	unchanged(t, r.Schema, "the viewer", before)
+}
+
+// The privileges each kind ends up with, read from the catalog: exactly
+// access_functions(kind) and USAGE; SELECT on the tables of chunks and
+// nothing else on any table; revoking operator leaves a viewer, revoking
+// viewer leaves nothing. Only the owner can grant.
+func TestRolesGrantAndRevoke(t *testing.T) {
+	t.Parallel()
+	r := newRoles(t)
+	privileges := func(role pgtest.Role) string {
+		t.Helper()
+		return mustString(t, r.Conn, `select jsonb_build_object(
+		  'usage', has_schema_privilege($1, $2, 'USAGE'),
+		  'create', has_schema_privilege($1, $2, 'CREATE'),
+		  'functions', (select coalesce(jsonb_agg(p.proname order by p.proname), '[]') from pg_proc as p
+		                 where p.pronamespace = $2::regnamespace and has_function_privilege($1, p.oid, 'EXECUTE')),
+		  'tables', (select coalesce(jsonb_object_agg(c.relname, (select jsonb_agg(k order by k) from unnest(array['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) as k
+		                                                            where has_table_privilege($1, c.oid, k))), '{}')
+		               from pg_class as c where c.relnamespace = $2::regnamespace and c.relkind = 'r'
+		                and has_table_privilege($1, c.oid, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')))::text`,
+			role.Name, r.Name)
+	}
+	viewerFunctions := `["campaign_report", "campaign_status", "inspect_job", "job_lineage", "job_status", "queue_channel", "report", "status_page", "worker_status"]`
+	operatorFunctions := `["campaign_check", "campaign_create", "campaign_pause", "campaign_report", "campaign_resume", "campaign_status",
+	  "campaign_undo", "cancel_chunk", "check_plan", "inspect_job", "job_lineage", "job_status", "pause_job", "pause_job_after",
+	  "queue_channel", "record_progress", "register", "register_undo", "report", "resume_job", "run_chunk", "run_next_chunk",
+	  "status_page", "worker_gone", "worker_heartbeat", "worker_status"]`
+	tables := `{"jobs": ["SELECT"], "job_audit": ["SELECT"], "job_approval": ["SELECT"], "job_kind": ["SELECT"], "job_queue": ["SELECT"],
+	  "job_progress": ["SELECT"], "workers": ["SELECT"], "campaigns": ["SELECT"], "campaign_jobs": ["SELECT"]}`
+	sameJSON(t, "operator", privileges(r.operator), `{"usage": true, "create": false, "functions": `+operatorFunctions+`, "tables": `+tables+`}`)
+	sameJSON(t, "viewer", privileges(r.viewer), `{"usage": true, "create": false, "functions": `+viewerFunctions+`, "tables": `+tables+`}`)
+
+	owner := r.connect(t, r.owner)
+	g, err := driver.Grant(ctx, owner, r.operator.Name, driver.Operator, true)
+	if err != nil || !g.Revoked || len(g.Functions) != 17 || len(g.Tables) != 0 {
+		t.Fatalf("revoke operator: %+v, %v", g, err)
+	}
+	sameJSON(t, "operator revoked", privileges(r.operator), `{"usage": true, "create": false, "functions": `+viewerFunctions+`, "tables": `+tables+`}`)
+	if _, err := driver.Grant(ctx, owner, r.operator.Name, driver.Viewer, true); err != nil {
+		t.Fatal(err)
+	}
+	sameJSON(t, "viewer revoked", privileges(r.operator), `{"usage": false, "create": false, "functions": [], "tables": {}}`)
+
+	// Bad input names the field; only the owner (or a superuser) grants.
+	if _, err := driver.Grant(ctx, owner, "nobody_at_all", driver.Operator, false); !errors.Is(err, driver.ErrInvalid) ||
+		!strings.Contains(err.Error(), `role: there is no role "nobody_at_all"`) {
+		t.Fatalf("grant to no role: %v", err)
+	}
+	if _, err := driver.Grant(ctx, owner, r.viewer.Name, "admin", false); !errors.Is(err, driver.ErrInvalid) ||
+		!strings.Contains(err.Error(), "access: must be operator or viewer") {
+		t.Fatalf("grant admin: %v", err)
+	}
+	_, err = driver.Grant(ctx, r.connect(t, r.viewer), r.viewer.Name, driver.Operator, false)
+	wantPgError(t, err, "42501", "permission denied for function grant_access")
+	// An operator cannot grant either: grant_access is the owner's.
+	if _, err := driver.Grant(ctx, owner, r.operator.Name, driver.Operator, false); err != nil {
+		t.Fatal(err)
+	}
+	_, err = driver.Grant(ctx, r.connect(t, r.operator), r.viewer.Name, driver.Operator, false)
+	wantPgError(t, err, "42501", "permission denied for function grant_access")
+}
+
+// The classic attack on SECURITY DEFINER functions: a caller who controls a
+// schema on its search_path, and pg_temp, puts lookalikes of the tables and
+// of built-in functions and operators there, hoping a chunks function runs
+// them with the owner's rights. None is ever reached: every function pins
+// search_path to its own schema, then pg_temp, and the inlined helpers are
+// only ever run inside those.
+func TestRolesSearchPathAttack(t *testing.T) {
+	t.Parallel()
+	r := newRoles(t)
+	registerJob(t, r.Schema, "j", "acme", 1, 4, 2)
+	seedOrders(t, r.Schema, "acme", 11, 2)
+	evil := "evil_" + r.Name
+	r.Exec(t, "create schema "+evil+" authorization "+pgx.Identifier{r.operator.Name}.Sanitize())
+	t.Cleanup(func() {
+		if _, err := r.Conn.Exec(ctx, "drop schema if exists "+evil+" cascade"); err != nil {
+			t.Errorf("drop schema %s: %v", evil, err)
+		}
+	})
+	op := r.connect(t, r.operator)
+	// Every lookalike raises: reaching one fails the call that did.
+	trap := func(name string) string {
+		return fmt.Sprintf("begin raise exception 'TRAPPED: %s ran as %%', current_user; end", name)
+	}
+	for _, sql := range []string{
+		"create table %[1]s.jobs(job_id text, tenant text, targets jsonb, chunk_size int, next_index int)",
+		"create table %[1]s.orders(id int, tenant text, qty int, state text, revision int)",
+		"create table %[1]s.job_audit(job_id text, ordinal int, id int, previous_revision int, new_revision int, qty int)",
+		"create table %[1]s.job_approval(job_id text, kind text, tenant text, chunk_size int, targets_sha256 text)",
+		"create table %[1]s.job_queue(job_id text, visible_at timestamptz, paused boolean)",
+		"create temporary table jobs(job_id text, tenant text, targets jsonb, chunk_size int, next_index int)",
+		"create temporary table orders(id int, tenant text, qty int, state text, revision int)",
+		"create temporary table job_approval(job_id text, kind text, tenant text, chunk_size int, targets_sha256 text)",
+		"create function %[1]s.jsonb_array_length(jsonb) returns int language plpgsql as $$" + trap("jsonb_array_length") + "$$",
+		"create function %[1]s.sha256(bytea) returns bytea language plpgsql as $$" + trap("sha256") + "$$",
+		"create function %[1]s.encode(bytea, text) returns text language plpgsql as $$" + trap("encode") + "$$",
+		"create function %[1]s.convert_to(text, name) returns bytea language plpgsql as $$" + trap("convert_to") + "$$",
+		"create function %[1]s.pg_notify(text, text) returns void language plpgsql as $$" + trap("pg_notify") + "$$",
+		"create function %[1]s.clock_timestamp() returns timestamptz language plpgsql as $$" + trap("clock_timestamp") + "$$",
+		"create function %[1]s.excerpt(text, boolean) returns text language plpgsql as $$" + trap("excerpt") + "$$",
+		"create function %[1]s.targets_sha256(jsonb) returns text language plpgsql as $$" + trap("targets_sha256") + "$$",
+		"create function %[1]s.eq(text, text) returns boolean language plpgsql as $$" + trap("operator =") + "$$",
+		"create operator %[1]s.= (leftarg = text, rightarg = text, function = %[1]s.eq)",
+		"create function pg_temp.jsonb_array_length(jsonb) returns int language plpgsql as $$" + trap("pg_temp.jsonb_array_length") + "$$",
+		"create function pg_temp.run_lock_key(text) returns bigint language plpgsql as $$" + trap("pg_temp.run_lock_key") + "$$",
+		"set search_path = " + evil + ", pg_temp, pg_catalog, %[2]s",
+	} {
+		sql = strings.NewReplacer("%[1]s", evil, "%[2]s", r.Name).Replace(sql)
+		if _, err := op.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	// The lookalikes are live: an unqualified call reaches them.
+	_, err := op.Exec(ctx, "select jsonb_array_length('[]')")
+	wantPgError(t, err, "P0001", "TRAPPED: jsonb_array_length ran as "+r.operator.Name)
+
+	q := pgx.Identifier{r.Name}.Sanitize() + "."
+	for _, c := range []struct{ sql, want string }{
+		{q + "run_next_chunk('w') ->> 'next_index'", "2"},
+		{q + "run_chunk('j') ->> 'next_index'", "4"},
+		{q + "report('j') ->> 'matching'", "[1, 2, 3, 4]"},
+		{q + "inspect_job('j') ->> 'next_index'", "4"},
+		{q + "check_plan($1::jsonb) ->> 'ok'", "true"},
+		{q + "register($1::jsonb)::text", "true"},
+		{q + "pause_job('j2')::text", "true"},
+		{q + "resume_job('j2')::text", "true"},
+		{q + "run_chunk('j2') ->> 'next_index'", "1"},
+		{"pg_catalog.jsonb_array_length(" + q + "job_status())::text", "2"},
+		{"pg_catalog.jsonb_array_length(" + q + "status_page(null, 5) -> 'jobs')::text", "2"},
+		{q + "cancel_chunk('acme', '[{\"id\": 12, \"revision\": 3, \"qty\": 2}]') -> 0 ->> 'new_revision'", "4"},
+		{q + "register_undo('j2') ->> 'created'", "true"},
+	} {
+		args := []any{plan("j2", "acme", 11, 1, 1)}
+		if !strings.Contains(c.sql, "$1") {
+			args = nil
+		}
+		got, err := tryString(op, "select "+c.sql, args...)
+		if err != nil || got != c.want {
+			t.Fatalf("select %s: got %q, %v; want %q", c.sql, got, err, c.want)
+		}
+	}
+	// The lookalike tables are as the caller left them: empty.
+	if got := mustString(t, op, "select (select count(*) from "+evil+".jobs) + (select count(*) from pg_temp.jobs) + (select count(*) from pg_temp.job_approval)"); got != "0" {
+		t.Fatalf("the lookalike tables got %s rows", got)
+	}
+}
