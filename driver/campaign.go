@@ -351,6 +351,12 @@ func CampaignTargetsFromQuery(ctx context.Context, conn *pgx.Conn, query string)
 	}
 	defer rows.Close()
 	fields := rows.FieldDescriptions()
+	if len(fields) == 0 { // the query failed: pgx reports it when the rows are read or closed
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return CampaignTargets{}, MapError(err)
+		}
+	}
 	if len(fields) != 3 || fields[0].Name != "id" || fields[1].Name != "revision" || fields[2].Name != "qty" {
 		names := make([]string, len(fields))
 		for i, f := range fields {

@@ -159,7 +159,9 @@ func install(ctx context.Context, tx pgx.Tx, schema, owner, versionTable string,
 }
 
 // hand makes owner ("": the schema's owner) own schema and every table,
-// view, sequence and function in it.
+// view, sequence and function in it that the role running migrate or the
+// schema's owner owned; a third role's orders stays its own, and owner is
+// granted SELECT and UPDATE on it.
 func hand(ctx context.Context, tx pgx.Tx, schema, owner string) error {
 	if owner == "" {
 		if err := tx.QueryRow(ctx, "select nspowner::regrole::text from pg_namespace where nspname = $1", schema).Scan(&owner); err != nil {
@@ -177,21 +179,30 @@ func hand(ctx context.Context, tx pgx.Tx, schema, owner string) error {
 	}
 	// The statements, in one query: the schema first, then what is in it
 	// (a table takes its indexes and the sequences of its columns along).
+	// What a third role owns (an application's orders, made before chunks
+	// came) stays that role's: the owner is granted what the functions need.
 	rows, err := tx.Query(ctx, `
+	  with mine as (select current_user::regrole as r union select nspowner from pg_namespace where nspname = $1)
 	  select format('alter schema %I owner to %s', n.nspname, $2::text)
 	    from pg_namespace as n
 	   where n.nspname = $1 and n.nspowner <> $2::regrole
+	  union all
+	  select format('grant select, update on table %I.%I to %s', $1::text, c.relname, $2::text)
+	    from pg_class as c
+	   where c.relnamespace = $1::regnamespace and c.relname = 'orders' and c.relowner <> $2::regrole
+	     and c.relowner not in (select r from mine)
 	  union all
 	  select format(case c.relkind when 'v' then 'alter view %s owner to %s' when 'm' then 'alter materialized view %s owner to %s'
 	                               when 'S' then 'alter sequence %s owner to %s' else 'alter table %s owner to %s' end,
 	                format('%I.%I', $1::text, c.relname), $2::text)
 	    from pg_class as c
 	   where c.relnamespace = $1::regnamespace and c.relkind in ('r', 'p', 'v', 'm', 'S') and c.relowner <> $2::regrole
+	     and c.relowner in (select r from mine)
 	     and not exists (select from pg_depend as d where d.classid = 'pg_class'::regclass and d.objid = c.oid and d.deptype in ('a', 'i'))
 	  union all
 	  select format('alter function %I.%I(%s) owner to %s', $1::text, p.proname, pg_get_function_identity_arguments(p.oid), $2::text)
 	    from pg_proc as p
-	   where p.pronamespace = $1::regnamespace and p.proowner <> $2::regrole`, schema, owner)
+	   where p.pronamespace = $1::regnamespace and p.proowner <> $2::regrole and p.proowner in (select r from mine)`, schema, owner)
 	if err != nil {
 		return fmt.Errorf("owner: %w", err)
 	}

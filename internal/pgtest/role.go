@@ -4,6 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -18,9 +21,11 @@ type Role struct {
 }
 
 // NewRole creates a Role on the server of base (a DSN of a superuser
-// without search_path), named after suffix. When the test ends, what it owns
-// goes back to base's user (so a schema it owned is dropped by the test's
-// own clean-up), its privileges are revoked and it is dropped.
+// without search_path), named after suffix. On the test database's server
+// ([DSN]), what it owns goes back to the superuser when the test ends (so a
+// schema it owned is dropped by the test's own clean-up), its privileges
+// are revoked and it is dropped; on any other server it goes with the
+// server.
 func NewRole(t testing.TB, base, suffix string) Role {
 	t.Helper()
 	var b [4]byte
@@ -28,24 +33,43 @@ func NewRole(t testing.TB, base, suffix string) Role {
 		t.Fatal(err)
 	}
 	r := Role{Name: "r_" + hex.EncodeToString(b[:]) + "_" + suffix, Password: hex.EncodeToString(b[:])}
-	admin := Connect(t, base)
-	ctx := context.Background()
 	id := pgx.Identifier{r.Name}.Sanitize()
-	if _, err := admin.Exec(ctx, "create role "+id+" login password '"+r.Password+"'"); err != nil {
+	if err := runOn(base, "create role "+id+" login password '"+r.Password+"'"); err != nil {
 		t.Fatalf("create role %s: %v", r.Name, err)
 	}
-	t.Cleanup(func() {
-		for _, sql := range []string{"reassign owned by " + id + " to current_user", "drop owned by " + id, "drop role " + id} {
-			if _, err := admin.Exec(ctx, sql); err != nil {
-				t.Errorf("%s: %v", sql, err)
-				return
+	if base == DSN() {
+		t.Cleanup(func() {
+			if err := runOn(base, "reassign owned by "+id+" to current_user", "drop owned by "+id, "drop role "+id); err != nil {
+				t.Errorf("drop role %s: %v", r.Name, err)
 			}
-		}
-	})
+		})
+	}
 	return r
 }
 
-// DSN is base (a key=value DSN) logging in as the role.
+// runOn runs statements on a connection of its own.
+func runOn(dsn string, statements ...string) (err error) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, conn.Close(ctx)) }()
+	for _, sql := range statements {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DSN is base (key=value or a URL) logging in as the role.
 func (r Role) DSN(base string) string {
+	if strings.HasPrefix(base, "postgres://") || strings.HasPrefix(base, "postgresql://") {
+		if u, err := url.Parse(base); err == nil {
+			u.User = url.UserPassword(r.Name, r.Password)
+			return u.String()
+		}
+	}
 	return base + " user=" + r.Name + " password=" + r.Password
 }

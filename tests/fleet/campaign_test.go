@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/chunks-dev/chunks/driver"
 )
 
@@ -118,6 +120,8 @@ func TestCampaign100000Targets(t *testing.T) {
 	file := writeCampaignFile(t, 1, n)
 	args := []string{"create", "--tenant", "acme", "--chunk-size", "10", "--allow-partial"}
 	fromFile := campaignJSON[driver.CampaignCreated](t, l, append(args, "from-file", file)...)
+	// --from-query runs as the operator: it needs what its query reads.
+	l.Exec(t, "grant select on orders to "+pgx.Identifier{l.operator.Name}.Sanitize())
 	fromQuery := campaignJSON[driver.CampaignCreated](t, l, append(args, "--from-query",
 		fmt.Sprintf("select id, revision, qty from orders where tenant = 'acme' and state = 'pending' and id > %d", n), "from-query")...)
 	for _, c := range []driver.CampaignCreated{fromFile, fromQuery} {

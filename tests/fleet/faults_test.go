@@ -597,7 +597,7 @@ func TestDrainThroughACrash(t *testing.T) {
 	j := newSeeder(l, 7).job(t, "festival", 30, 3)
 	l.register(t, j)
 	app := c.schema + "-drain"
-	args := []string{"--dsn", c.srv.DSN() + " application_name=" + app, "--schema", c.schema, "--json", "drain", j.ID}
+	args := []string{"--dsn", c.operator.DSN(c.srv.DSN()) + " application_name=" + app, "--schema", c.schema, "--json", "drain", j.ID}
 	drain := start(t, "drain", args...)
 	waitFor(t, 20*time.Second, "3 chunks done and one in flight", func() bool {
 		return l.nextIndex(t, j.ID) >= 9 && l.chunkInFlightAs(t, app)

@@ -198,15 +198,22 @@ func run(t testing.TB, args ...string) result {
 	return start(t, "chunks "+strings.Join(args, " "), args...).wait(t, processTimeout)
 }
 
-// lab is a test's own migrated schema.
+// lab is a test's own migrated schema. The test itself (Conn) is the
+// superuser, standing for the application and the DBA; every chunks
+// process it starts (globals) runs as operator, a role that chunks grant
+// --operator made an operator and that holds no table privilege (README
+// "Roles").
 type lab struct {
 	*pgtest.Schema
-	base string // the server's DSN without search_path; "" for the test database
+	base     string // the server's DSN without search_path; "" for the test database
+	operator pgtest.Role
 }
 
 func newLab(t testing.TB) *lab {
 	t.Helper()
-	return &lab{Schema: pgtest.NewSchema(t)}
+	l := &lab{Schema: pgtest.NewSchema(t)}
+	l.operator = newOperator(t, l.Conn, pgtest.DSN())
+	return l
 }
 
 // labOn is a lab on another server: a new schema migrated there through
@@ -219,7 +226,25 @@ func labOn(t testing.TB, base string) *lab {
 		t.Fatalf("migrate %s: %v", name, err)
 	}
 	dsn := pgtest.WithSearchPath(base, name)
-	return &lab{Schema: &pgtest.Schema{Name: name, DSN: dsn, Conn: pgtest.Connect(t, dsn)}, base: base}
+	l := &lab{Schema: &pgtest.Schema{Name: name, DSN: dsn, Conn: pgtest.Connect(t, dsn)}, base: base}
+	l.operator = newOperator(t, l.Conn, base)
+	// --max-replica-lag reads pg_stat_replication in full (README
+	// "Protecting production"): pg_monitor.
+	if _, err := admin.Exec(ctx, "grant pg_monitor to "+pgx.Identifier{l.operator.Name}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// newOperator is a new role on the server of base, made an operator of the
+// schema of conn's search_path.
+func newOperator(t testing.TB, conn *pgx.Conn, base string) pgtest.Role {
+	t.Helper()
+	op := pgtest.NewRole(t, base, "operator")
+	if _, err := driver.Grant(ctx, conn, op.Name, driver.Operator, false); err != nil {
+		t.Fatalf("grant operator: %v", err)
+	}
+	return op
 }
 
 // globals point chunks at the lab. The connections of its processes carry
@@ -233,6 +258,7 @@ func (l *lab) globalsAs(app string) []string {
 	if dsn == "" {
 		dsn = pgtest.DSN()
 	}
+	dsn = l.operator.DSN(dsn)
 	switch {
 	case !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://"):
 		dsn += " application_name=" + app

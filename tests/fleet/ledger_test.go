@@ -21,8 +21,9 @@ import (
 // fail it over or fill it up (the shared server of pgtest is left alone),
 // with one migrated schema.
 type cluster struct {
-	srv    *localpg.Server
-	schema string
+	srv      *localpg.Server
+	schema   string
+	operator pgtest.Role // what its workers run as (see lab)
 }
 
 // newCluster starts a server with opts, migrates a schema into it, and
@@ -38,7 +39,8 @@ func newCluster(t testing.TB, opts localpg.Options) *cluster {
 			t.Errorf("stop %v: %v", srv, err)
 		}
 	})
-	return &cluster{srv: srv, schema: labOn(t, srv.DSN()).Name}
+	l := labOn(t, srv.DSN())
+	return &cluster{srv: srv, schema: l.Name, operator: l.operator}
 }
 
 // standby starts a streaming standby of the cluster's server, stopped when
@@ -88,7 +90,7 @@ func needStandbys(t testing.TB) {
 func (c *cluster) lab(t testing.TB, srv *localpg.Server) *lab {
 	t.Helper()
 	dsn := pgtest.WithSearchPath(srv.DSN(), c.schema)
-	return &lab{Schema: &pgtest.Schema{Name: c.schema, DSN: dsn, Conn: pgtest.Connect(t, dsn)}, base: srv.DSN()}
+	return &lab{Schema: &pgtest.Schema{Name: c.schema, DSN: dsn, Conn: pgtest.Connect(t, dsn)}, base: srv.DSN(), operator: c.operator}
 }
 
 // multiHost is a DSN that reaches whichever of the servers takes writes, as
@@ -107,7 +109,7 @@ func multiHost(servers ...*localpg.Server) string {
 // wait for it to be ready.
 func (c *cluster) startWorker(t testing.TB, dsn, app, name string, args ...string) *proc {
 	t.Helper()
-	all := []string{"--dsn", dsn + " application_name=" + app, "--schema", c.schema, "--json",
+	all := []string{"--dsn", c.operator.DSN(dsn) + " application_name=" + app, "--schema", c.schema, "--json",
 		"worker", "--id", name, "--verbose"}
 	return start(t, name, append(all, args...)...)
 }

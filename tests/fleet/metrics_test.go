@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/chunks-dev/chunks/internal/pgtest"
@@ -128,6 +129,7 @@ func TestWorkerMetricsThrottled(t *testing.T) {
 	l := newLab(t)
 	l.Exec(t, "create table hold (x int)")
 	l.Exec(t, "insert into hold values (1)")
+	l.Exec(t, "grant select on hold to "+pgx.Identifier{l.operator.Name}.Sanitize()) // the query runs as the worker's role
 	w := l.worker(t, "w1", "--http", "127.0.0.1:0", "--throttle-query", "select exists (select from hold)", "--check-interval", "20ms")
 	base := servedURL(t, w)
 	throttled := func() float64 {

@@ -144,6 +144,7 @@ func TestThrottleQuery(t *testing.T) {
 	l := newLab(t)
 	l.Exec(t, "create table hold (on_hold boolean not null)")
 	l.Exec(t, "insert into hold values (true)")
+	l.Exec(t, "grant select on hold to "+pgx.Identifier{l.operator.Name}.Sanitize()) // the query runs as the worker's role
 	seed := newSeeder(l, 43)
 	j := seed.job(t, "held", 6, 1)
 	l.register(t, j)

@@ -229,7 +229,7 @@ func TestPauseAndResume(t *testing.T) {
 	}
 	human := l.chunks(t, "status")
 	if human.code != 0 || !strings.Contains(human.stdout, "paused") || !strings.Contains(human.stdout, "0/12") ||
-		!strings.Contains(human.stdout, "by postgres: paused by an operator") ||
+		!strings.Contains(human.stdout, "by "+l.operator.Name+": paused by an operator") ||
 		!strings.Contains(human.stdout, "5 jobs: 2 paused, 3 done; 0 orders drifted or missing") {
 		t.Fatalf("chunks status: %v", human)
 	}

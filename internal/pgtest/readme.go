@@ -1,0 +1,77 @@
+package pgtest
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// ReadmeBlocks is the fenced block after each line of the README at path
+// that starts with marker (an HTML comment such as "<!-- tests TestX"), in
+// order.
+func ReadmeBlocks(t testing.TB, path, marker string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []string
+	lines := strings.Split(string(data), "\n")
+	for i := 0; i < len(lines); i++ {
+		if !strings.HasPrefix(lines[i], marker) {
+			continue
+		}
+		start := i + 1
+		for start < len(lines) && !strings.HasPrefix(lines[start], "```") && !strings.HasPrefix(lines[start], "|") {
+			start++
+		}
+		if start < len(lines) && strings.HasPrefix(lines[start], "|") { // a table: its rows
+			end := start
+			for end < len(lines) && strings.HasPrefix(lines[end], "|") {
+				end++
+			}
+			blocks = append(blocks, strings.Join(lines[start:end], "\n")+"\n")
+			i = end
+			continue
+		}
+		end := start + 1
+		for end < len(lines) && lines[end] != "```" {
+			end++
+		}
+		if end >= len(lines) {
+			t.Fatalf("%s:%d: a marked block without its end", path, i+1)
+		}
+		blocks = append(blocks, strings.Join(lines[start+1:end], "\n")+"\n")
+		i = end
+	}
+	return blocks
+}
+
+// prompt is psql's prompt in a transcript: db=# or db=> for a new
+// statement, db-# or db'# (db-> or db'>) for one that goes on.
+var prompt = regexp.MustCompile(`^\w+[=\-'][#>] ?`)
+
+// Transcript splits a psql transcript into what was typed (after the
+// prompts) and what psql printed (every other line, as TrimLines has it).
+func Transcript(block string) (input, output string) {
+	var in, out []string
+	for _, line := range strings.Split(block, "\n") {
+		if p := prompt.FindString(line); p != "" {
+			in = append(in, line[len(p):])
+		} else {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(in, "\n") + "\n", TrimLines(strings.Join(out, "\n"))
+}
+
+// TrimLines drops trailing white space from each line and blank lines at
+// the end: psql pads its headers, a README does not.
+func TrimLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " \t")
+	}
+	return strings.TrimRight(strings.Join(lines, "\n"), "\n")
+}
