@@ -372,3 +372,54 @@ func TestRolesSearchPathAttack(t *testing.T) {
 		t.Fatalf("the lookalike tables got %s rows", got)
 	}
 }
+
+// An orders table that the application owned before chunks came stays the
+// application's: migrate --owner hands over only what it or the schema's
+// owner owned, and grants the owner what the functions need on orders.
+func TestRolesApplicationKeepsItsOrders(t *testing.T) {
+	t.Parallel()
+	admin := pgtest.Connect(t, pgtest.DSN())
+	name := pgtest.NewSchemaName(t)
+	t.Cleanup(func() {
+		if _, err := admin.Exec(ctx, "drop schema if exists "+name+" cascade"); err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+		}
+	})
+	app, owner, op := pgtest.NewRole(t, pgtest.DSN(), "app"), pgtest.NewRole(t, pgtest.DSN(), "owner"), pgtest.NewRole(t, pgtest.DSN(), "op")
+	for _, sql := range []string{
+		"create schema " + name,
+		"create table " + name + ".orders(id integer primary key, tenant text not null, qty integer not null, state text not null, revision integer not null)",
+		"alter table " + name + ".orders owner to " + app.Name,
+		"grant usage on schema " + name + " to " + app.Name,
+	} {
+		if _, err := admin.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	if err := driver.MigrateOwner(ctx, admin, name, owner.Name); err != nil {
+		t.Fatal(err)
+	}
+	got := mustString(t, admin, `select jsonb_build_object('orders', c.relowner::regrole::text, 'jobs', (select j.relowner::regrole::text from pg_class as j where j.oid = $2::text::regclass),
+	    'owner may', jsonb_build_array(has_table_privilege($3, c.oid, 'SELECT'), has_table_privilege($3, c.oid, 'UPDATE'), has_table_privilege($3, c.oid, 'DELETE')))::text
+	  from pg_class as c where c.oid = $1::text::regclass`, name+".orders", name+".jobs", owner.Name)
+	sameJSON(t, "owners", got, fmt.Sprintf(`{"orders": %q, "jobs": %q, "owner may": [true, true, false]}`, app.Name, owner.Name))
+
+	// The application writes its orders; an operator runs the job.
+	appConn := pgtest.Connect(t, pgtest.WithSearchPath(app.DSN(pgtest.DSN()), name))
+	if _, err := appConn.Exec(ctx, "insert into orders values (1, 'acme', 2, 'pending', 3)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := driver.Grant(ctx, pgtest.Connect(t, pgtest.WithSearchPath(owner.DSN(pgtest.DSN()), name)), op.Name, driver.Operator, false); err != nil {
+		t.Fatal(err)
+	}
+	opConn := pgtest.Connect(t, pgtest.WithSearchPath(op.DSN(pgtest.DSN()), name))
+	if _, err := driver.Register(ctx, opConn, goPlan("j", "acme", 1, 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := driver.RunChunk(ctx, opConn, "j", nil); err != nil || !res.Done {
+		t.Fatalf("the operator's chunk: %+v, %v", res, err)
+	}
+	if got := mustString(t, appConn, "select state || ' ' || revision from orders where id = 1"); got != "cancelled 4" {
+		t.Fatalf("order 1: %s", got)
+	}
+}

@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/pgtest"
+)
+
+// chunks grant: every --operator and --viewer in one transaction, --revoke,
+// --json, and bad input refused (exit 2) naming the field, with nothing
+// granted.
+func TestGrant(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	alice, bob := pgtest.NewRole(t, pgtest.DSN(), "alice"), pgtest.NewRole(t, pgtest.DSN(), "bob")
+	executes := func(role, fn string) string {
+		return mustText(t, l.Conn, "select has_function_privilege($1, $2, 'EXECUTE')::text", role, l.Name+"."+fn)
+	}
+
+	wantFailure(t, l.chunks(t, "grant"), 2, "grant needs at least one --operator ROLE or --viewer ROLE")
+	wantFailure(t, l.chunks(t, "grant", "alice"), 2, "grant takes no arguments")
+	wantFailure(t, l.chunks(t, "grant", "--operator", alice.Name, "--viewer", "nobody_here"), 2,
+		`role: there is no role "nobody_here"; create it first (CREATE ROLE)`)
+	if got := executes(alice.Name, "report(text)"); got != "false" {
+		t.Fatalf("a refused grant left alice with report: %s", got)
+	}
+
+	out := wantOK(t, l.chunks(t, "grant", "--operator", alice.Name, "--viewer", bob.Name))
+	if out != "granted operator to "+alice.Name+": EXECUTE on 26 functions, SELECT on 9 tables\n"+
+		"granted viewer to "+bob.Name+": EXECUTE on 9 functions, SELECT on 9 tables\n" {
+		t.Fatalf("grant: %q", out)
+	}
+	if executes(alice.Name, "run_chunk(text)") != "true" || executes(bob.Name, "run_chunk(text)") != "false" || executes(bob.Name, "report(text)") != "true" {
+		t.Fatal("grant did not grant what it said")
+	}
+	g := decode[driver.Granted](t, l.chunks(t, "--json", "grant", "--revoke", "--operator", alice.Name))
+	if g.Role != alice.Name || g.Access != driver.Operator || !g.Revoked || len(g.Functions) != 17 || len(g.Tables) != 0 {
+		t.Fatalf("grant --revoke --json: %+v", g)
+	}
+	if executes(alice.Name, "run_chunk(text)") != "false" || executes(alice.Name, "report(text)") != "true" {
+		t.Fatal("revoking operator must leave a viewer")
+	}
+	// A viewer runs nothing: the CLI says what to do about it.
+	wantFailure(t, run(t, "--dsn", bob.DSN(pgtest.DSN()), "--schema", l.Name, "run", "nojob"), 1,
+		"permission denied for function run_chunk (SQLSTATE 42501)", "chunks grant --operator ROLE")
+}
+
+// chunks migrate --owner: the schema, its tables and its functions belong
+// to that role, with no warning; an unknown owner is refused before
+// anything is created. Without --owner, a superuser owner is warned about.
+func TestMigrateOwner(t *testing.T) {
+	t.Parallel()
+	owner := pgtest.NewRole(t, pgtest.DSN(), "owner")
+	schema := pgtest.NewSchemaName(t)
+	admin := pgtest.Connect(t, pgtest.DSN())
+	t.Cleanup(func() {
+		if _, err := admin.Exec(ctx, "drop schema if exists "+schema+" cascade"); err != nil {
+			t.Error(err)
+		}
+	})
+	g := []string{"--dsn", pgtest.DSN(), "--schema", schema}
+	wantFailure(t, run(t, append(g, "migrate", "--owner", "nobody_here")...), 2, `owner: there is no role "nobody_here"`)
+	if got := mustText(t, admin, "select (to_regnamespace($1) is null)::text", schema); got != "true" {
+		t.Fatal("a refused migrate left the schema")
+	}
+	out := wantOK(t, run(t, append(g, "migrate", "--owner", owner.Name)...))
+	if !strings.HasSuffix(out, "owned by "+owner.Name+"\n") {
+		t.Fatalf("migrate --owner: %q", out)
+	}
+	if got := mustText(t, admin, `select (select count(*) from pg_class where relnamespace = $1::text::regnamespace and relkind = 'r' and relowner <> $2::regrole)
+	    + (select count(*) from pg_proc where pronamespace = $1::text::regnamespace and proowner <> $2::regrole)
+	    + (select count(*) from pg_namespace where nspname = $1::text and nspowner <> $2::regrole)`, schema, owner.Name); got != "0" {
+		t.Fatalf("%s objects of the schema are not the owner's", got)
+	}
+	// Again without --owner: the schema keeps its owner.
+	if out := wantOK(t, run(t, append(g, "migrate")...)); !strings.HasSuffix(out, "owned by "+owner.Name+"\n") {
+		t.Fatalf("migrate again: %q", out)
+	}
+	// A superuser owner: said, not refused.
+	r := run(t, append(g, "migrate", "--owner", mustText(t, admin, "select current_user::text"))...)
+	if r.code != 0 || !superuserWarning.MatchString(r.stderr) {
+		t.Fatalf("migrate --owner a superuser: %v", r)
+	}
+}
