@@ -54,8 +54,8 @@ declare
   v_role regrole;
   v_fn regprocedure;
   v_table regclass;
-  v_functions jsonb := '[]';
-  v_tables jsonb := '[]';
+  v_functions jsonb := '[]'::jsonb;
+  v_tables jsonb := '[]'::jsonb;
 begin
   if grant_access.access is null or grant_access.access not in ('operator', 'viewer') then
     raise exception 'access: must be operator or viewer, got %', coalesce(grant_access.access, 'null') using errcode = '22023';

@@ -1,11 +1,12 @@
 -- The catalog as a psql user sees it (\df+): the five functions of the SQL
 -- face exist in the chunks schema with the contract's argument names and
--- types and return types, are PL/pgSQL, SECURITY INVOKER, pin their own
--- search_path, and are documented with COMMENT ON. current_schema() is the
+-- types and return types, are PL/pgSQL, SECURITY DEFINER (README "Roles"),
+-- pin their own search_path, and are documented with COMMENT ON; PUBLIC
+-- may execute none of them. current_schema() is the
 -- chunks schema under test (first on the search_path).
 -- search_path: the chunks schema, then pgTAP's schema. Leaves nothing behind.
 begin;
-select plan(43);
+select plan(44);
 
 create temp table api on commit drop as
 select *
@@ -27,7 +28,7 @@ select function_returns(current_schema(), f.name, f.args, f.returns, format('%s 
   from (select * from api order by ord) as f;
 select function_lang_is(current_schema(), f.name, f.args, 'plpgsql', format('%s is PL/pgSQL', f.name))
   from (select * from api order by ord) as f;
-select isnt_definer(current_schema(), f.name, f.args, format('%s is SECURITY INVOKER', f.name))
+select is_definer(current_schema(), f.name, f.args, format('%s is SECURITY DEFINER', f.name))
   from (select * from api order by ord) as f;
 select volatility_is(current_schema(), f.name, f.args, f.volatility, format('%s is %s', f.name, upper(f.volatility)))
   from (select * from api order by ord) as f;
@@ -47,8 +48,12 @@ select ok((select proconfig @> array['lock_timeout=500ms']
           'run_chunk sets lock_timeout = 500ms for itself');
 select is((select count(*) from pg_extension where extnamespace = current_schema()::regnamespace), 0::bigint,
           'no extension (pgTAP included) is installed in the chunks schema');
-select is((select count(*) from pg_proc where pronamespace = current_schema()::regnamespace and prosecdef), 0::bigint,
-          'no function of the chunks schema is SECURITY DEFINER, helpers included');
+select is((select count(*) from pg_proc as p where p.pronamespace = current_schema()::regnamespace
+              and p.prosecdef <> (p.oid in (select access_functions('operator')))), 0::bigint,
+          'exactly the functions a role may be granted (access_functions) are SECURITY DEFINER');
+select is((select count(*) from pg_proc as p where p.pronamespace = current_schema()::regnamespace
+              and exists (select from aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) as a where a.grantee = 0)), 0::bigint,
+          'PUBLIC may execute no function of the chunks schema');
 
 select * from finish();
 rollback;
