@@ -13,19 +13,25 @@ func reportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "report",
 		Usage:     "show each committed order as matching, drifted or missing",
-		UsageText: "chunks report [--dsn DSN] [--schema S] [--json] JOB",
+		UsageText: "chunks report [--tenant T] [--dsn DSN] [--schema S] [--json] JOB",
 		Description: "matching: the order still has the job's tenant, the approved qty, state cancelled and the\n" +
 			"approved revision + 1; drifted: it changed since; missing: no order has that id any more.\n" +
-			"One SELECT reads the job's progress and the orders together; nothing is written.\n\n" +
+			"One SELECT reads the job's progress and the orders together; nothing is written. With --tenant,\n" +
+			"through a chunks router: the job of that tenant, on its shard.\n\n" +
 			"Example:\n  chunks --schema lab report festival-2026",
+		Flags: []cli.Flag{tenantFlag()},
 		Action: func(c *cli.Context) error {
+			tenant, err := tenantArg(c)
+			if err != nil {
+				return err
+			}
 			jobID, err := jobArg(c)
 			if err != nil {
 				return err
 			}
 			var r driver.JobReport
 			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				r, err = driver.Report(ctx, conn, jobID)
+				r, err = reportJob(ctx, conn, tenant, jobID)
 				return err
 			})
 			if err != nil {

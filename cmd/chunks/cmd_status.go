@@ -23,6 +23,8 @@ func statusCommand() *cli.Command {
 			"queues it). drift counts the committed orders that chunks report calls drifted or missing.\n" +
 			"One query; nothing is written or locked.\n\n" +
 			"Then the live workers (a heartbeat in the last 10 s): running, idle, or throttled and why.\n" +
+			"Through a chunks router (its --dsn), every shard's jobs and workers, asked at once, with a shard\n" +
+			"column; a shard that cannot be reached fails it, naming the shard.\n" +
 			"--json prints {\"jobs\": [...], \"workers\": [...]}.\n\n" +
 			"Example:\n  chunks --schema lab status\n  chunks --schema lab status --json | jq '.jobs[] | select(.state == \"paused\")'",
 		Action: func(c *cli.Context) error {
@@ -61,7 +63,8 @@ func printStatus(list []fleet.JobStatus, now time.Time) {
 	}
 	count := map[string]int{}
 	drift := 0
-	t := newTable("job", "tenant", "progress", "state", "detail", "drift")
+	routed := list[0].Shard != "" // read through a chunks router
+	t := newTable(shardFirst(routed, "shard", "job", "tenant", "progress", "state", "detail", "drift")...)
 	for _, j := range list {
 		count[j.State]++
 		detail, d := "", "?"
@@ -77,7 +80,7 @@ func printStatus(list []fleet.JobStatus, now time.Time) {
 			d = fmt.Sprint(*j.Drift)
 			drift += *j.Drift
 		}
-		t.AppendRow([]any{terminalSafe(j.JobID), terminalSafe(j.Tenant), fmt.Sprintf("%d/%d", j.NextIndex, j.N), j.State, terminalSafe(detail), d})
+		t.AppendRow(shardFirst(routed, terminalSafe(j.Shard), terminalSafe(j.JobID), terminalSafe(j.Tenant), fmt.Sprintf("%d/%d", j.NextIndex, j.N), j.State, terminalSafe(detail), d))
 	}
 	t.Render()
 	var parts []string
@@ -87,6 +90,15 @@ func printStatus(list []fleet.JobStatus, now time.Time) {
 		}
 	}
 	say("%s: %s; %s drifted or missing", plural(len(list), "job"), strings.Join(parts, ", "), plural(drift, "order"))
+}
+
+// shardFirst is a row of the status tables: with its first cell, the shard,
+// only when the status was read through a router.
+func shardFirst(routed bool, shard any, cells ...any) []any {
+	if routed {
+		return append([]any{shard}, cells...)
+	}
+	return cells
 }
 
 func deref(s *string) string {
@@ -101,13 +113,14 @@ func printWorkers(workers []fleet.WorkerStatus, now time.Time) {
 		say("no live workers")
 		return
 	}
-	t := newTable("worker", "host", "pid", "up", "chunks", "state")
+	routed := workers[0].Shard != ""
+	t := newTable(shardFirst(routed, "shard", "worker", "host", "pid", "up", "chunks", "state")...)
 	for _, w := range workers {
 		state := w.State
 		if w.Reason != nil {
 			state += ": " + *w.Reason
 		}
-		t.AppendRow([]any{terminalSafe(w.WorkerID), terminalSafe(w.Host), w.PID, now.Sub(w.StartedAt).Round(time.Second).String(), w.Chunks, terminalSafe(state)})
+		t.AppendRow(shardFirst(routed, terminalSafe(w.Shard), terminalSafe(w.WorkerID), terminalSafe(w.Host), w.PID, now.Sub(w.StartedAt).Round(time.Second).String(), w.Chunks, terminalSafe(state)))
 	}
 	t.Render()
 }

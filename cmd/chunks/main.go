@@ -52,7 +52,14 @@ func newApp() *cli.App {
 		OnUsageError:         onUsageError,
 		EnableBashCompletion: false,
 	}
-	for _, cmd := range app.Commands {
+	addGlobalFlags(app.Commands)
+	return app
+}
+
+// addGlobalFlags gives every command and subcommand the global flags, so
+// that they work after the command name too.
+func addGlobalFlags(cmds []*cli.Command) {
+	for _, cmd := range cmds {
 		for _, f := range globalFlags() {
 			if cmd.Name == "manifest" && f.Names()[0] != "json" {
 				continue // manifest needs no database: no --dsn, no --schema
@@ -60,8 +67,8 @@ func newApp() *cli.App {
 			cmd.Flags = append(cmd.Flags, f)
 		}
 		cmd.OnUsageError = onUsageError
+		addGlobalFlags(cmd.Subcommands)
 	}
-	return app
 }
 
 func commands() []*cli.Command {
@@ -79,5 +86,6 @@ func commands() []*cli.Command {
 		resumeCommand(),
 		demoCommand(),
 		benchCommand(),
+		routerCommand(),
 	}
 }
