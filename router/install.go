@@ -97,9 +97,16 @@ func Install(ctx context.Context, conn *pgx.Conn, cfg Config) error {
 	return nil
 }
 
-// check validates cfg before any connection: the schemas, the number of
-// shards and each connection string. It returns the partitions and the
-// user mapping's options.
+// Validate checks cfg as [Install] does first, needing no database: the
+// schemas, the number of shards (a power of 2) and each connection string
+// (never shown in an error: it may hold a password).
+func (cfg Config) Validate() error {
+	_, _, err := cfg.check()
+	return err
+}
+
+// check is [Config.Validate]; it returns the partitions and the user
+// mapping's options.
 func (cfg Config) check() ([]partition, conninfo, error) {
 	for _, s := range []struct{ field, value string }{{"schema", cfg.Schema}, {"shard_schema", cfg.ShardSchema}} {
 		if s.value == "" && s.field == "shard_schema" {

@@ -53,6 +53,9 @@ func routerInstallCommand() *cli.Command {
 				return usagef("router install needs a --shard DSN for each shard")
 			}
 			cfg := router.Config{Schema: schema, ShardSchema: c.String("shard-schema"), Shards: c.StringSlice("shard")}
+			if err := cfg.Validate(); err != nil {
+				return err // before any connection
+			}
 			var shards []router.Shard
 			err := withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
 				if err := router.Install(ctx, conn, cfg); err != nil {

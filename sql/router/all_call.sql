@@ -5,8 +5,11 @@
   ordered by shard, then by the entry's <key>. Each partition's connection
   names its shard in the setting chunks.shard (chunks router install puts it
   in the partition's options). When a shard cannot be reached, the call
-  fails, naming every shard that does not answer. Parameters (with the
-  install data): name, list (SQL, run on the shard), key, comment.
+  fails, naming every shard that does not answer. With placed, an entry
+  (which then has a "tenant") is kept only under the partition that its
+  tenant's calls go to: while two partitions share one database (halfway
+  through a reshard) each lists its own tenants only. Parameters (with the
+  install data): name, list (SQL, run on the shard), key, placed, comment.
 */ -}}
 create or replace function {{ .schema }}.shard_{{ .name }}() returns setof jsonb
 language plproxy
@@ -25,6 +28,9 @@ set client_min_messages = warning -- PL/Proxy's routine NOTICE when it reconnect
 as $$
 declare
   v_result jsonb;
+{{- if .placed }}
+  v_count integer := jsonb_array_length(shards());
+{{- end }}
   v_state text;
   v_message text;
   v_detail text;
@@ -35,7 +41,10 @@ begin
                               order by substr(s.r ->> 'shard', 2)::integer{{ if .key }}, e.item ->> '{{ .key }}'{{ end }}), '[]'::jsonb)
       into v_result
       from shard_{{ .name }}() as s(r)
-     cross join lateral jsonb_array_elements(s.r -> 'list') as e(item);
+     cross join lateral jsonb_array_elements(s.r -> 'list') as e(item)
+{{- if .placed }}
+     where 'p' || (hashtext(e.item ->> 'tenant') & (v_count - 1)) = s.r ->> 'shard'
+{{- end }};
   exception when others then
     get stacked diagnostics v_state = returned_sqlstate, v_message = message_text,
                             v_detail = pg_exception_detail, v_hint = pg_exception_hint;
