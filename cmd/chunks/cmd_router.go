@@ -17,7 +17,9 @@ func routerCommand() *cli.Command {
 		Description: "A router database holds no chunks data: each call runs on the shard that hashtext(tenant)\n" +
 			"picks, as one transaction there. Run chunks migrate on every shard first. Then the job commands\n" +
 			"take --tenant with the router's --dsn, chunks register and status work as they are, and each\n" +
-			"shard runs its own workers (chunks worker --dsn SHARD).",
+			"shard runs its own workers (chunks worker --dsn SHARD).\n\n" +
+			"Example:\n  chunks router install --schema lab --dsn \"$ROUTER\" --shard \"$SHARD0\" --shard \"$SHARD1\"\n" +
+			"  chunks --schema lab --dsn \"$ROUTER\" drain --tenant acme spring-cleanup",
 		Subcommands: []*cli.Command{routerInstallCommand(), routerShardsCommand()},
 	}
 }

@@ -51,6 +51,8 @@ func newApp() *cli.App {
 		ExitErrHandler:       func(*cli.Context, error) {}, // exit codes are mapped in run
 		OnUsageError:         onUsageError,
 		EnableBashCompletion: false,
+		// A --shard connection string may hold commas (host=a,b): never split it.
+		DisableSliceFlagSeparator: true,
 	}
 	addGlobalFlags(app.Commands)
 	return app

@@ -25,7 +25,7 @@ import (
 
 // requirePlproxy skips the test (or fails it, under CI) when the router's
 // server has no plproxy.
-func requirePlproxy(t *testing.T) {
+func requirePlproxy(t testing.TB) {
 	t.Helper()
 	pgtest.RequireTool(t, noPlproxy, "plproxy", plproxyPackage)
 }
@@ -50,7 +50,7 @@ type shard struct {
 
 // newCluster makes a cluster over servers (in partition order) and drops
 // all of it when the test ends.
-func newCluster(t *testing.T, servers []*localpg.Server) *cluster {
+func newCluster(t testing.TB, servers []*localpg.Server) *cluster {
 	t.Helper()
 	requirePlproxy(t)
 	schema := pgtest.NewSchemaName(t)
@@ -136,7 +136,7 @@ func withConn(dsn string, fn func(*pgx.Conn) error) (err error) {
 }
 
 // shardOf is the shard of tenant, as the router names it.
-func (c *cluster) shardOf(t *testing.T, tenant string) *shard {
+func (c *cluster) shardOf(t testing.TB, tenant string) *shard {
 	t.Helper()
 	name, err := router.ShardOf(ctx, c.router, tenant)
 	if err != nil {
@@ -196,7 +196,7 @@ func tenants(n int) []string {
 
 // place inserts every job's orders, pending, on its tenant's shard (as an
 // application places them), and registers the jobs through the router.
-func (c *cluster) place(t *testing.T, list []job, chunkSize int) {
+func (c *cluster) place(t testing.TB, list []job, chunkSize int) {
 	t.Helper()
 	byShard := map[*shard][]job{}
 	for _, j := range list {

@@ -126,3 +126,26 @@ func TestInstallCLIRefusesThreeShards(t *testing.T) {
 		t.Fatalf("chunks router install with 3 shards: %v\n%s", err, out)
 	}
 }
+
+// A shard's connection string may list several hosts, as for a shard's
+// own failover: chunks router install keeps it whole (the CLI splits no
+// --shard at its commas), and the router's server tries the hosts in turn.
+// Here the first host has nothing listening; the second is the shard.
+func TestMultiHostShard(t *testing.T) {
+	t.Parallel()
+	requirePlproxy(t)
+	c := newCluster(t, shardServers[:1])
+	s := shardServers[0]
+	multi := fmt.Sprintf("host=127.0.0.1,127.0.0.1 port=1,%d user=postgres dbname=postgres", s.Port)
+	cmd := exec.Command(bin, "router", "install", "--json", "--dsn", routerServer.DSN(), "--schema", c.schema, "--shard", multi)
+	cmd.Env = pgtest.CleanEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf(`"conninfo":"host='127.0.0.1,127.0.0.1' port='1,%d' dbname='postgres'`, s.Port)) {
+		t.Fatalf("chunks router install with a multi-host shard: %v\n%s", err, out)
+	}
+	j := job{tenant: "acme", id: "spring", orders: []int64{1}}
+	c.place(t, []job{j}, 1)
+	if res, err := router.RunChunk(ctx, c.router, j.tenant, j.id); err != nil || !res.Done {
+		t.Fatalf("run_chunk through the multi-host partition: %+v, %v", res, err)
+	}
+}
