@@ -15,18 +15,17 @@ import (
 
 // BenchmarkRouter measures, in one run, what the router costs and what it
 // carries, on the package's loopback servers (non-durable: a commit costs
-// no disk flush here, so the router's share is the larger):
-//
-//   - call=inspect_job and call=run_chunk: one call, on the shard itself
-//     (direct) and through the router (router); ns/op is the cost of one call,
-//     and the difference is the router's per-call cost;
-//   - chunks: 8 clients, each on a connection of its own, running chunks of
-//     jobs spread over 16 tenants, on one shard directly (direct) and
-//     through routers of 1, 2 and 4 shards; chunks/s is the total.
+// no disk flush here, so the router's share is the larger). It asserts
+// nothing about speed; BENCHMARKS.md shows this machine's figures.
 //
 //	go test -run '^$' -bench Router -benchtime 2000x ./tests/shards/
 //
-// It asserts nothing about speed; BENCHMARKS.md shows this machine's figures.
+// call=inspect_job and call=run_chunk are one call, on the shard itself
+// (direct) and through the router (router): ns/op is the cost of one call,
+// and the difference is the router's per-call cost. chunks are 8 clients,
+// each on a connection of its own, running chunks of jobs spread over 16
+// tenants, on one shard directly (direct) and through routers of 1, 2 and 4
+// shards: chunks/s is the total.
 func BenchmarkRouter(b *testing.B) {
 	requirePlproxy(b)
 	clusters := map[int]*cluster{}
