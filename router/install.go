@@ -66,8 +66,9 @@ type partition struct {
 // have chunks installed in cfg.ShardSchema: a failure names the shard and
 // leaves nothing behind. It refuses a schema that holds chunks data (a
 // router's register would replace the shard's). Many processes may run it
-// at once: a transaction advisory lock on the schema's name serializes
-// them. conn must not be inside a transaction.
+// at once: a transaction advisory lock serializes the installs of a
+// database (its routers share the extension). conn must not be inside a
+// transaction.
 func Install(ctx context.Context, conn *pgx.Conn, cfg Config) error {
 	parts, mapping, err := cfg.check()
 	if err != nil {
@@ -166,7 +167,10 @@ func (cfg Config) check() ([]partition, conninfo, error) {
 
 // install is Install's transaction.
 func install(ctx context.Context, tx pgx.Tx, schema, shardSchema string, parts []partition, mapping conninfo, functions string) error {
-	if _, err := tx.Exec(ctx, "select pg_advisory_xact_lock(hashtextextended($1, 0))", "chunks router "+schema); err != nil {
+	// One lock for every router of the database, not one per schema: they
+	// share the schema plproxy and the extension, whose concurrent CREATE ...
+	// IF NOT EXISTS collide in the catalog.
+	if _, err := tx.Exec(ctx, "select pg_advisory_xact_lock(hashtextextended($1, 0))", "chunks router install"); err != nil {
 		return fmt.Errorf("lock: %w", err)
 	}
 	var holdsData bool
