@@ -9,10 +9,11 @@
 -- PL/Proxy function that runs it on the shard, and <name>, the PL/pgSQL
 -- wrapper that callers use. The wrapper checks the tenant (it picks the
 -- shard), and turns PL/Proxy's errors into the shard's own error, or into
--- one that names a shard that cannot be reached (shard_error). The calls
--- of one job, (tenant, job_id), share the template job_call.sql; the calls
--- of every shard at once share all_call.sql. A new routed call is one more
--- file and one more line below.
+-- one that names a shard that cannot be reached (shard_error). Most are
+-- one template call: the calls of one job, (tenant, job_id, ...), share
+-- job_call.sql; the calls of a plan, plan_call.sql; the calls of every shard
+-- at once, all_call.sql. A new routed call is one more file and one more
+-- line below.
 --
 -- validate.sql is the chunks code package's own (check_name, excerpt).
 {{ template "validate.sql" . }}
