@@ -6,22 +6,24 @@
 //
 // # The queue
 //
-// One row per runnable job, scored by visible_at: in the past means queued,
-// a lease ahead means a worker holds it. register queues a new job in the
-// same transaction that records it and sends a NOTIFY on the schema's
-// channel (SQL queue_channel(): "chunks_" + schema). A pass claims the next
-// visible row with FOR UPDATE SKIP LOCKED, so workers never wait for each
-// other on the queue's head; the claim moves visible_at one lease ahead and
-// hands out a receipt. After one chunk the pass releases the job with that
-// receipt: removed when done, otherwise back at the end of the queue, so a
-// big job cannot starve the others. A release whose receipt no longer
-// matches (the lease ran out and someone else claimed the job) changes
-// nothing.
+// One row per runnable job, ordered by visible_at. register queues a new job
+// in the same transaction that records it and sends a NOTIFY on the schema's
+// channel (SQL queue_channel(): "chunks_" + schema). A pass ([RunNext], SQL
+// run_next_chunk) is one transaction: it takes the next visible row with FOR
+// UPDATE SKIP LOCKED, so workers never wait for each other on the queue's
+// head, runs one chunk of that job, and removes the job when it is done or
+// puts it back at the end of the queue, so a big job cannot starve the
+// others. The locked row is the claim: there is no lease, and a worker that
+// dies holds nothing once its transaction has ended. The job row lock in
+// run_chunk stays the fence: two workers never apply the same chunk, and
+// every approved order changes exactly once.
 //
-// A worker that dies holds its jobs only until their leases run out; then
-// any worker takes them over and runs the next chunk. The job row lock in
-// run_chunk stays the fence: whatever the queue says, two workers never
-// apply the same chunk, and every approved order changes exactly once.
+// # Faults
+//
+// A pass that fails commits nothing, so the worker logs it and tries again;
+// it never stops on a database error once it runs. At start it waits out
+// transient faults (the server down or starting, no free connection slot, a
+// standby not yet promoted) and returns permanent ones at once ([Classify]).
 //
 // # Wakeups
 //
@@ -32,11 +34,19 @@
 //
 // # Operators
 //
-// [Status] lists every job: progress, queued / leased (by whom, until when)
-// / paused / done / idle, and the drift count of its report. [Pause] keeps
+// [Status] lists every job: progress, queued / running (in which session) /
+// paused / done / idle, and the drift count of its report. [Pause] keeps
 // the fleet away from a job; [Resume] gives it back. A worker pauses a job
 // itself when a chunk meets a conflict (an order that changed since it was
 // approved): that needs a person, and the other jobs go on.
+//
+// # Watching
+//
+// [Look] reads the fleet in one query (SQL status_page), however many jobs
+// there are: a page of jobs with their drift, recent rate and [ETA], the
+// live workers, and counts over every job. A [Worker]'s heartbeat records
+// the progress of the jobs it ran (SQL record_progress), which is where the
+// rate comes from; its [Observer] hears of every pass, for metrics.
 //
 // # Example
 //
@@ -45,7 +55,7 @@
 //		return err
 //	}
 //	defer pool.Close()
-//	w := &fleet.Worker{Pool: pool, Concurrency: 4, Lease: 5 * time.Second, Poll: time.Second}
+//	w := &fleet.Worker{Pool: pool, Concurrency: 4, Poll: time.Second}
 //	// Cancel stop to finish the chunks in flight and return nil; cancel
 //	// abort to roll them back too.
 //	return w.Run(stop, abort)

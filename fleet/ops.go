@@ -29,6 +29,7 @@ type JobStatus struct {
 	Tenant    string `json:"tenant"`
 	NextIndex int    `json:"next_index"`
 	N         int    `json:"n"` // the number of targets
+	ChunkSize int    `json:"chunk_size"`
 	State     string `json:"state"`
 	// RunningIn is the session a chunk in flight runs in (a worker's id,
 	// or "pid N"), when running.
@@ -43,6 +44,15 @@ type JobStatus struct {
 	// Drift counts the committed orders that [driver.Report] would call
 	// drifted or missing; nil when the stored job cannot be read.
 	Drift *int `json:"drift"`
+	// ProgressedAt is when a fleet worker last saw the job move forward,
+	// and Rate its recent rate in ids per second, over the last one to two
+	// minutes of its progress; nil until known (a job moved only by chunks
+	// drain or run has none).
+	ProgressedAt *time.Time `json:"progressed_at"`
+	Rate         *float64   `json:"rate"`
+	// ETA is when the job will be done at its recent rate, or why that
+	// cannot be said ([Estimate]).
+	ETA ETA `json:"eta"`
 	// Shard is the shard that holds the job ("p0", ...) when the status
 	// was read through a chunks router (package router); "" on one server.
 	Shard string `json:"shard,omitempty"`
@@ -66,7 +76,7 @@ type WorkerStatus struct {
 
 // Workers lists the live workers, ordered by id (the SQL function
 // worker_status). It reads only. Through a chunks router it lists the
-// workers of every shard, ordered by shard, then id, each with its Shard.
+// workers of every shard, ordered by id, then shard, each with its Shard.
 func Workers(ctx context.Context, db driver.DB) ([]WorkerStatus, error) {
 	var body []byte
 	if err := db.QueryRow(ctx, "select worker_status()::text").Scan(&body); err != nil {
@@ -98,21 +108,17 @@ type Pass struct {
 	RestMs    int64   `json:"rest_ms,omitempty"`
 }
 
-// Status lists every job of the schema with its fleet state, ordered by job
-// id (the SQL function job_status). It reads only. Through a chunks router
-// it lists the jobs of every shard (asked at once), ordered by shard, then
-// job id, each with its Shard; a shard that cannot be reached fails it
-// with SQLSTATE 08006, naming the shard.
+// Status lists every job of the schema with its fleet state and ETA,
+// ordered by job id: [Look] at every job. It reads only. Through a chunks
+// router it lists the jobs of every shard (asked at once), ordered by job
+// id, then shard, each with its Shard; a shard that cannot be reached fails
+// it with SQLSTATE 08006, naming the shard.
 func Status(ctx context.Context, db driver.DB) ([]JobStatus, error) {
-	var body []byte
-	if err := db.QueryRow(ctx, "select job_status()::text").Scan(&body); err != nil {
-		return nil, driver.MapError(err)
+	ov, err := Look(ctx, db, "", 0)
+	if err != nil {
+		return nil, err
 	}
-	out := []JobStatus{}
-	if err := json.Unmarshal(body, &out); err != nil {
-		return nil, fmt.Errorf("job_status: %w", err)
-	}
-	return out, nil
+	return ov.Jobs, nil
 }
 
 // Pause stops every worker from starting a chunk of the job until

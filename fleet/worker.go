@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,12 +14,12 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgxlisten"
 
+	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/pace"
 )
 
@@ -83,9 +82,34 @@ type Worker struct {
 	// Pace holds new chunks back while a standby is too far behind or the
 	// operator's throttle query says so (package pace). Zero: never.
 	Pace pace.Config
+	// Observer, when not nil, is told of every pass (for metrics).
+	Observer Observer
 
 	chunks, jobsDone, conflicts, failures atomic.Int64
 	lastChunk                             atomic.Int64 // unix nanoseconds of the last committed chunk
+	pacer                                 atomic.Pointer[pace.Pacer]
+	progress                              progress
+}
+
+// Observer hears what a [Worker]'s passes do, e.g. to count it as metrics.
+// Its methods are called from the passes as they end, concurrently, so
+// they must be safe for concurrent use and quick.
+type Observer interface {
+	// Ran is told of each pass that took a job: p is what became of it
+	// (see [Pass]), took how long the pass took, its round trip included.
+	Ran(p *Pass, took time.Duration)
+	// Failed is told of each pass that failed as a whole: nothing of it
+	// committed (the connection was lost, the server restarts...).
+	Failed(err error)
+}
+
+// Pacing is the worker's last pacing decision (package pace): whether it
+// holds new chunks, and why. The zero State before [Worker.Run] starts.
+func (w *Worker) Pacing() pace.State {
+	if p := w.pacer.Load(); p != nil {
+		return p.State()
+	}
+	return pace.State{}
 }
 
 // Stats counts what a worker did.
@@ -136,7 +160,7 @@ func (w *Worker) runner() (*runner, error) {
 		r.id = DefaultID()
 	}
 	if utf8.RuneCountInString(r.id) > MaxIDLen || !utf8.ValidString(r.id) || strings.IndexFunc(r.id, hidden) >= 0 {
-		return nil, invalidf("id: must be 1 to %d characters without control or format characters, got %s", MaxIDLen, shown(r.id))
+		return nil, invalidf("id: must be 1 to %d characters without control or format characters, got %s", MaxIDLen, driver.Excerpt(r.id, true))
 	}
 	if r.passes == 0 {
 		r.passes = 1
@@ -175,6 +199,7 @@ func (w *Worker) runner() (*runner, error) {
 	if r.pacer, err = pace.New(w.Pace, r.pool, r.log); err != nil {
 		return nil, invalidf("%v", err)
 	}
+	w.pacer.Store(r.pacer)
 	return r, nil
 }
 
@@ -199,8 +224,19 @@ func (w *Worker) runner() (*runner, error) {
 //
 // Idle passes wake on a notification (a dedicated LISTEN connection,
 // reconnected when lost) and otherwise every Poll, so a lost notification
-// only costs latency. Run does not migrate: it returns [ErrNotInstalled]
-// at once when the queue is not on the search_path.
+// only costs latency.
+//
+// Before the first pass, Run checks that the database is reachable,
+// writable (not a standby) and has the queue on the search_path. It waits
+// out transient faults ([Classify]: the server down, starting, out of
+// connection slots, a standby not yet promoted), logging every attempt with
+// its reason and trying again after 100 ms, then twice as long each time, up
+// to 5 s; when ctx ends meanwhile, it returns nil (ErrAborted if abort ended
+// too). A permanent fault (authentication, an unknown database, the SQL
+// refused) is returned at once. Run does not migrate: it returns
+// [ErrNotInstalled] at once when the queue is not on the search_path. Once
+// passes run, every error, transient or permanent, is logged and retried:
+// a permanent one at error level, again every minute while it lasts.
 func (w *Worker) Run(ctx, abort context.Context) error {
 	r, err := w.runner()
 	if err != nil {
@@ -214,13 +250,16 @@ func (w *Worker) Run(ctx, abort context.Context) error {
 	unlink := context.AfterFunc(abort, cancelStop)
 	defer unlink()
 
-	var channel string
-	if err := r.pool.QueryRow(abort, "select queue_channel()").Scan(&channel); err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UndefinedFunction {
-			return fmt.Errorf("%w (%s)", ErrNotInstalled, pgErr.Message)
+	channel, err := r.waitReady(stop)
+	if err != nil {
+		return err
+	}
+	if stop.Err() != nil {
+		r.log.Info("stopped before the database was ready: no chunk ran")
+		if abort.Err() != nil {
+			return ErrAborted
 		}
-		return fmt.Errorf("worker %s: %w", r.id, err)
+		return nil
 	}
 
 	var wg sync.WaitGroup
@@ -281,9 +320,9 @@ func (r *runner) listen(stop context.Context, channel string, started chan<- boo
 				return // stopping
 			}
 			report(false)
-			if r.listenLog.first(err) {
-				r.log.Warn("listen: lost or refused; polling only until it is back", "channel", channel,
-					"every", r.poll, "error", err)
+			if repeats, ok := r.listenLog.first(err); ok {
+				r.logFault("listen: lost or refused; polling only until it is back", err, repeats,
+					"channel", channel, "poll_ms", r.poll.Milliseconds())
 			}
 		},
 		ReconnectDelay: min(r.poll, time.Second),
@@ -351,12 +390,18 @@ func (r *runner) pass(stop, abort context.Context) {
 func (r *runner) once(abort context.Context) (bool, error) {
 	started := time.Now()
 	p, err := r.runNext(abort)
+	if obs := r.w.Observer; obs != nil {
+		if err != nil {
+			obs.Failed(err)
+		} else if p != nil {
+			obs.Ran(p, time.Since(started))
+		}
+	}
 	if err != nil {
-		switch {
-		case abort.Err() != nil:
+		if abort.Err() != nil {
 			r.log.Warn("pass cancelled: its chunk rolled back", "error", err)
-		case r.passLog.first(err):
-			r.log.Error("pass failed: nothing of it committed; retrying", "error", err,
+		} else if repeats, ok := r.passLog.first(err); ok {
+			r.logFault("pass failed: nothing of it committed; retrying", err, repeats,
 				"retry_in_ms", min(r.poll, r.retryDelay).Milliseconds())
 		}
 		return false, err
@@ -382,7 +427,9 @@ func (r *runner) once(abort context.Context) (bool, error) {
 		log.Info("job already done; removed from the queue", "next_index", p.NextIndex)
 	default:
 		r.w.chunks.Add(1)
-		r.w.lastChunk.Store(time.Now().UnixNano())
+		now := time.Now()
+		r.w.lastChunk.Store(now.UnixNano())
+		r.w.progress.add(p.JobID, p.NextIndex, now)
 		r.pacer.Committed()
 		log.Debug("chunk committed", "ids", len(p.Processed), "next_index", p.NextIndex, "done", p.Done, "took_ms", took)
 		if p.Done {
@@ -410,35 +457,60 @@ func (r *runner) runNext(ctx context.Context) (*Pass, error) {
 // id must not hold.
 func hidden(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
 
-// shown is s quoted for an error message, cut to a short prefix with its
-// length when it is long.
-func shown(s string) string {
-	const keep = 40
-	if utf8.RuneCountInString(s) <= keep {
-		return strconv.Quote(s)
+// logFault logs an error of a pass or of the LISTEN connection with what
+// [Classify] makes of it: a transient one as a warning, a permanent one as an
+// error that says it will not go away by itself. repeats is how many times
+// the same error came since it was last logged.
+func (r *runner) logFault(msg string, err error, repeats int, args ...any) {
+	transient, reason := Classify(err)
+	args = append(args, "reason", reason, "error", err)
+	if repeats > 0 {
+		args = append(args, "repeats", repeats)
 	}
-	return fmt.Sprintf("%s... (%d characters)", strconv.Quote(string([]rune(s)[:keep])), utf8.RuneCountInString(s))
+	if transient {
+		r.log.Warn(msg, args...)
+		return
+	}
+	r.log.Error(msg+"; this error does not go away by itself: fix its cause (the worker keeps retrying and logs it again every "+
+		quietRepeat.String()+")", args...)
 }
 
-// quiet logs a repeating error once, until the next success.
+// quietRepeat is how often [quiet] logs an error again that keeps coming.
+const quietRepeat = time.Minute
+
+// quiet logs a repeating error once, until the next success, and again
+// every quietRepeat while it keeps coming.
 type quiet struct {
-	mu   sync.Mutex
-	last string
+	every   time.Duration // how often to log the same error again; 0: quietRepeat
+	mu      sync.Mutex
+	last    string
+	logged  time.Time // when last was logged
+	repeats int       // how often last came since
 }
 
-func (q *quiet) first(err error) bool {
+// first says whether to log err now, and how often it came since it was
+// last logged.
+func (q *quiet) first(err error) (repeats int, log bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	msg := err.Error()
-	if msg == q.last {
-		return false
+	every := q.every
+	if every == 0 {
+		every = quietRepeat
 	}
-	q.last = msg
-	return true
+	msg := err.Error()
+	if msg == q.last && time.Since(q.logged) < every {
+		q.repeats++
+		return 0, false
+	}
+	if msg == q.last {
+		repeats = q.repeats
+	}
+	q.last, q.logged, q.repeats = msg, time.Now(), 0
+	return repeats, true
 }
 
 func (q *quiet) ok() {
 	q.mu.Lock()
-	q.last = ""
+	q.last, q.repeats = "", 0
 	q.mu.Unlock()
 }

@@ -95,10 +95,22 @@ func (c Config) Validate() error {
 // Off reports whether nothing is configured: Wait never holds.
 func (c Config) Off() bool { return c.MaxReplicaLag == 0 && c.ThrottleQuery == "" }
 
+// The causes of throttling in [State]: a short, fixed name for each kind of
+// reason (a metric's label: the reason itself holds figures).
+const (
+	CauseReplicaLag    = "replica_lag"    // a standby is more than MaxReplicaLag behind
+	CauseThrottleQuery = "throttle_query" // the throttle query returned true
+	CauseCheckFailed   = "check_failed"   // the lag check or the throttle query failed
+)
+
+// Causes lists every cause a [State] can name.
+var Causes = []string{CauseReplicaLag, CauseThrottleQuery, CauseCheckFailed}
+
 // State is the pacer's last decision.
 type State struct {
 	Throttled bool
 	Reason    string        // why, when throttled: e.g. "replica standby1 is 2.1 s behind (max 500ms)"
+	Cause     string        // the kind of reason, when throttled: one of [Causes]
 	Lag       time.Duration // the largest replica lag last measured (0 without standbys or when off)
 
 	calibrating bool // waiting for a standby's first replay of a chunk of ours: a hold, but not throttling
@@ -401,7 +413,7 @@ func (p *Pacer) behind(s standby, now time.Time) time.Duration {
 // judge decides from the last reading.
 func (p *Pacer) judge(now time.Time) State {
 	if p.query != nil {
-		return State{Throttled: true, Reason: p.query.Error()}
+		return State{Throttled: true, Reason: p.query.Error(), Cause: CauseCheckFailed}
 	}
 	var st State
 	if p.cfg.MaxReplicaLag > 0 && len(p.samples) > 0 {
@@ -416,12 +428,12 @@ func (p *Pacer) judge(now time.Time) State {
 		}
 		st.Lag = worst
 		if worst > p.cfg.MaxReplicaLag {
-			return State{Throttled: true, Lag: worst,
+			return State{Throttled: true, Lag: worst, Cause: CauseReplicaLag,
 				Reason: fmt.Sprintf("replica %s is %.1f s behind (max %v)", worstName, worst.Seconds(), p.cfg.MaxReplicaLag)}
 		}
 	}
 	if p.cfg.ThrottleQuery != "" && p.queryHold {
-		st.Throttled, st.Reason = true, "the throttle query returned true"
+		st.Throttled, st.Reason, st.Cause = true, "the throttle query returned true", CauseThrottleQuery
 	}
 	return st
 }

@@ -56,19 +56,5 @@ func wantIdle(t testing.TB, conn *pgx.Conn, settings [3]string) {
 // countingConnect opens a connection on s whose round trips can be counted.
 func countingConnect(t testing.TB, s *pgtest.Schema) (*pgx.Conn, *wire.Counter) {
 	t.Helper()
-	cfg, err := pgx.ParseConfig(s.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	counter := wire.Count(cfg)
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := conn.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return conn, counter()
+	return pgtest.CountingConnect(t, s.DSN)
 }

@@ -20,6 +20,7 @@ var inlined = map[string]struct{ call, shows string }{
 	"order_matches":       {"('a', 1, 'cancelled', 2, 'a', e) from jsonb_array_elements('[{}]') e", "'qty'::text"},
 	"excerpt":             {"(e::text, true) from jsonb_array_elements('[1]') e", "length("},
 	"run_lock_key":        {"(j) from unnest(array['a']) j", "hashtextextended"},
+	"job_state":           {"(i, 2, false, true, false) from unnest(array[1]) i", "CASE WHEN"},
 }
 
 // docs/contract.md §6: every function is documented with COMMENT ON; and every one

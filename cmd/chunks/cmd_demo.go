@@ -89,6 +89,8 @@ func demoCommand() *cli.Command {
 			case server != nil && c.Bool("keep"):
 				fmt.Printf("The server keeps running (pid %d).\n", server.PID())
 				look(fmt.Sprintf("psql %q", base)) // the throwaway server's DSN holds no password
+				fmt.Println("See it on the status page (then open http://127.0.0.1:8080/):")
+				fmt.Printf("  chunks serve --dsn %q --schema %s --http 127.0.0.1:8080\n", base, schema)
 				fmt.Printf("Stop it and remove its data with:\n  %s\n", server.StopCommand())
 				fmt.Printf("To point chunks at it:\n  export CHUNKS_DSN=%s\n", shellWord(base))
 			case server != nil:

@@ -21,6 +21,9 @@ func statusCommand() *cli.Command {
 			"ends), running (a chunk of it is in flight, in the worker shown), paused (with who paused it,\n" +
 			"when and why; chunks resume JOB), done, or idle (unfinished but not queued; chunks resume JOB\n" +
 			"queues it). drift counts the committed orders that chunks report calls drifted or missing.\n" +
+			"rate is the job's recent rate (the last one to two minutes of progress that fleet workers saw),\n" +
+			"and eta when it is done at that rate: or \"throttled\" (every live worker holds new chunks),\n" +
+			"\"stalled\" (queued, but no progress for over a minute) or \"no rate yet\", never a made-up time.\n" +
 			"One query; nothing is written or locked.\n\n" +
 			"Then the live workers (a heartbeat in the last 10 s): running, idle, or throttled and why.\n" +
 			"Through a chunks router (its --dsn), every shard's jobs and workers, asked at once, with a shard\n" +
@@ -31,26 +34,19 @@ func statusCommand() *cli.Command {
 			if c.Args().Len() > 0 {
 				return usagef("status takes no arguments, got %s", argList(c.Args().Slice()))
 			}
-			var list []fleet.JobStatus
-			var workers []fleet.WorkerStatus
-			var now time.Time
+			var ov *fleet.Overview
 			err := withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				if list, err = fleet.Status(ctx, conn); err != nil {
-					return err
-				}
-				if workers, err = fleet.Workers(ctx, conn); err != nil {
-					return err
-				}
-				return conn.QueryRow(ctx, "select now()").Scan(&now)
+				ov, err = fleet.Look(ctx, conn, "", 0)
+				return err
 			})
 			if err != nil {
 				return err
 			}
 			if jsonOut(c) {
-				return printJSON(map[string]any{"jobs": list, "workers": workers})
+				return printJSON(map[string]any{"jobs": ov.Jobs, "workers": ov.Workers})
 			}
-			printStatus(list, now)
-			printWorkers(workers, now)
+			printStatus(ov.Jobs, ov.Now)
+			printWorkers(ov.Workers, ov.Now)
 			return nil
 		},
 	}
@@ -64,23 +60,20 @@ func printStatus(list []fleet.JobStatus, now time.Time) {
 	count := map[string]int{}
 	drift := 0
 	routed := list[0].Shard != "" // read through a chunks router
-	t := newTable(shardFirst(routed, "shard", "job", "tenant", "progress", "state", "detail", "drift")...)
+	t := newTable(shardFirst(routed, "shard", "job", "tenant", "progress", "state", "detail", "drift", "rate", "eta")...)
 	for _, j := range list {
 		count[j.State]++
-		detail, d := "", "?"
-		switch {
-		case j.State == fleet.StateRunning && j.RunningIn != nil:
-			detail = "in " + *j.RunningIn
-		case j.State == fleet.StatePaused && j.PausedAt != nil:
-			detail = fmt.Sprintf("at %s by %s: %s", j.PausedAt.Local().Format("15:04:05"), deref(j.PausedBy), deref(j.PauseReason))
-		case j.VisibleAt != nil && j.VisibleAt.After(now):
-			detail = "rests until " + j.VisibleAt.Local().Format("15:04:05.000")
-		}
+		detail, d := j.Detail(now), "?"
 		if j.Drift != nil {
 			d = fmt.Sprint(*j.Drift)
 			drift += *j.Drift
 		}
-		t.AppendRow(shardFirst(routed, terminalSafe(j.Shard), terminalSafe(j.JobID), terminalSafe(j.Tenant), fmt.Sprintf("%d/%d", j.NextIndex, j.N), j.State, terminalSafe(detail), d))
+		rate := fleet.Rate(j.Rate)
+		if rate == "" {
+			rate = "-"
+		}
+		t.AppendRow(shardFirst(routed, terminalSafe(j.Shard), terminalSafe(j.JobID), terminalSafe(j.Tenant), fmt.Sprintf("%d/%d", j.NextIndex, j.N), j.State,
+			terminalSafe(detail), d, rate, j.ETA.String()))
 	}
 	t.Render()
 	var parts []string
@@ -99,13 +92,6 @@ func shardFirst(routed bool, shard any, cells ...any) []any {
 		return append([]any{shard}, cells...)
 	}
 	return cells
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return "?"
-	}
-	return *s
 }
 
 func printWorkers(workers []fleet.WorkerStatus, now time.Time) {

@@ -14,13 +14,14 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
+	"github.com/chunks-dev/chunks/internal/metrics"
 )
 
 func workerCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "worker",
 		Usage: "run registered jobs from the queue, one chunk per pass, until SIGTERM or SIGINT",
-		UsageText: "chunks worker [--concurrency N] [--poll D] [--rate R] [--retry-delay D] [--id ID] [--verbose]\n" +
+		UsageText: "chunks worker [--concurrency N] [--poll D] [--rate R] [--retry-delay D] [--id ID] [--verbose] [--http ADDR]\n" +
 			"                     [--dsn DSN] [--schema S] [--json]",
 		Description: "Each pass is one transaction (SQL run_next_chunk): it takes the next queued job (SKIP LOCKED),\n" +
 			"runs one chunk of it, and puts it back at the end of the queue, or removes it when it is done,\n" +
@@ -28,6 +29,10 @@ func workerCommand() *cli.Command {
 			"runnable again at once. A chunk that meets a conflict pauses its job, with the reason (see it\n" +
 			"in chunks status; fix it, then chunks resume JOB); other errors make the job rest --retry-delay.\n" +
 			"Idle passes wake on NOTIFY and otherwise poll every --poll.\n\n" +
+			"At start it waits for the database while it is down, starting up, out of connection slots or a\n" +
+			"standby not yet promoted, logging every attempt (100 ms, doubling to 5 s); a wrong user, password\n" +
+			"or database, or a schema without chunks, exits 1 at once. Once running it never stops on a\n" +
+			"database error: it logs it and tries again.\n\n" +
 			"Run chunks migrate first: the worker never migrates. The log goes to stderr (JSON lines with\n" +
 			"--json; every chunk with --verbose); \"msg=ready\" says it is running. SIGTERM or SIGINT\n" +
 			"finishes the chunks in flight, starts no new one, prints a summary and exits 0; a second\n" +
@@ -35,9 +40,12 @@ func workerCommand() *cli.Command {
 			"With --max-replica-lag or --throttle-query it holds new chunks while a standby is too far behind\n" +
 			"or the query returns true (README \"Protecting production\"), and says so in its log and in\n" +
 			"chunks status.\n\n" +
+			"With --http ADDR it serves, while it runs, its Prometheus metrics at /metrics, /healthz, /readyz\n" +
+			"and the status page at / (README \"Seeing it run\"). No host in ADDR means 127.0.0.1.\n\n" +
 			"Example:\n  chunks --schema lab worker --concurrency 4 --poll 1s\n" +
 			"  chunks --schema lab worker --max-replica-lag 500ms\n" +
-			"  chunks --schema lab worker --rate 0.5        # each job at most one chunk every 2 s",
+			"  chunks --schema lab worker --rate 0.5        # each job at most one chunk every 2 s\n" +
+			"  chunks --schema lab worker --http 127.0.0.1:9187   # scrape http://127.0.0.1:9187/metrics",
 		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "concurrency", Value: 1, Usage: fmt.Sprintf("run `N` passes at once, 1 to %d", fleet.MaxConcurrency)},
 			&cli.DurationFlag{Name: "poll", Value: fleet.DefaultPoll, Usage: fmt.Sprintf("how often (`D`) an idle pass looks at the queue without a notification, %v to %v (0: the default)", fleet.MinPoll, fleet.MaxDuration)},
@@ -45,7 +53,7 @@ func workerCommand() *cli.Command {
 			&cli.DurationFlag{Name: "retry-delay", Value: fleet.DefaultRetryDelay, Usage: fmt.Sprintf("how long (`D`) a job rests after its chunk failed with an error that is not a conflict, 1ms to %v (0: the default)", fleet.MaxDuration)},
 			&cli.StringFlag{Name: "id", Usage: "the worker's name (`ID`) in the log, in chunks status and in a pause it makes (default, also when empty: hostname:pid)"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log every chunk"},
-		}, paceFlagDefs()...),
+		}, append(paceFlagDefs(), httpFlagDefs(false)...)...),
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() > 0 {
 				return usagef("worker takes no arguments, got %q (flags go before arguments)", c.Args().Slice())
@@ -54,15 +62,10 @@ func workerCommand() *cli.Command {
 			if n < 1 || n > fleet.MaxConcurrency {
 				return &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf("concurrency: must be between 1 and %d, got %d", fleet.MaxConcurrency, n)}
 			}
-			conn, err := connConfig(c)
+			cfg, err := poolConfig(c) // with the connect timeout, and cancel requests: an aborting worker's chunks roll back
 			if err != nil {
 				return err
 			}
-			cfg, err := pgxpool.ParseConfig("")
-			if err != nil {
-				return err
-			}
-			cfg.ConnConfig = conn       // with the connect timeout, and cancel requests: an aborting worker's chunks roll back
 			cfg.MaxConns = int32(n) + 1 // each pass holds one connection at a time; one more for the heartbeat and pacing
 			id := c.String("id")
 			if id == "" {
@@ -98,9 +101,20 @@ func workerCommand() *cli.Command {
 				Pace:        paceFlags(c),
 				Logger:      slog.New(handler),
 			}
-			stop, abort, release := stopOnSignals(c.Context, w.Logger.With("worker", w.ID))
+			log := w.Logger.With("worker", w.ID)
+			var srv *httpServer
+			if c.String("http") != "" {
+				reg := metrics.NewRegistry()
+				if w.Observer, err = metrics.NewWorker(reg, w.Pacing, w.Pace.MaxReplicaLag > 0); err != nil {
+					return err
+				}
+				if srv, err = newHTTPServer(c, cfg, reg, log); err != nil {
+					return err
+				}
+			}
+			stop, abort, release := stopOnSignals(c.Context, log)
 			defer release()
-			if err := w.Run(stop, abort); err != nil {
+			if err := runWithHTTP(w, srv, stop, abort); err != nil {
 				if errors.Is(err, fleet.ErrAborted) {
 					return fmt.Errorf("worker %s: %w", w.ID, err)
 				}
@@ -117,6 +131,21 @@ func workerCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// runWithHTTP runs the worker, and srv (when not nil) beside it until the
+// worker has stopped: the page and /metrics stay up while the chunks in
+// flight finish.
+func runWithHTTP(w *fleet.Worker, srv *httpServer, stop, abort context.Context) error {
+	if srv == nil {
+		return w.Run(stop, abort)
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(stop))
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+	err := w.Run(stop, abort)
+	cancel()
+	return errors.Join(err, <-served)
 }
 
 // stopOnSignals returns stop, which ends at the first SIGTERM or SIGINT,

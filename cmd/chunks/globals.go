@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 
 	"github.com/chunks-dev/chunks/driver"
@@ -102,6 +103,22 @@ func connect(c *cli.Context) (*pgx.Conn, error) {
 	}
 	conn, err := pgx.ConnectConfig(c.Context, cfg)
 	return conn, connectHint(c, err)
+}
+
+// poolConfig is the pool configuration of the global --dsn and --schema.
+// Its connections are connConfig's: the schema as a startup parameter, the
+// connect timeout, and cancel requests when a context ends.
+func poolConfig(c *cli.Context) (*pgxpool.Config, error) {
+	conn, err := connConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig("")
+	if err != nil {
+		return nil, err
+	}
+	cfg.ConnConfig = conn
+	return cfg, nil
 }
 
 // withConn runs fn on a connection and closes it, keeping both errors.

@@ -84,6 +84,7 @@ func commands() []*cli.Command {
 		reportCommand(),
 		workerCommand(),
 		statusCommand(),
+		serveCommand(),
 		pauseCommand(),
 		resumeCommand(),
 		demoCommand(),

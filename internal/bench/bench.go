@@ -324,6 +324,17 @@ func fleetScenarios(ctx context.Context, admin *pgx.Conn, o Options, logf func(s
 			return err
 		}
 	}
+	logf("fleet: takeover after a worker is killed inside a chunk")
+	trials := 5
+	if o.Duration < time.Second {
+		trials = 1 // a smoke run
+	}
+	if err := counted(func() (Result, error) {
+		s, err := takeover(ctx, o, seed.conn, schema, seed, trials)
+		return s.result("fleet takeover", "SIGKILL inside a 300 ms chunk, to the next chunk by another worker", false), err
+	}); err != nil {
+		return err
+	}
 	jobs := jobsFor(o.Duration.Seconds(), 10, 1) / 2 // the fleet runs about half as many chunks as RunChunk can
 	for _, n := range []int{1, 2, 4} {
 		logf("fleet: %d worker processes over %d jobs", n, jobs)
@@ -498,6 +509,9 @@ func ratios(r Report) []Ratio {
 	if small, big := get("scale", "10 jobs"), get("scale", "10,000"); small.Chunks > 0 && big.Chunks > 0 {
 		v = div(big.MeanMs, small.MeanMs)
 		ratio("per-chunk time, 10,000 jobs vs 10 jobs", v, "<= 1.10", v <= 1.10)
+	}
+	if tk := get("fleet takeover", ""); tk.Chunks > 0 {
+		ratio("fleet: takeover after a killed worker, p50 ms", tk.P50Ms, "< 1000", tk.P50Ms < 1000)
 	}
 	if p := get("fleet pickup", "NOTIFY"); p.Chunks > 0 {
 		ratio("fleet pickup p50 with NOTIFY, ms", p.P50Ms, "< 10", p.P50Ms < 10)

@@ -31,41 +31,51 @@ func workers(ctx context.Context, o Options, schema string, n int, poll time.Dur
 		return errors.Join(errs...)
 	}
 	for i := range n {
-		args := append([]string{"worker", "--dsn", o.Conn.ConnString(), "--schema", schema,
-			"--poll", poll.String(), "--id", fmt.Sprintf("bench-%d", i)}, extra...)
-		cmd := exec.CommandContext(ctx, o.Chunks, args...)
-		stderr, err := cmd.StderrPipe()
+		cmd, err := startWorker(ctx, o, schema, fmt.Sprintf("bench-%d", i), poll, extra...)
 		if err != nil {
 			return nil, errors.Join(err, stop())
 		}
-		if err := cmd.Start(); err != nil {
-			return nil, errors.Join(err, stop())
-		}
 		cmds = append(cmds, cmd)
-		ready := make(chan error, 1)
-		go func() {
-			sc := bufio.NewScanner(stderr)
-			found := false
-			for sc.Scan() {
-				if !found && strings.Contains(sc.Text(), "msg=ready") {
-					found = true
-					ready <- nil
-				}
-			}
-			if !found {
-				ready <- errors.New("chunks worker exited before it was ready")
-			}
-		}()
-		select {
-		case err := <-ready:
-			if err != nil {
-				return nil, errors.Join(err, stop())
-			}
-		case <-time.After(30 * time.Second):
-			return nil, errors.Join(errors.New("chunks worker not ready in 30s"), stop())
-		}
 	}
 	return stop, nil
+}
+
+// startWorker starts one chunks worker process named id (its connections'
+// application_name too) and waits until it has logged that it is ready.
+func startWorker(ctx context.Context, o Options, schema, id string, poll time.Duration, extra ...string) (*exec.Cmd, error) {
+	args := append([]string{"worker", "--dsn", o.Conn.ConnString(), "--schema", schema,
+		"--poll", poll.String(), "--id", id}, extra...)
+	cmd := exec.CommandContext(ctx, o.Chunks, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	ready := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		found := false
+		for sc.Scan() {
+			if !found && strings.Contains(sc.Text(), "msg=ready") {
+				found = true
+				ready <- nil
+			}
+		}
+		if !found {
+			ready <- errors.New("chunks worker exited before it was ready")
+		}
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			return nil, errors.Join(err, cmd.Wait())
+		}
+	case <-time.After(30 * time.Second):
+		return nil, errors.Join(errors.New("chunks worker not ready in 30s"), cmd.Process.Kill(), cmd.Wait())
+	}
+	return cmd, nil
 }
 
 // pickup measures register → the first chunk's audit rows, both read on

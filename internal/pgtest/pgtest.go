@@ -19,6 +19,7 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/localpg"
+	"github.com/chunks-dev/chunks/internal/wire"
 )
 
 var (
@@ -126,6 +127,27 @@ func (s *Schema) Exec(t testing.TB, sql string, args ...any) {
 	if _, err := s.Conn.Exec(context.Background(), sql, args...); err != nil {
 		t.Fatalf("%s: %v", strings.TrimSpace(sql), err)
 	}
+}
+
+// CountingConnect opens a connection on dsn whose round trips on the wire
+// can be counted ([wire.Counter]); the test closes it at its end.
+func CountingConnect(t testing.TB, dsn string) (*pgx.Conn, *wire.Counter) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := wire.Count(cfg)
+	conn, err := pgx.ConnectConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := conn.Close(context.Background()); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return conn, counter()
 }
 
 // Pool opens a pgx pool that the test closes at its end.

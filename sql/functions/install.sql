@@ -17,7 +17,12 @@
 {{ template "lock_unfinished_job.sql" . }}
 {{ template "pause_job.sql" . }}
 {{ template "resume_job.sql" . }}
+{{ template "job_state.sql" . }}
+{{ template "running_chunks.sql" . }}
+{{ template "worker_status.sql" . }}
+{{ template "job_rows.sql" . }}
 {{ template "job_status.sql" . }}
+{{ template "status_page.sql" . }}
+{{ template "record_progress.sql" . }}
 {{ template "worker_heartbeat.sql" . }}
 {{ template "worker_gone.sql" . }}
-{{ template "worker_status.sql" . }}

@@ -138,7 +138,7 @@ comment on function {{ .schema }}.targets_look_normal(jsonb) is
 -- chunks status: 1 to 200 characters, none of them a control character or
 -- an invisible format character (Unicode Cf: bidi overrides, zero-width
 -- marks...) that could disguise what a terminal shows. A bad value is echoed
--- as a short prefix with its length.
+-- as an excerpt.
 create or replace function {{ .schema }}.check_worker(worker text) returns void
 language plpgsql immutable security invoker
 set search_path = {{ .schema }}, pg_temp
@@ -148,9 +148,7 @@ begin
      or check_worker.worker ~ '[[:cntrl:]\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]'
      or check_worker.worker ~ '[\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]' then
     raise exception 'worker: must be 1 to 200 characters without control or format characters, got %',
-      coalesce(to_jsonb(left(check_worker.worker, 40))::text
-               || case when length(check_worker.worker) > 40
-                       then format('... (%s characters)', length(check_worker.worker)) else '' end, 'null')
+      excerpt(check_worker.worker, true)
       using errcode = '22023';
   end if;
 end

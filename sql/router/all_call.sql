@@ -2,7 +2,7 @@
   A routed call of every shard at once: <name>() on the router evaluates
   the jsonb list <list> on every shard in parallel (PL/Proxy, RUN ON ALL)
   and returns one list of their entries, each with its "shard" added,
-  ordered by shard, then by the entry's <key>. Each partition's connection
+  ordered by the entry's <key>, then by shard. Each partition's connection
   names its shard in the setting chunks.shard (chunks router install puts it
   in the partition's options). When a shard cannot be reached, the call
   fails, naming every shard that does not answer. With placed, an entry
@@ -38,7 +38,7 @@ declare
 begin
   begin
     select coalesce(jsonb_agg(e.item || jsonb_build_object('shard', s.r ->> 'shard')
-                              order by substr(s.r ->> 'shard', 2)::integer{{ if .key }}, e.item ->> '{{ .key }}'{{ end }}), '[]'::jsonb)
+                              order by {{ if .key }}e.item ->> '{{ .key }}', {{ end }}substr(s.r ->> 'shard', 2)::integer), '[]'::jsonb)
       into v_result
       from shard_{{ .name }}() as s(r)
      cross join lateral jsonb_array_elements(s.r -> 'list') as e(item)

@@ -31,3 +31,4 @@
 {{ template "resume_job.sql" . }}
 {{ template "job_status.sql" . }}
 {{ template "worker_status.sql" . }}
+{{ template "status_page.sql" . }}

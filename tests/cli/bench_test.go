@@ -47,7 +47,7 @@ func TestBenchSmoke(t *testing.T) {
 			t.Errorf("%s: %.2f round trips per chunk, want at least %.2f", key, x.RoundTrips, rt)
 		}
 	}
-	for _, s := range []string{"ceiling", "chunks", "baseline", "network ceiling", "network chunks", "network baseline", "parallel", "fleet", "fleet pickup"} {
+	for _, s := range []string{"ceiling", "chunks", "baseline", "network ceiling", "network chunks", "network baseline", "parallel", "fleet", "fleet pickup", "fleet takeover"} {
 		if !seen[s] {
 			t.Errorf("scenario %s is missing", s)
 		}

@@ -116,7 +116,7 @@ func TestConcurrentMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"job_audit", "job_queue", "jobs", "orders", "schema_version", "workers"}; !reflect.DeepEqual(tables, want) {
+	if want := []string{"job_audit", "job_progress", "job_queue", "jobs", "orders", "schema_version", "workers"}; !reflect.DeepEqual(tables, want) {
 		t.Fatalf("tables %v, want %v", tables, want)
 	}
 	for _, fn := range []struct{ signature, result string }{

@@ -1,14 +1,18 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -83,12 +87,13 @@ func TestDemoKeep(t *testing.T) {
 	pgtest.RequireTool(t, err, "the PostgreSQL server binaries (chunks demo starts a server)", "postgresql")
 	r := runWith(t, opts{timeout: 60 * time.Second}, "demo", "--keep")
 	wantDemo(t, r)
-	m := regexp.MustCompile(`(?s)The server keeps running \(pid \d+\)\.\nLook at the data yourself:\n  psql "([^"]+)" -c '([^']+)'\nStop it and remove its data with:\n  (.+)\n`).
-		FindStringSubmatch(r.stdout)
+	m := regexp.MustCompile(`(?s)The server keeps running \(pid \d+\)\.\nLook at the data yourself:\n  psql "([^"]+)" -c '([^']+)'\n` +
+		`See it on the status page \(then open http://127\.0\.0\.1:8080/\):\n  chunks serve --dsn "([^"]+)" --schema (\S+) --http 127\.0\.0\.1:8080\n` +
+		`Stop it and remove its data with:\n  (.+)\n`).FindStringSubmatch(r.stdout)
 	if m == nil {
-		t.Fatalf("the demo --keep does not say, in this order, that the server runs, how to look, how to stop it:\n%v", r)
+		t.Fatalf("the demo --keep does not say, in this order, that the server runs, how to look, how to see the page, how to stop it:\n%v", r)
 	}
-	dsn, query, stop := m[1], m[2], m[3]
+	dsn, query, serveDSN, schema, stop := m[1], m[2], m[3], m[4], m[5]
 	if export := regexp.MustCompile(`To point chunks at it:\n  export CHUNKS_DSN='([^']+)'\n`).FindStringSubmatch(r.stdout); export == nil || export[1] != dsn {
 		t.Fatalf("the demo --keep does not give the same connection string as an export CHUNKS_DSN line:\n%v", r)
 	}
@@ -103,12 +108,75 @@ func TestDemoKeep(t *testing.T) {
 			t.Errorf("after %q the folder %s is still there (%v)", stop, dir[1], err)
 		}
 	})
+	wantStatusPage(t, serveDSN, schema)
 	_, err = exec.LookPath("psql")
 	pgtest.RequireTool(t, err, "psql", "postgresql-client")
 	out, err := exec.Command("psql", dsn, "-At", "-c", query).CombinedOutput()
 	if rows := strings.Split(strings.TrimSpace(string(out)), "\n"); err != nil || len(rows) != 40 {
 		t.Fatalf("the printed psql command on the kept server: %v, %d rows, want the 40 audit rows:\n%s", err, len(rows), out)
 	}
+}
+
+// wantStatusPage runs the chunks serve command that the demo prints (on a
+// free port instead of 8080) and finds the festival job on the page.
+func wantStatusPage(t *testing.T, dsn, schema string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, bin, "serve", "--dsn", dsn, "--schema", schema, "--http", "127.0.0.1:0")
+	cmd.Env = pgtest.CleanEnv()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	urls := make(chan string, 1)
+	var log strings.Builder
+	go func() {
+		defer close(urls)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			log.WriteString(sc.Text() + "\n")
+			if m := regexp.MustCompile(`msg="serving.* url=(\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+				urls <- m[1]
+			}
+		}
+	}()
+	url, ok := <-urls
+	if !ok {
+		t.Fatalf("chunks serve never said where it serves: %v", cmd.Wait())
+	}
+	page := getPage(t, url)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for range urls { // to the end of its log
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("chunks serve after SIGTERM: %v\n%s", err, log.String())
+	}
+	for _, part := range []string{`<tr data-job="alien-desert-festival" class="state-done">`, `<span class="count">40/40</span>`,
+		`<td class="drift">3</td>`} {
+		if !strings.Contains(page, part) {
+			t.Fatalf("the status page of the demo lacks %q:\n%s", part, page)
+		}
+	}
+}
+
+func getPage(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: 20 * time.Second}).Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if cerr := resp.Body.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v\n%s", url, resp.StatusCode, err, body)
+	}
+	return string(body)
 }
 
 // TestDemoOnDSN runs chunks demo in a new schema of the test database and

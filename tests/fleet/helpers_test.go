@@ -356,6 +356,37 @@ func (s *seeder) job(t testing.TB, id string, n, chunkSize int) job {
 	return j
 }
 
+// conflictScene registers, for each of ids, a job of 7 targets in chunks of
+// 2, and the job "changed" (6 targets) whose third order changed after the
+// approval: its second chunk conflicts.
+func (l *lab) conflictScene(t testing.TB, seed uint64, ids ...string) (good []job, bad job) {
+	t.Helper()
+	s := newSeeder(l, seed)
+	for _, id := range ids {
+		j := s.job(t, id, 7, 2)
+		l.register(t, j)
+		good = append(good, j)
+	}
+	bad = s.job(t, "changed", 6, 2)
+	l.register(t, bad)
+	l.Exec(t, "update orders set qty = qty + 1, revision = revision + 1 where id = $1", bad.Targets[2].ID)
+	return good, bad
+}
+
+// wantFinishedBut is wantFinished for good, once bad's job, audit and
+// orders are gone.
+func (l *lab) wantFinishedBut(t testing.TB, good []job, bad job) {
+	t.Helper()
+	l.Exec(t, "delete from job_audit where job_id = $1", bad.ID)
+	l.Exec(t, "delete from jobs where job_id = $1", bad.ID) // the queue row goes with it (on delete cascade)
+	var ids []int64
+	for _, target := range bad.Targets {
+		ids = append(ids, target.ID)
+	}
+	l.Exec(t, "delete from orders where id = any($1)", ids)
+	l.wantFinished(t, good)
+}
+
 // register registers j with the SQL function (a NOTIFY goes with it).
 func (l *lab) register(t testing.TB, j job) {
 	t.Helper()
@@ -444,11 +475,35 @@ func (l *lab) chunkInFlightAs(t testing.TB, app string) bool {
 // empty and status says done with no drift.
 func (l *lab) wantFinished(t testing.TB, jobs []job) {
 	t.Helper()
-	approved := map[int64]driver.Target{}
+	progress := l.wantConsistent(t, jobs)
 	for _, j := range jobs {
-		if got := l.nextIndex(t, j.ID); got != len(j.Targets) {
+		if got := progress[j.ID]; got != len(j.Targets) {
 			t.Errorf("job %s: next_index %d, want %d", j.ID, got, len(j.Targets))
 		}
+	}
+	if n := mustInt(t, l.Conn, "select count(*) from job_queue"); n != 0 {
+		t.Errorf("the queue still has %d rows: %s", n, mustString(t, l.Conn, "select jsonb_agg(q)::text from job_queue q"))
+	}
+	for id, s := range l.status(t) {
+		if s.State != fleetapi.StateDone || s.Drift == nil || *s.Drift != 0 {
+			t.Errorf("status of %s: %+v, want done with drift 0", id, s)
+		}
+	}
+}
+
+// wantConsistent fails unless the orders and audits are exactly what the
+// jobs' committed progress says, whatever it is: for a job at next_index k,
+// its audit is its first k targets, those k orders were changed exactly once
+// (cancelled, revision + 1), and its other targets and every order that is no
+// target are untouched. It returns each job's next_index.
+func (l *lab) wantConsistent(t testing.TB, jobs []job) map[string]int {
+	t.Helper()
+	progress := map[string]int{}
+	changedOnce := map[int64]driver.Target{} // the targets that the committed chunks cancelled
+	pending := map[int64]driver.Target{}     // the targets of chunks not committed yet
+	for _, j := range jobs {
+		k := l.nextIndex(t, j.ID)
+		progress[j.ID] = k
 		type auditRow struct {
 			Ordinal                           int
 			ID, PreviousRevision, NewRevision int64
@@ -462,14 +517,18 @@ func (l *lab) wantFinished(t testing.TB, jobs []job) {
 		}
 		want := []auditRow{}
 		for i, target := range j.Targets {
-			want = append(want, auditRow{i, target.ID, target.Revision, target.Revision + 1, target.Qty})
-			approved[target.ID] = target
+			if i < k {
+				want = append(want, auditRow{i, target.ID, target.Revision, target.Revision + 1, target.Qty})
+				changedOnce[target.ID] = target
+			} else {
+				pending[target.ID] = target
+			}
 		}
 		if len(audit) == 0 {
 			audit = []auditRow{}
 		}
 		if !reflect.DeepEqual(audit, want) {
-			t.Errorf("job %s: audit\n got %+v\nwant %+v", j.ID, audit, want)
+			t.Errorf("job %s at next_index %d: audit\n got %+v\nwant %+v", j.ID, k, audit, want)
 		}
 	}
 	type order struct {
@@ -485,27 +544,23 @@ func (l *lab) wantFinished(t testing.TB, jobs []job) {
 	}
 	changed := 0
 	for _, o := range orders {
-		target, ok := approved[o.ID]
+		target, done := changedOnce[o.ID]
+		waiting, notYet := pending[o.ID]
 		switch {
-		case ok && (o.State != "cancelled" || o.Revision != target.Revision+1 || o.Qty != target.Qty):
+		case done && (o.State != "cancelled" || o.Revision != target.Revision+1 || o.Qty != target.Qty):
 			t.Errorf("order %d: %+v, want cancelled once (revision %d)", o.ID, o, target.Revision+1)
-		case !ok && (o.State != "pending" || o.Revision != 0):
+		case notYet && (o.State != "pending" || o.Revision != waiting.Revision || o.Qty != waiting.Qty):
+			t.Errorf("order %d: %+v, want it untouched (pending, revision %d): its chunk has not committed", o.ID, o, waiting.Revision)
+		case !done && !notYet && (o.State != "pending" || o.Revision != 0):
 			t.Errorf("order %d is no target but changed: %+v", o.ID, o)
-		case ok:
+		case done:
 			changed++
 		}
 	}
-	if changed != len(approved) {
-		t.Errorf("%d approved orders changed, want %d", changed, len(approved))
+	if changed != len(changedOnce) {
+		t.Errorf("%d orders changed by committed chunks, want %d", changed, len(changedOnce))
 	}
-	if n := mustInt(t, l.Conn, "select count(*) from job_queue"); n != 0 {
-		t.Errorf("the queue still has %d rows: %s", n, mustString(t, l.Conn, "select jsonb_agg(q)::text from job_queue q"))
-	}
-	for id, s := range l.status(t) {
-		if s.State != fleetapi.StateDone || s.Drift == nil || *s.Drift != 0 {
-			t.Errorf("status of %s: %+v, want done with drift 0", id, s)
-		}
-	}
+	return progress
 }
 
 // mustJSON is v as JSON text.

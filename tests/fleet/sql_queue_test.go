@@ -418,7 +418,7 @@ func TestSQLPausedIsNeverRun(t *testing.T) {
 		{"select run_next_chunk(null)", nil, "22023", "worker: must be 1 to 200 characters without control or format characters, got null"},
 		{"select run_next_chunk($1)", []any{"evil\u202egnp.exe"}, "22023", "worker: must be 1 to 200 characters without control or format characters, got \"evil\u202egnp.exe\""},
 		{"select run_next_chunk($1)", []any{"a\x1b[2Jb"}, "22023", `worker: must be 1 to 200 characters without control or format characters, got "a\u001b[2Jb"`},
-		{"select run_next_chunk($1)", []any{long}, "22023", `worker: must be 1 to 200 characters without control or format characters, got "` + long[:40] + `"... (1000000 characters)`},
+		{"select run_next_chunk($1)", []any{long}, "22023", `worker: must be 1 to 200 characters without control or format characters, got "` + long[:64] + `"… (1000000 characters)`},
 		{"select run_next_chunk('w', -1)", nil, "22023", "rate_delay_ms: must be between 0 and 86400000 (a day), got -1"},
 		{"select run_next_chunk('w', 0, 86400001)", nil, "22023", "retry_delay_ms: must be between 0 and 86400000 (a day), got 86400001"},
 	} {

@@ -23,7 +23,7 @@ func TestRouterCatalog(t *testing.T) {
 	}
 	inlined := []string{"excerpt", "target_problem", "targets_look_normal"}
 	wrappers := []string{"register", "cancel_chunk", "inspect_job", "run_chunk", "report", "pause_job", "resume_job",
-		"job_status", "worker_status", "check_shards"}
+		"job_status", "worker_status", "status_page", "check_shards"}
 	var names []string
 	for rows.Next() {
 		var name, lang, comment, src string

@@ -48,12 +48,12 @@ func TestExactlyOnceWorkersOnEveryShard(t *testing.T) {
 	}
 	var got, want []string
 	for _, s := range status {
-		got = append(got, s.Shard+" "+s.Tenant+" "+s.JobID+" "+s.State)
+		got = append(got, s.JobID+" "+s.Shard+" "+s.Tenant+" "+s.State)
 	}
 	for _, j := range list {
-		want = append(want, c.shardOf(t, j.tenant).name+" "+j.tenant+" "+j.id+" done")
+		want = append(want, j.id+" "+c.shardOf(t, j.tenant).name+" "+j.tenant+" done")
 	}
-	slices.Sort(want) // by shard, then job id (a job id here starts with its tenant)
+	slices.Sort(want) // by job id (then shard: job ids are unique here)
 	if !slices.Equal(got, want) {
 		t.Errorf("status through the router:\n%v\nwant\n%v", got, want)
 	}

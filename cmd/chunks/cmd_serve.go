@@ -1,0 +1,66 @@
+package main
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/chunks-dev/chunks/internal/metrics"
+)
+
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "serve",
+		Usage:     "serve the status page and the database's gauges, without running a worker (for a dashboard host)",
+		UsageText: "chunks serve --http ADDR [--page-size N] [--refresh D] [--dsn DSN] [--schema S] [--json]",
+		Description: "Serves, until SIGTERM or SIGINT:\n" +
+			"  /                the status page: every job with its progress, state, drift, rate and ETA,\n" +
+			"                   every live worker, and each job's report (/jobs/JOB); it updates itself\n" +
+			"  /api/status      the same as JSON (?after=JOB for the next page)\n" +
+			"  /metrics         Prometheus gauges read from the database at each scrape: chunks_jobs{state},\n" +
+			"                   chunks_unfinished_orders, chunks_live_workers{state},\n" +
+			"                   chunks_longest_no_progress_seconds, chunks_database_up; and Go's and the process's\n" +
+			"  /healthz         200 while the process runs\n" +
+			"  /readyz          200 when the database answers and chunks is installed, else 503 and why\n" +
+			"Each page, refresh and scrape is one query, however many jobs there are. It is read-only and\n" +
+			"answers GET only. No host in ADDR means 127.0.0.1; another address is served with a warning.\n\n" +
+			"Example:\n  chunks --schema lab serve --http 127.0.0.1:8080     # then open http://127.0.0.1:8080/",
+		Flags: httpFlagDefs(true),
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() > 0 {
+				return usagef("serve takes no arguments, got %q (flags go before arguments)", c.Args().Slice())
+			}
+			if c.String("http") == "" {
+				return usagef("serve needs --http ADDR, e.g. --http 127.0.0.1:8080")
+			}
+			cfg, err := poolConfig(c)
+			if err != nil {
+				return err
+			}
+			var handler slog.Handler = slog.NewTextHandler(os.Stderr, nil)
+			if jsonOut(c) {
+				handler = slog.NewJSONHandler(os.Stderr, nil)
+			}
+			log := slog.New(handler)
+			reg := metrics.NewRegistry()
+			srv, err := newHTTPServer(c, cfg, reg, log)
+			if err != nil {
+				return err
+			}
+			if err := reg.Register(&metrics.Database{DB: srv.pool, Log: log}); err != nil {
+				return errors.Join(err, srv.close())
+			}
+			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			if err := srv.Serve(ctx); err != nil {
+				return err
+			}
+			log.Info("stopped")
+			return nil
+		},
+	}
+}

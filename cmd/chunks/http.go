@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/urfave/cli/v2"
+
+	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/web"
+)
+
+// httpFlagDefs are the flags of the status page and metrics server
+// (worker and serve). required: the command cannot run without --http.
+func httpFlagDefs(required bool) []cli.Flag {
+	usage := "serve the status page, /metrics, /healthz and /readyz on `ADDR` (host:port; no host means 127.0.0.1; off when empty)"
+	if required {
+		usage = "serve the status page, /metrics, /healthz and /readyz on `ADDR` (host:port; no host means 127.0.0.1; required)"
+	}
+	return []cli.Flag{
+		&cli.StringFlag{Name: "http", Usage: usage},
+		&cli.IntFlag{Name: "page-size", Value: web.DefaultPageSize, Usage: fmt.Sprintf("list at most `N` jobs per page, 1 to %d", web.MaxPageSize)},
+		&cli.DurationFlag{Name: "refresh", Value: web.DefaultRefresh, Usage: "how often (`D`) the page asks for news, 100ms to 1m"},
+	}
+}
+
+// httpServer is a bound status page and metrics server, not serving yet.
+type httpServer struct {
+	listener net.Listener
+	handler  *web.Server
+	pool     *pgxpool.Pool
+	log      *slog.Logger
+}
+
+// newHTTPServer checks the --http flags, opens a small pool of its own on
+// cfg and binds the address. Close it when done (Serve does).
+func newHTTPServer(c *cli.Context, cfg *pgxpool.Config, metrics prometheus.Gatherer, log *slog.Logger) (*httpServer, error) {
+	size, refresh := c.Int("page-size"), c.Duration("refresh")
+	if size < 1 || size > web.MaxPageSize {
+		return nil, &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf("page-size: must be between 1 and %d, got %d", web.MaxPageSize, size)}
+	}
+	if refresh < web.MinRefresh || refresh > web.MaxRefresh {
+		return nil, &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf("refresh: must be between %v and %v, got %v", web.MinRefresh, web.MaxRefresh, refresh)}
+	}
+	cfg = cfg.Copy()
+	cfg.MaxConns = 2 // a page, a report or a scrape is one query
+	pool, err := pgxpool.NewWithConfig(c.Context, cfg)
+	if err != nil {
+		return nil, err
+	}
+	l, err := web.Listen(c.String("http"))
+	if err != nil {
+		pool.Close()
+		var addrErr *net.AddrError
+		if errors.As(err, &addrErr) {
+			return nil, &driver.Error{Kind: driver.ErrInvalid, Msg: err.Error(), Err: err}
+		}
+		return nil, err
+	}
+	title := global(c, "schema")
+	if title == "" {
+		title = "the DSN's search_path"
+	}
+	h := &web.Server{DB: pool, Title: title, Metrics: metrics, PageSize: size, Refresh: refresh, Log: log}
+	return &httpServer{listener: l, handler: h, pool: pool, log: log}, nil
+}
+
+// close releases the server without serving.
+func (s *httpServer) close() error {
+	s.pool.Close()
+	return s.listener.Close()
+}
+
+// Serve serves until ctx ends, then closes the server and its pool. It
+// warns at once when the page cannot be served yet (the database does not
+// answer, or chunks is not installed), and serves anyway: /readyz says so
+// until it can.
+func (s *httpServer) Serve(ctx context.Context) error {
+	defer s.pool.Close()
+	if err := s.handler.Ready(ctx); err != nil {
+		s.log.Warn("the status page cannot show the fleet yet; /readyz answers 503 until it can", "error", err)
+	}
+	return web.Serve(ctx, s.listener, s.handler.Handler(), s.log)
+}

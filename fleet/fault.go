@@ -1,0 +1,171 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/chunks-dev/chunks/driver"
+)
+
+// errReadOnly is what the start-up check of [Worker.Run] makes of a server
+// that answers but cannot take writes: a standby still in recovery, or a
+// primary with default_transaction_read_only on.
+type errReadOnly struct{ standby bool }
+
+func (e errReadOnly) Error() string {
+	if e.standby {
+		return "the server is a standby (pg_is_in_recovery() is true): it takes no writes until it is promoted"
+	}
+	return "the server is read-only (transaction_read_only is on)"
+}
+
+// Classify says what a worker makes of an error of the database: transient
+// errors are waited out, permanent ones need a person. reason is a short
+// phrase for the log: what the error means and, for a permanent one, what
+// to do.
+//
+// Permanent: an invalid connection string, authentication (SQLSTATE class
+// 28: no such role, a wrong password, pg_hba.conf), an unknown database
+// (3D000), and the SQL itself refused (class 42: chunks not installed in
+// the schema, or an older version of it, or missing privileges). Waiting
+// never fixes these.
+//
+// Transient, everything else, in particular: connection refused and other
+// network errors, a lost connection (class 08, or an end of file), no free
+// connection slot (53300, and the rest of class 53), a server that is
+// starting up, shutting down or in crash recovery (57P03), a session ended
+// by the server (57P01 pg_terminate_backend or a fast shutdown, 57P02 a crash
+// of another backend), a server that takes no writes (25006, a standby not yet
+// promoted, target_session_attrs=read-write finding no writable host), and
+// timeouts, lock and serialization failures.
+func Classify(err error) (transient bool, reason string) {
+	var pgErr *pgconn.PgError
+	var parseErr *pgconn.ParseConfigError
+	var readOnly errReadOnly
+	var netErr net.Error
+	switch {
+	case err == nil:
+		return false, "no error"
+	case errors.Is(err, ErrNotInstalled):
+		return false, "chunks is not installed in this schema: run chunks migrate"
+	case errors.As(err, &parseErr), errors.Is(err, driver.ErrInvalid):
+		return false, "invalid connection string or settings"
+	case errors.As(err, &readOnly):
+		return true, "not writable yet: " + readOnly.Error()
+	case errors.Is(err, pgconn.ErrReadOnlyConnection):
+		return true, "no writable server among the hosts (target_session_attrs=read-write): a standby not yet promoted?"
+	case errors.As(err, &pgErr):
+		return classifyCode(pgErr.Code)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return true, "connection refused: the server is down or not listening yet"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return true, "timeout: the server did not answer in time"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, net.ErrClosed):
+		return true, "connection lost"
+	}
+	return true, "could not talk to the database"
+}
+
+// classifyCode is [Classify] for an error the server sent.
+func classifyCode(code string) (bool, string) {
+	switch {
+	case pgerrcode.IsInvalidAuthorizationSpecification(code):
+		return false, fmt.Sprintf("authentication failed (SQLSTATE %s): check the user, password and pg_hba.conf", code)
+	case code == pgerrcode.InvalidCatalogName:
+		return false, "the database does not exist (SQLSTATE 3D000): check the DSN"
+	case code == pgerrcode.UndefinedFunction, code == pgerrcode.UndefinedTable:
+		return false, fmt.Sprintf("a chunks function or table is missing (SQLSTATE %s): run chunks migrate for this schema", code)
+	case code == pgerrcode.InsufficientPrivilege:
+		return false, "permission denied (SQLSTATE 42501): grant the worker's role the privileges on the chunks schema"
+	case pgerrcode.IsSyntaxErrororAccessRuleViolation(code):
+		return false, fmt.Sprintf("the server refused the SQL (SQLSTATE %s): is the schema's chunks as new as this binary? run chunks migrate", code)
+	case code == pgerrcode.TooManyConnections:
+		return true, "no free connection slot (SQLSTATE 53300, too many connections)"
+	case pgerrcode.IsInsufficientResources(code):
+		return true, fmt.Sprintf("the server is short of a resource (SQLSTATE %s)", code)
+	case code == pgerrcode.CannotConnectNow:
+		return true, "the server is starting up, shutting down or recovering (SQLSTATE 57P03)"
+	case code == pgerrcode.AdminShutdown, code == pgerrcode.CrashShutdown:
+		return true, fmt.Sprintf("the server ended the session (SQLSTATE %s): a restart, a crash or pg_terminate_backend", code)
+	case pgerrcode.IsConnectionException(code):
+		return true, fmt.Sprintf("connection error (SQLSTATE %s)", code)
+	case code == pgerrcode.ReadOnlySQLTransaction:
+		return true, "the server takes no writes (SQLSTATE 25006): a standby not yet promoted, or a read-only primary"
+	}
+	return true, fmt.Sprintf("server error (SQLSTATE %s)", code)
+}
+
+// The start-up back-off of [Worker.Run]: the first retry after
+// firstRetryDelay, each next one after twice as long, up to maxRetryDelay.
+const (
+	firstRetryDelay = 100 * time.Millisecond
+	maxRetryDelay   = 5 * time.Second
+)
+
+// waitReady checks, until it passes, that the database is ready for
+// passes: reachable, writable, and with the chunks queue on the search_path.
+// It returns the queue's NOTIFY channel. A transient error is logged with
+// its reason and the check is tried again with capped exponential back-off;
+// a permanent one is returned at once. When stop ends first, it returns ""
+// and no error.
+func (r *runner) waitReady(stop context.Context) (string, error) {
+	delay := firstRetryDelay
+	for attempt := 1; ; attempt++ {
+		channel, err := r.check(stop)
+		if err == nil {
+			if attempt > 1 {
+				r.log.Info("database ready", "attempts", attempt)
+			}
+			return channel, nil
+		}
+		if stop.Err() != nil {
+			return "", nil
+		}
+		transient, reason := Classify(err)
+		if !transient {
+			if errors.Is(err, ErrNotInstalled) {
+				return "", err
+			}
+			return "", fmt.Errorf("worker %s cannot start: %s: %w", r.id, reason, err)
+		}
+		r.log.Warn("waiting for the database", "attempt", attempt, "reason", reason, "error", err,
+			"retry_in_ms", delay.Milliseconds())
+		timer := time.NewTimer(delay)
+		select {
+		case <-stop.Done():
+		case <-timer.C:
+		}
+		timer.Stop()
+		if stop.Err() != nil {
+			return "", nil
+		}
+		delay = min(2*delay, maxRetryDelay)
+	}
+}
+
+// check is one start-up check of [runner.waitReady].
+func (r *runner) check(ctx context.Context) (string, error) {
+	var channel string
+	var standby, readOnly bool
+	err := r.pool.QueryRow(ctx, `select queue_channel(), pg_is_in_recovery(),
+		current_setting('transaction_read_only')::bool`).Scan(&channel, &standby, &readOnly)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UndefinedFunction:
+		return "", fmt.Errorf("%w (%s)", ErrNotInstalled, pgErr.Message)
+	case err != nil:
+		return "", err
+	case standby || readOnly:
+		return "", errReadOnly{standby: standby}
+	}
+	return channel, nil
+}

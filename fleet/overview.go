@@ -1,0 +1,91 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/chunks-dev/chunks/driver"
+)
+
+// Overview is the fleet at one moment, as chunks status and the status
+// page show it ([Look]).
+type Overview struct {
+	Now  time.Time   `json:"now"`  // the server's clock
+	Jobs []JobStatus `json:"jobs"` // the jobs asked for, in job id order, each with its ETA
+	// More says that jobs follow the last one of Jobs.
+	More    bool           `json:"more"`
+	Workers []WorkerStatus `json:"workers"` // the live workers
+	// Counts is the number of jobs in each state, of all jobs (a state
+	// with none is left out).
+	Counts map[string]int `json:"counts"`
+	// UnfinishedOrders counts the approved orders of all unfinished jobs
+	// that are not committed yet.
+	UnfinishedOrders int64 `json:"unfinished_orders"`
+	// OldestProgressAt is, of all queued and running jobs, the earliest
+	// time one was last seen moving forward (or was queued, if never): how
+	// long the most neglected job has waited. Nil when there are none.
+	OldestProgressAt *time.Time `json:"oldest_progress_at"`
+}
+
+// Look reads the fleet in one query (SQL status_page), however many jobs
+// there are: at most max jobs (0: every job) whose ids follow after (""
+// from the first), each with its drift and ETA, the live workers, and for
+// all jobs their counts by state and the orders left. It reads only.
+func Look(ctx context.Context, db driver.DB, after string, max int) (*Overview, error) {
+	if max < 0 {
+		return nil, invalidf("max: must be 0 (every job) or more, got %d", max)
+	}
+	var afterArg, maxArg any
+	if after != "" {
+		afterArg = after
+	}
+	if max > 0 {
+		maxArg = max
+	}
+	return look(ctx, db, afterArg, maxArg)
+}
+
+// workersOf is the workers that serve shard: all of them on one server
+// (shard ""); through a chunks router, only the job's own shard's workers
+// can run it.
+func workersOf(workers []WorkerStatus, shard string) []WorkerStatus {
+	if shard == "" {
+		return workers
+	}
+	var out []WorkerStatus
+	for _, w := range workers {
+		if w.Shard == shard {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// Totals is [Look] without any job: the counts, the orders left, the
+// oldest progress and the live workers (for metrics).
+func Totals(ctx context.Context, db driver.DB) (*Overview, error) {
+	return look(ctx, db, nil, 0)
+}
+
+func look(ctx context.Context, db driver.DB, after, max any) (*Overview, error) {
+	var body []byte
+	if err := db.QueryRow(ctx, "select status_page($1::text, $2::integer)::text", after, max).Scan(&body); err != nil {
+		return nil, driver.MapError(err)
+	}
+	ov := &Overview{}
+	if err := json.Unmarshal(body, ov); err != nil {
+		return nil, fmt.Errorf("status_page: %w", err)
+	}
+	if ov.Jobs == nil {
+		ov.Jobs = []JobStatus{}
+	}
+	if ov.Workers == nil {
+		ov.Workers = []WorkerStatus{}
+	}
+	for i := range ov.Jobs {
+		ov.Jobs[i].ETA = Estimate(ov.Jobs[i], workersOf(ov.Workers, ov.Jobs[i].Shard), ov.Now)
+	}
+	return ov, nil
+}

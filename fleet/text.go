@@ -1,0 +1,60 @@
+package fleet
+
+import (
+	"fmt"
+	"time"
+)
+
+// Detail is what chunks status and the status page say beside a job's
+// state: in which session it runs, who paused it, when and why, or until
+// when it rests. Times are shown in the local time zone.
+func (j JobStatus) Detail(now time.Time) string {
+	switch {
+	case j.State == StateRunning && j.RunningIn != nil:
+		return "in " + *j.RunningIn
+	case j.State == StatePaused && j.PausedAt != nil:
+		return fmt.Sprintf("at %s by %s: %s", j.PausedAt.Local().Format("15:04:05"), orUnknown(j.PausedBy), orUnknown(j.PauseReason))
+	case j.VisibleAt != nil && j.VisibleAt.After(now):
+		return "rests until " + j.VisibleAt.Local().Format("15:04:05.000")
+	}
+	return ""
+}
+
+func orUnknown(s *string) string {
+	if s == nil {
+		return "?"
+	}
+	return *s
+}
+
+// Duration is s seconds, short: "<1s", "42s", "3m 20s", "2h 05m", "3d 04h".
+func Duration(s float64) string {
+	d := time.Duration(s * float64(time.Second)).Round(time.Second)
+	switch {
+	case d < time.Second:
+		return "<1s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm %02ds", int(d.Minutes()), int(d.Seconds())%60)
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh %02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd %02dh", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+// Rate is a rate in ids per second, short: "12 ids/s", "2.5 ids/s",
+// "4.0 ids/min", "1.5 ids/h"; "" when it is not known.
+func Rate(rate *float64) string {
+	switch r := rate; {
+	case r == nil:
+		return ""
+	case *r >= 10:
+		return fmt.Sprintf("%.0f ids/s", *r)
+	case *r >= 1:
+		return fmt.Sprintf("%.1f ids/s", *r)
+	case *r*60 >= 1:
+		return fmt.Sprintf("%.1f ids/min", *r*60)
+	}
+	return fmt.Sprintf("%.1f ids/h", *rate*3600)
+}

@@ -1,0 +1,60 @@
+-- Fleet mode: one jsonb object per job, in job_id order, for job_status and
+-- status_page: a page of at most MAX_JOBS jobs after AFTER_JOB_ID.
+create or replace function {{ .schema }}.job_rows(after_job_id text, max_jobs integer) returns setof jsonb
+language sql stable security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+  with running as materialized (select * from running_chunks())
+  select jsonb_build_object(
+           'job_id', s.job_id,
+           'tenant', s.tenant,
+           'next_index', s.next_index,
+           'n', s.n,
+           'chunk_size', s.chunk_size,
+           'state', s.state,
+           'running_in', case when s.state = 'running' then s.running_in end,
+           'visible_at', case when s.state = 'queued' then s.visible_at end,
+           'pause_reason', s.pause_reason,
+           'paused_at', s.paused_at,
+           'paused_by', s.paused_by,
+           'progressed_at', s.progressed_at,
+           'rate', s.rate,
+           -- report's rules: a committed target that is not matching is
+           -- drifted or missing. NULL when the stored targets or next_index
+           -- cannot be read (report refuses such a job). Only for the jobs
+           -- of the page.
+           'drift', case
+                      when targets_look_normal(s.targets) and s.next_index <= s.n then
+                        (select count(*)
+                           from jsonb_array_elements(s.targets) with ordinality as x(e, ord)
+                           left join orders as o on o.id = (x.e -> 'id')::bigint
+                          where x.ord <= s.next_index
+                            and (o.id is null or not order_matches(o.tenant, o.qty, o.state, o.revision, s.tenant, x.e)))
+                    end)
+    from (select j.job_id, j.tenant, j.targets, j.next_index, j.chunk_size, c.n, q.visible_at, q.pause_reason,
+                 q.paused_at, q.paused_by, coalesce(nullif(r.application_name, ''), 'pid ' || r.pid) as running_in,
+                 job_state(j.next_index, c.n, r.pid is not null, q.job_id is not null, q.paused) as state,
+                 -- The recent rate in ids per second, from the oldest to the
+                 -- newest point of the job's progress row (record_progress).
+                 -- A row ahead of the job is of an older job of the same id.
+                 p.at as progressed_at,
+                 case when p.at > p.base_at
+                      then (p.next_index - p.base_next_index) / extract(epoch from p.at - p.base_at)::float8 end as rate
+            from jobs as j
+            left join job_queue as q on q.job_id = j.job_id
+            left join running as r on r.key = run_lock_key(j.job_id)
+            left join job_progress as p on p.job_id = j.job_id and p.next_index <= j.next_index
+           cross join lateral (select case when jsonb_typeof(j.targets) = 'array'
+                                           then jsonb_array_length(j.targets) end as n) as c
+           where job_rows.after_job_id is null or j.job_id > job_rows.after_job_id
+           order by j.job_id
+           limit job_rows.max_jobs) as s
+   order by s.job_id
+$$;
+comment on function {{ .schema }}.job_rows(text, integer) is
+$c$The jobs after AFTER_JOB_ID (NULL: from the first), at most MAX_JOBS (NULL: all), in job_id order,
+one jsonb object each: {"job_id", "tenant", "next_index", "n", "chunk_size", "state", "running_in",
+"visible_at", "pause_reason", "paused_at", "paused_by", "progressed_at", "rate", "drift"}, as
+job_status describes them. progressed_at is when a fleet worker last saw the job move forward, and
+rate its recent rate in ids per second (NULL until two points of progress are known); both come
+from job_progress. Read-only: it locks nothing.$c$;
