@@ -3,6 +3,7 @@ package shards
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,5 +57,21 @@ func TestExactlyOnceWorkersOnEveryShard(t *testing.T) {
 	slices.Sort(want) // by job id (then shard: job ids are unique here)
 	if !slices.Equal(got, want) {
 		t.Errorf("status through the router:\n%v\nwant\n%v", got, want)
+	}
+
+	// The status page through the router: a page of 10, then the rest after it.
+	first, err := fleet.Look(ctx, c.router, "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Jobs) != 10 || !first.More || first.Jobs[9].JobID != strings.Fields(want[9])[0] ||
+		first.Counts[fleet.StateDone] != 200 || len(first.Counts) != 1 || first.UnfinishedOrders != 0 || len(first.Workers) != 4 {
+		t.Errorf("the first page through the router: %d jobs (more %v, the last %s), counts %v, %d orders left, %d workers; "+
+			"want 10 (more, the last %s), 200 done, 0 left, 4 workers", len(first.Jobs), first.More, first.Jobs[len(first.Jobs)-1].JobID,
+			first.Counts, first.UnfinishedOrders, len(first.Workers), strings.Fields(want[9])[0])
+	}
+	rest, err := fleet.Look(ctx, c.router, first.Jobs[len(first.Jobs)-1].JobID, 0)
+	if err != nil || len(rest.Jobs) != 190 || rest.More || rest.Jobs[0].JobID != strings.Fields(want[10])[0] {
+		t.Errorf("the rest through the router: %d jobs, more %v, %v; want 190 from %s", len(rest.Jobs), rest.More, err, strings.Fields(want[10])[0])
 	}
 }
