@@ -80,6 +80,7 @@ func TestReshardByPowersOfTwo(t *testing.T) {
 			_, err := conn.Exec(ctx, fmt.Sprintf(`
 				delete from %[1]s.job_audit as a using %[1]s.jobs as j where a.job_id = j.job_id and hashtext(j.tenant) & 3 = %[2]d;
 				delete from %[1]s.jobs where hashtext(tenant) & 3 = %[2]d;
+				delete from %[1]s.job_progress as p where not exists (select from %[1]s.jobs as j where j.job_id = p.job_id);
 				delete from %[1]s.orders where hashtext(tenant) & 3 = %[2]d;`, c.schema, side.drop))
 			return err
 		}); err != nil {
