@@ -89,11 +89,19 @@ func Install(ctx context.Context, conn *pgx.Conn, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("router install %s: functions: %w", cfg.Schema, err)
 	}
-	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		return install(ctx, tx, cfg.Schema, shardSchema, parts, mapping, functions)
-	})
+	tx, err := conn.Begin(ctx)
 	if err != nil {
+		return fmt.Errorf("router install %s: %w", cfg.Schema, err)
+	}
+	if err := install(ctx, tx, cfg.Schema, shardSchema, parts, mapping, functions); err != nil {
+		// Rolled back even when ctx is cancelled; a lost connection needs none.
+		if rerr := tx.Rollback(context.WithoutCancel(ctx)); rerr != nil && !conn.IsClosed() {
+			err = fmt.Errorf("%w (and the rollback failed: %w)", err, rerr)
+		}
 		return fmt.Errorf("router install %s: %w", cfg.Schema, driver.MapError(err))
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("router install %s: commit: %w", cfg.Schema, err)
 	}
 	return nil
 }
