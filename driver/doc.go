@@ -23,6 +23,17 @@
 // on a config from [ParseDSN] (and use [ChunkFileConfig], [DrainConfig]), or
 // use a DSN with options=-csearch_path=lab.
 //
+// # Safety
+//
+// [CheckPlan] is a read-only preflight of a plan: for each target, whether
+// it would be cancelled now or exactly why not, and whether the job id is
+// free, registered with this approval or taken (one SELECT; nothing locked
+// or written). [RegisterUndo] registers the exact undo of a job: a job of
+// kind [KindRestore] whose targets are the job's committed orders that are
+// still as it left them, each restored to pending, chunk by chunk, like any
+// other job. [Lineage] says which job undid which. The canary is
+// fleet.PauseAfter.
+//
 // # Errors
 //
 // Bad input is [ErrInvalid] (also the server's SQLSTATE 22023) and is refused

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -35,18 +36,32 @@ func InspectJob(ctx context.Context, db DB, jobID string) (*Job, error) {
 	if err := checkName("job_id", jobID); err != nil {
 		return nil, err
 	}
-	var body []byte
-	if err := db.QueryRow(ctx, "select inspect_job($1)::text", jobID).Scan(&body); err != nil {
-		return nil, MapError(err)
-	}
-	if body == nil {
-		return nil, nil
-	}
 	var job Job
-	if err := json.Unmarshal(body, &job); err != nil {
-		return nil, fmt.Errorf("inspect_job: %w", err)
+	if found, err := queryJSON(ctx, db, &job, "inspect_job", jobID); err != nil || !found {
+		return nil, err
 	}
 	return &job, nil
+}
+
+// queryJSON calls the chunks SQL function fn with args and decodes its
+// jsonb result into out. It says whether there was one (false for SQL
+// NULL); a server error comes back through [MapError].
+func queryJSON(ctx context.Context, db DB, out any, fn string, args ...any) (bool, error) {
+	params := make([]string, len(args))
+	for i := range args {
+		params[i] = fmt.Sprintf("$%d", i+1)
+	}
+	var body []byte
+	if err := db.QueryRow(ctx, "select "+fn+"("+strings.Join(params, ", ")+")::text", args...).Scan(&body); err != nil {
+		return false, MapError(err)
+	}
+	if body == nil {
+		return false, nil
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return false, fmt.Errorf("%s: %w", fn, err)
+	}
+	return true, nil
 }
 
 // Report reads, in one SELECT on the server, which of the job's approved ids
@@ -56,13 +71,9 @@ func Report(ctx context.Context, db DB, jobID string) (JobReport, error) {
 	if err := checkName("job_id", jobID); err != nil {
 		return JobReport{}, err
 	}
-	var body []byte
-	if err := db.QueryRow(ctx, "select report($1)::text", jobID).Scan(&body); err != nil {
-		return JobReport{}, MapError(err)
-	}
 	var r JobReport
-	if err := json.Unmarshal(body, &r); err != nil {
-		return JobReport{}, fmt.Errorf("report: %w", err)
+	if _, err := queryJSON(ctx, db, &r, "report", jobID); err != nil {
+		return JobReport{}, err
 	}
 	return r, nil
 }

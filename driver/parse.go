@@ -169,29 +169,38 @@ func targetsFrom(field string, v any) ([]Target, error) {
 	}
 	items := make([]Target, len(list))
 	for i, e := range list {
-		path := fmt.Sprintf("%s[%d]", field, i)
-		obj, ok := e.(*object)
-		if !ok {
-			return nil, invalidf("%s: must be an object with the keys id, revision, qty, got %s", path, describe(e))
+		t, err := targetFrom(fmt.Sprintf("%s[%d]", field, i), e)
+		if err != nil {
+			return nil, err
 		}
-		if len(obj.keys) != len(targetFields) {
-			return nil, invalidf("%s: must have exactly the keys id, revision, qty, got %s", path, keyList(obj.keys))
-		}
-		var vals [3]int64
-		for j, f := range targetFields {
-			fv, present := obj.vals[f.name]
-			if !present {
-				return nil, invalidf("%s: must have exactly the keys id, revision, qty, got %s", path, keyList(obj.keys))
-			}
-			n, err := integer(path+"."+f.name, fv, f.min, f.max)
-			if err != nil {
-				return nil, err
-			}
-			vals[j] = n
-		}
-		items[i] = Target{ID: vals[0], Revision: vals[1], Qty: vals[2]}
+		items[i] = t
 	}
 	return normalize(field, items)
+}
+
+// targetFrom checks one decoded target (path names it in errors): an
+// object of exactly id, revision and qty, integers in range.
+func targetFrom(path string, e any) (Target, error) {
+	obj, ok := e.(*object)
+	if !ok {
+		return Target{}, invalidf("%s: must be an object with the keys id, revision, qty, got %s", path, describe(e))
+	}
+	if len(obj.keys) != len(targetFields) {
+		return Target{}, invalidf("%s: must have exactly the keys id, revision, qty, got %s", path, keyList(obj.keys))
+	}
+	var vals [3]int64
+	for j, f := range targetFields {
+		fv, present := obj.vals[f.name]
+		if !present {
+			return Target{}, invalidf("%s: must have exactly the keys id, revision, qty, got %s", path, keyList(obj.keys))
+		}
+		n, err := integer(path+"."+f.name, fv, f.min, f.max)
+		if err != nil {
+			return Target{}, err
+		}
+		vals[j] = n
+	}
+	return Target{ID: vals[0], Revision: vals[1], Qty: vals[2]}, nil
 }
 
 // ParseTargets reads a strict JSON list of 1 to 64 targets

@@ -1,7 +1,7 @@
 // Package fleet drains many jobs across many worker processes: a queue in
 // the chunks schema (the table job_queue), workers that take one chunk of
 // one job per pass, and the operator's controls ([Status], [Pause],
-// [Resume]). The chunks worker, status, pause and resume commands are thin
+// [PauseAfter], [Resume]). The chunks worker, status, pause and resume commands are thin
 // layers over it.
 //
 // # The queue
@@ -36,7 +36,9 @@
 //
 // [Status] lists every job: progress, queued / running (in which session) /
 // paused / done / idle, and the drift count of its report. [Pause] keeps
-// the fleet away from a job; [Resume] gives it back. A worker pauses a job
+// the fleet away from a job; [Resume] gives it back; [PauseAfter] is the
+// canary: N more chunks, then the job pauses itself in the same transaction
+// as the N-th. A worker pauses a job
 // itself when a chunk meets a conflict (an order that changed since it was
 // approved): that needs a person, and the other jobs go on.
 //

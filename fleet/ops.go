@@ -41,6 +41,17 @@ type JobStatus struct {
 	PauseReason *string    `json:"pause_reason"`
 	PausedAt    *time.Time `json:"paused_at"`
 	PausedBy    *string    `json:"paused_by"`
+	// PauseAfter, while the job is queued or running, is how many more
+	// chunks the fleet runs before the job pauses itself ([PauseAfter]);
+	// nil when no canary is pending.
+	PauseAfter *int `json:"pause_after"`
+	// Kind is the change the job applies: [driver.KindCancel], or
+	// [driver.KindRestore] for an undo ([driver.RegisterUndo]). Undoes
+	// names the job an undo undoes; UndoneBy the undo of this job. Both
+	// are nil when there is none.
+	Kind     string  `json:"kind"`
+	Undoes   *string `json:"undoes"`
+	UndoneBy *string `json:"undone_by"`
 	// Drift counts the committed orders that [driver.Report] would call
 	// drifted or missing; nil when the stored job cannot be read.
 	Drift *int `json:"drift"`
@@ -92,20 +103,24 @@ func Workers(ctx context.Context, db driver.DB) ([]WorkerStatus, error) {
 // Pass is what one worker pass did ([RunNext], SQL run_next_chunk): nil
 // when nothing was runnable. Exactly one of three things happened to JobID:
 //   - a chunk committed (Err empty): Processed, NextIndex and Done as in
-//     [driver.ChunkResult]; a finished job left the queue;
+//     [driver.ChunkResult]; a finished job left the queue. When a canary
+//     ([PauseAfter]) is pending, PauseAfter is how many chunks it still
+//     lets run, and Paused says that this chunk was its last: the job is
+//     paused, in the same commit;
 //   - the chunk rolled back with a conflict, or the job cannot be run at
-//     all (Paused): the job is paused, with Err as its reason;
+//     all (Paused, with Err as the reason): the job is paused;
 //   - the chunk rolled back with another error (a lock wait over 500 ms, a
 //     statement timeout): the job rests RestMs before any worker takes it.
 type Pass struct {
-	JobID     string  `json:"job_id"`
-	Processed []int64 `json:"processed"`
-	NextIndex int     `json:"next_index"`
-	Done      bool    `json:"done"`
-	SQLState  string  `json:"sqlstate,omitempty"`
-	Err       string  `json:"error,omitempty"`
-	Paused    bool    `json:"paused,omitempty"`
-	RestMs    int64   `json:"rest_ms,omitempty"`
+	JobID      string  `json:"job_id"`
+	Processed  []int64 `json:"processed"`
+	NextIndex  int     `json:"next_index"`
+	Done       bool    `json:"done"`
+	SQLState   string  `json:"sqlstate,omitempty"`
+	Err        string  `json:"error,omitempty"`
+	Paused     bool    `json:"paused,omitempty"`
+	PauseAfter *int    `json:"pause_after,omitempty"`
+	RestMs     int64   `json:"rest_ms,omitempty"`
 }
 
 // Status lists every job of the schema with its fleet state and ETA,
@@ -126,25 +141,51 @@ func Status(ctx context.Context, db driver.DB) ([]JobStatus, error) {
 // up to 5 s), so when Pause returns, no chunk of the job runs or will start
 // in the fleet (chunks drain and run are not stopped). It returns true when
 // it paused the job, false when the job was already paused. An unknown or
-// finished job is an [driver.ErrConflict].
+// finished job is an [driver.ErrConflict]. A pending canary ([PauseAfter])
+// is dropped: the job is paused now.
 func Pause(ctx context.Context, db driver.DB, jobID string) (bool, error) {
 	return jobCall(ctx, db, "select pause_job($1)", jobID)
 }
 
+// PauseAfter is the canary: the fleet runs n (1 to [MaxPauseAfter]) more
+// chunks of the job, then the pass that commits the n-th pauses the job in
+// that same transaction, so chunk n+1 never starts before someone has
+// looked ([driver.Report]) and called [Resume]. A paused or idle job is
+// queued for those chunks (and the workers woken); a queued one keeps its
+// place. A chunk of the job in flight finishes first (the call waits for
+// it, up to 5 s) and is not counted. Only the fleet's passes count: chunks
+// drain and run do not look at the queue. [Pause] and [Resume] drop a
+// pending canary. It returns true when it changed the queue, false when the
+// same canary was already pending. An unknown, finished or undone job, or n
+// not below the chunks the job has left (it would finish instead of
+// pausing), is an [driver.ErrConflict].
+func PauseAfter(ctx context.Context, db driver.DB, jobID string, n int) (bool, error) {
+	if n < 1 || n > MaxPauseAfter {
+		return false, invalidf("after: must be between 1 and %d chunks, got %d", MaxPauseAfter, n)
+	}
+	return jobCall(ctx, db, "select pause_job_after($1, $2)", jobID, n)
+}
+
+// MaxPauseAfter is the most chunks [PauseAfter] lets run: a job has at
+// most 64.
+const MaxPauseAfter = driver.MaxTargets
+
 // Resume queues a paused job again, visible at once, and wakes the workers.
-// An unfinished job with no queue row at all (state idle) is queued too. It
-// returns true when it queued the job, false when the job was already
-// queued. An unknown or finished job is an [driver.ErrConflict].
+// An unfinished job with no queue row at all (state idle) is queued too,
+// and a pending canary ([PauseAfter]) is dropped: the job runs to its end.
+// It returns true when it changed the queue, false when the job was already
+// queued with no canary. An unknown, finished or undone
+// ([driver.RegisterUndo]) job is an [driver.ErrConflict].
 func Resume(ctx context.Context, db driver.DB, jobID string) (bool, error) {
 	return jobCall(ctx, db, "select resume_job($1)", jobID)
 }
 
-func jobCall(ctx context.Context, db driver.DB, sql, jobID string) (bool, error) {
+func jobCall(ctx context.Context, db driver.DB, sql, jobID string, args ...any) (bool, error) {
 	if err := driver.CheckJobID(jobID); err != nil {
 		return false, err
 	}
 	var changed bool
-	if err := db.QueryRow(ctx, sql, jobID).Scan(&changed); err != nil {
+	if err := db.QueryRow(ctx, sql, append([]any{jobID}, args...)...).Scan(&changed); err != nil {
 		return false, driver.MapError(err)
 	}
 	return changed, nil

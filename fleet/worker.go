@@ -414,7 +414,7 @@ func (r *runner) once(abort context.Context) (bool, error) {
 	log := r.log.With("job", p.JobID)
 	took := time.Since(started).Milliseconds()
 	switch {
-	case p.Paused:
+	case p.Paused && p.Err != "":
 		r.w.conflicts.Add(1)
 		log.Error("conflict: the job is paused; fix the cause (chunks report), then chunks resume it",
 			"sqlstate", p.SQLState, "error", p.Err)
@@ -432,10 +432,14 @@ func (r *runner) once(abort context.Context) (bool, error) {
 		r.w.progress.add(p.JobID, p.NextIndex, now)
 		r.pacer.Committed()
 		log.Debug("chunk committed", "ids", len(p.Processed), "next_index", p.NextIndex, "done", p.Done, "took_ms", took)
-		if p.Done {
+		switch {
+		case p.Done:
 			r.w.jobsDone.Add(1)
 			log.Info("job done", "next_index", p.NextIndex)
-		} else if r.rateDelay > 0 {
+		case p.Paused:
+			log.Info("canary done: the job is paused after the chunks pause --after allowed; look (chunks report), then chunks resume it",
+				"next_index", p.NextIndex)
+		case r.rateDelay > 0:
 			time.AfterFunc(r.rateDelay, r.wakeOne) // it is runnable again then
 		}
 	}

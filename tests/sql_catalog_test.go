@@ -17,10 +17,17 @@ import (
 var inlined = map[string]struct{ call, shows string }{
 	"target_problem":      {"(e, 'x', 0) from jsonb_array_elements('[{}]') e", "CASE WHEN"},
 	"targets_look_normal": {"(e) from jsonb_array_elements('[[]]') e", "~"},
-	"order_matches":       {"('a', 1, 'cancelled', 2, 'a', e) from jsonb_array_elements('[{}]') e", "'qty'::text"},
 	"excerpt":             {"(e::text, true) from jsonb_array_elements('[1]') e", "length("},
 	"run_lock_key":        {"(j) from unnest(array['a']) j", "hashtextextended"},
 	"job_state":           {"(i, 2, false, true, false) from unnest(array[1]) i", "CASE WHEN"},
+	"order_matches":       {"('a', 1, 'cancelled', 2, 'a', e, 1, k) from unnest(array[1], array['cancel']) as x(e, k)", "CASE k WHEN"},
+	"campaign_job_id":     {"(j, i) from unnest(array['a'], array[0]) as x(j, i)", "lpad"},
+	"state_before":        {"(k) from unnest(array['cancel']) k", "CASE k"},
+	"state_after":         {"(k) from unnest(array['cancel']) k", "CASE k"},
+	"order_problem":       {"(e, 1, 1, 'a', 'pending', e::integer, 'a', 'pending', 1, 1) from unnest(array[1]) e", "CASE WHEN"},
+	"job_shape_problem":   {"('j', 'a', e, 1, 0) from jsonb_array_elements('[[]]') e", "CASE WHEN"},
+	"registration_problem": {"('j', 'cancel', null, 'a', e, 1, 'a', e, 1) from jsonb_array_elements('[[]]') e",
+		"CASE WHEN"},
 }
 
 // docs/contract.md §6: every function is documented with COMMENT ON; and every one
@@ -59,7 +66,7 @@ func TestSQLFunctionCatalog(t *testing.T) {
 			switch f.Name {
 			case "run_chunk":
 				want = append(want, "lock_timeout=500ms")
-			case "pause_job", "resume_job":
+			case "pause_job", "pause_job_after", "resume_job", "register_undo", "campaign_pause", "campaign_resume", "campaign_undo":
 				want = append(want, "lock_timeout=5s")
 			}
 			if in, ok := inlined[f.Name]; ok {
@@ -81,12 +88,15 @@ func TestSQLFunctionCatalog(t *testing.T) {
 					t.Errorf("%s(%s): proconfig %q, want it to contain %q", f.Name, f.Args, f.Config, setting)
 				}
 			}
-			// Only run_chunk, pause_job and resume_job bound their lock
+			// Only run_chunk and the operator's controls (pause_job,
+			// pause_job_after, resume_job, register_undo, campaign_pause,
+			// campaign_resume) bound their lock
 			// waits; no function changes another timeout or the role it
 			// runs as.
 			for _, setting := range f.Config {
 				name, _, _ := strings.Cut(setting, "=")
-				if name == "lock_timeout" && !slices.Contains([]string{"run_chunk", "pause_job", "resume_job"}, f.Name) || name == "statement_timeout" || name == "role" ||
+				if name == "lock_timeout" && !slices.Contains([]string{"run_chunk", "pause_job", "pause_job_after", "resume_job", "register_undo", "campaign_pause", "campaign_resume", "campaign_undo"}, f.Name) ||
+					name == "statement_timeout" || name == "role" ||
 					name == "session_authorization" {
 					t.Errorf("%s(%s): unexpected setting %q", f.Name, f.Args, setting)
 				}
@@ -107,6 +117,15 @@ func TestSQLFunctionCatalog(t *testing.T) {
 	  "cancel_chunk": "tenant text, items jsonb -> jsonb v",
 	  "run_chunk": "job_id text -> jsonb v",
 	  "report": "job_id text -> jsonb s"}`)
+	// And those of the operator's safety functions (README "Safety").
+	sameJSON(t, "safety signatures", mustString(t, s.Conn, `select jsonb_object_agg(p.proname,
+	    pg_get_function_arguments(p.oid) || ' -> ' || pg_get_function_result(p.oid) || ' ' || p.provolatile::text)::text
+	  from pg_proc p where p.pronamespace = $1::regnamespace
+	   and p.proname in ('check_plan', 'register_undo', 'pause_job_after', 'job_lineage')`, s.Name), `{
+	  "check_plan": "plan jsonb -> jsonb s",
+	  "register_undo": "job_id text, new_job_id text DEFAULT NULL::text -> jsonb v",
+	  "pause_job_after": "job_id text, after integer -> boolean v",
+	  "job_lineage": "job_id text -> jsonb s"}`)
 
 	// The pinned search_path at work: a session whose search_path puts
 	// lookalike tables first (a temporary orders and jobs) still reaches the

@@ -112,7 +112,7 @@ func TestSQLMigrateAgainIsANoOp(t *testing.T) {
 	registerJob(t, s, "j", "acme", 1, 5, 2)
 	s.Exec(t, "select run_chunk('j')")
 	before, data := catalog(t, admin, s.Name), state(t, s)
-	if !strings.Contains(before, `"version": [{"version": 6}]`) {
+	if !strings.Contains(before, `"version": [{"version": 7}]`) {
 		t.Fatalf("version table: %s", before)
 	}
 	for i := 0; i < 2; i++ {
@@ -142,9 +142,10 @@ func TestSQLMigrateNothingInPublic(t *testing.T) {
 	if got := mustString(t, admin, "select coalesce(to_regclass('public.schema_version')::text, 'none')"); got != "none" {
 		t.Fatalf("public.schema_version: %s", got)
 	}
-	// Exactly the tables (with their indexes; job_queue is fleet mode's queue) and tern's version table, and the shipped functions.
+	// Exactly the tables (with their indexes; job_queue is fleet mode's queue, job_kind says which jobs are undos) and
+	// tern's version table, and the shipped functions.
 	sameJSON(t, "tables", mustString(t, admin, `select jsonb_agg(relname order by relname)::text from pg_class
-	  where relnamespace = $1::regnamespace and relkind = 'r'`, s.Name), `["job_audit", "job_progress", "job_queue", "jobs", "orders", "schema_version", "workers"]`)
+	  where relnamespace = $1::regnamespace and relkind = 'r'`, s.Name), `["campaign_jobs", "campaigns", "job_audit", "job_kind", "job_progress", "job_queue", "jobs", "orders", "schema_version", "workers"]`)
 	if got, want := installedFunctions(t, admin, s.Name), shippedFunctions(t); !slices.Equal(got, want) {
 		t.Fatalf("functions: %v, want %v", got, want)
 	}
@@ -220,7 +221,7 @@ func TestSQLMigrateConcurrently(t *testing.T) {
 	if got, want := installedFunctions(t, admin, name), shippedFunctions(t); !slices.Equal(got, want) {
 		t.Fatalf("functions: %v, want %v", got, want)
 	}
-	if got := mustString(t, admin, "select jsonb_agg(v)::text from "+pgx.Identifier{name, "schema_version"}.Sanitize()+" v"); got != `[{"version": 6}]` {
+	if got := mustString(t, admin, "select jsonb_agg(v)::text from "+pgx.Identifier{name, "schema_version"}.Sanitize()+" v"); got != `[{"version": 7}]` {
 		t.Fatalf("version: %s", got)
 	}
 	dsn := pgtest.WithSearchPath(pgtest.DSN(), name)

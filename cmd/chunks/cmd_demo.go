@@ -29,7 +29,8 @@ func demoCommand() *cli.Command {
 		Description: "Installs chunks into a new schema, creates the 40 orders of the Alien Desert Festival and\n" +
 			"some of other tenants, registers the cancellation 10 at a time, runs a chunk, kills a second\n" +
 			"run with SIGKILL in the middle of its chunk, drains the rest with two worker processes at\n" +
-			"once, and reports; then changes and deletes committed orders and reports the drift.\n" +
+			"once, and reports; then changes and deletes committed orders and reports the drift; at last\n" +
+			"it undoes the job (the orders still as it left them are pending again) and reports the undo.\n" +
 			"Without --dsn it starts a throwaway server (the PostgreSQL server binaries must be\n" +
 			"installed) and removes it at the end unless --keep is given. Only a --dsn typed on this\n" +
 			"command line makes it use a database of yours ($CHUNKS_DSN and $DATABASE_URL are ignored):\n" +
@@ -232,7 +233,7 @@ func (d *demo) run() (err error) {
 	}
 
 	step("The report: every committed order as the job left it")
-	if err := d.report(); err != nil {
+	if err := d.report(demoJob); err != nil {
 		return err
 	}
 
@@ -242,7 +243,61 @@ func (d *demo) run() (err error) {
 		delete from orders where id = 1025`); err != nil {
 		return err
 	}
-	return d.report()
+	if err := d.report(demoJob); err != nil {
+		return err
+	}
+	return d.undo()
+}
+
+// undo ends the story: the festival is back on, so its cancellation is
+// undone, exactly, from what the job left.
+func (d *demo) undo() error {
+	step("The festival is back on: undoing the job (chunks undo %s)", demoJob)
+	u, err := driver.RegisterUndo(d.ctx, d.conn, demoJob, "")
+	if err != nil {
+		return err
+	}
+	note("registered job %s: it restores the %s still as the job left them", u.JobID, plural(len(u.Targets), "order"))
+	note("left alone, since they changed after the job: drifted %s; missing %s", ids(u.Drifted), ids(u.Missing))
+
+	step("Draining the undo like any other job")
+	cmd := d.child("drain", "--json", u.JobID)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("drain %s: %w", u.JobID, err)
+	}
+	var res driver.DrainResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		return fmt.Errorf("drain %s: %w", u.JobID, err)
+	}
+	note("%d calls restored %s to pending, revision + 1, with one audit row each", res.Calls, plural(len(res.Processed), "order"))
+
+	step("The report of the undo: every restored order as the undo left it")
+	if err := d.report(u.JobID); err != nil {
+		return err
+	}
+	var pending int
+	if err := d.conn.QueryRow(d.ctx, "select count(*) from orders where tenant = $1 and state = 'pending'",
+		demoTenant).Scan(&pending); err != nil {
+		return err
+	}
+	note("%d festival orders are pending again: %d restored by the undo, %d re-opened by hand before it",
+		pending, len(res.Processed), pending-len(res.Processed))
+	lineage, err := driver.Lineage(d.ctx, d.conn, demoJob)
+	if err != nil {
+		return err
+	}
+	if lineage == nil || lineage.UndoneBy == nil {
+		return fmt.Errorf("job %s: its lineage does not name its undo: %+v", demoJob, lineage)
+	}
+	r, err := driver.Report(d.ctx, d.conn, demoJob)
+	if err != nil {
+		return err
+	}
+	note("the job %s now reports %d matching and %d drifted orders, and was undone by %s",
+		demoJob, len(r.Matching), len(r.Drifted), *lineage.UndoneBy)
+	return nil
 }
 
 func (d *demo) exec(sql string, args ...any) error {
@@ -250,8 +305,8 @@ func (d *demo) exec(sql string, args ...any) error {
 	return err
 }
 
-func (d *demo) report() error {
-	r, err := driver.Report(d.ctx, d.conn, demoJob)
+func (d *demo) report(jobID string) error {
+	r, err := driver.Report(d.ctx, d.conn, jobID)
 	if err != nil {
 		return err
 	}

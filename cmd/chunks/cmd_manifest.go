@@ -59,6 +59,20 @@ func manifestCommand() *cli.Command {
 	}
 }
 
+// planArg reads the command's PLAN.json argument (- is stdin) as a strict
+// plan, for register and check alike.
+func planArg(c *cli.Context) (driver.Plan, error) {
+	path, err := fileArg(c, "PLAN.json")
+	if err != nil {
+		return driver.Plan{}, err
+	}
+	data, err := readInput(path)
+	if err != nil {
+		return driver.Plan{}, err
+	}
+	return driver.ParsePlan(data)
+}
+
 // readInput reads a file, or stdin for "-", refusing at once (without
 // reading further) one larger than driver.MaxInputBytes.
 func readInput(path string) (data []byte, err error) {

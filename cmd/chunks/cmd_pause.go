@@ -14,22 +14,62 @@ import (
 func pauseCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "pause",
-		Usage:     "stop the workers from starting any chunk of a job until chunks resume",
-		UsageText: "chunks pause [--tenant T] [--dsn DSN] [--schema S] [--json] JOB",
+		Usage:     "stop the workers from starting any chunk of a job until chunks resume (--after N: a canary)",
+		UsageText: "chunks pause [--after N] [--tenant T] [--dsn DSN] [--schema S] [--json] JOB",
 		Description: "A chunk of the job in flight finishes first: pause waits for it (up to 5 s). When pause\n" +
 			"returns, no chunk of the job runs in the fleet, and none starts until chunks resume JOB\n" +
 			"(chunks drain and run are not stopped). chunks status shows who paused it, when and why.\n" +
 			"Pausing a paused job changes nothing. An unknown or finished job is a conflict (exit 3).\n" +
 			"With --json it prints {\"job_id\", \"changed\"}. With --tenant, through a chunks router: on the\n" +
 			"tenant's shard, whose workers it stops.\n\n" +
-			"Example:\n  chunks --schema lab pause festival-2026",
-		Flags: []cli.Flag{tenantFlag()},
+			"--after N is the canary: the workers run N more chunks of the job, and the pass that\n" +
+			"commits the N-th pauses the job in that same transaction, so chunk N+1 never starts before\n" +
+			"someone has looked (chunks report JOB) and run chunks resume JOB. A paused job is queued for\n" +
+			"those N chunks. chunks status shows \"pauses after N more chunks\" meanwhile. N must be below\n" +
+			"the chunks the job has left (else it would finish, not pause: a conflict, exit 3). Only the\n" +
+			"workers' chunks count. With --json it prints {\"job_id\", \"changed\", \"after\"}.\n\n" +
+			"Example:\n  chunks --schema lab pause festival-2026\n" +
+			"  chunks --schema lab register plan.json && chunks --schema lab pause --after 1 festival-2026",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "after", Usage: "let the workers run `N` more chunks (1 to 64), then pause the job itself"},
+			tenantFlag(),
+		},
 		Action: func(c *cli.Context) error {
+			if c.IsSet("after") {
+				return pauseAfter(c)
+			}
 			return pauseOrResume(c, fleet.Pause, router.Pause,
 				"paused job %s: no worker starts a chunk of it until chunks resume %[1]s",
 				"job %s was already paused; nothing changed")
 		},
 	}
+}
+
+// pauseAfter is chunks pause --after N JOB: the canary.
+func pauseAfter(c *cli.Context) error {
+	jobID, err := jobArg(c)
+	if err != nil {
+		return err
+	}
+	n := c.Int("after")
+	var changed bool
+	err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
+		changed, err = fleet.PauseAfter(ctx, conn, jobID, n)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if jsonOut(c) {
+		return printJSON(map[string]any{"job_id": jobID, "changed": changed, "after": n})
+	}
+	if !changed {
+		say("job %s already pauses after %s; nothing changed", jobID, plural(n, "more chunk"))
+		return nil
+	}
+	say("job %s: the workers run %s of it, then it pauses itself until chunks resume %s", jobID,
+		plural(n, "more chunk"), jobID)
+	return nil
 }
 
 func resumeCommand() *cli.Command {

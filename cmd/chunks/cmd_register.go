@@ -20,15 +20,7 @@ func registerCommand() *cli.Command {
 			"conflict (exit 3).\n\n" +
 			"Example:\n  chunks --schema lab register plan.json",
 		Action: func(c *cli.Context) error {
-			path, err := fileArg(c, "PLAN.json")
-			if err != nil {
-				return err
-			}
-			data, err := readInput(path)
-			if err != nil {
-				return err
-			}
-			plan, err := driver.ParsePlan(data)
+			plan, err := planArg(c)
 			if err != nil {
 				return err
 			}

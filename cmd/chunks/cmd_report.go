@@ -14,10 +14,12 @@ func reportCommand() *cli.Command {
 		Name:      "report",
 		Usage:     "show each committed order as matching, drifted or missing",
 		UsageText: "chunks report [--tenant T] [--dsn DSN] [--schema S] [--json] JOB",
-		Description: "matching: the order still has the job's tenant, the approved qty, state cancelled and the\n" +
-			"approved revision + 1; drifted: it changed since; missing: no order has that id any more.\n" +
-			"One SELECT reads the job's progress and the orders together; nothing is written. With --tenant,\n" +
-			"through a chunks router: the job of that tenant, on its shard.\n\n" +
+		Description: "matching: the order still has the job's tenant, the approved qty, state cancelled (pending,\n" +
+			"for an undo made by chunks undo) and the approved revision + 1; drifted: it changed since;\n" +
+			"missing: no order has that id any more. One SELECT reads the job's progress and the orders\n" +
+			"together; nothing is written. The last line says which job undid this one, or which job\n" +
+			"this undo undoes (--json prints the report's lists only; chunks status --json has both).\n" +
+			"With --tenant, through a chunks router: the job of that tenant, on its shard.\n\n" +
 			"Example:\n  chunks --schema lab report festival-2026",
 		Flags: []cli.Flag{tenantFlag()},
 		Action: func(c *cli.Context) error {
@@ -30,8 +32,12 @@ func reportCommand() *cli.Command {
 				return err
 			}
 			var r driver.JobReport
+			var lineage *driver.JobLineage
 			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				r, err = reportJob(ctx, conn, tenant, jobID)
+				if r, err = reportJob(ctx, conn, tenant, jobID); err != nil || jsonOut(c) {
+					return err
+				}
+				lineage, err = jobLineage(ctx, conn, tenant, jobID)
 				return err
 			})
 			if err != nil {
@@ -41,6 +47,7 @@ func reportCommand() *cli.Command {
 				return printJSON(r)
 			}
 			printReport(jobID, r)
+			printLineage(lineage)
 			return nil
 		},
 	}
@@ -65,4 +72,15 @@ func printReport(jobID string, r driver.JobReport) {
 	}
 	say("job %s: %d approved, %d committed, %d remaining: %d matching, %d drifted, %d missing",
 		jobID, len(r.Approved), len(r.Committed), len(r.Remaining), len(r.Matching), len(r.Drifted), len(r.Missing))
+}
+
+// printLineage says how the job is tied to an undo, when it is.
+func printLineage(l *driver.JobLineage) {
+	switch {
+	case l == nil:
+	case l.Undoes != nil:
+		say("job %s is the undo of %s: matching orders are pending again, as they were before %[2]s", l.JobID, *l.Undoes)
+	case l.UndoneBy != nil:
+		say("job %s was undone by %s (chunks report %[2]s shows what it restored)", l.JobID, *l.UndoneBy)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/urfave/cli/v2"
 
+	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
 )
 
@@ -17,10 +18,13 @@ func statusCommand() *cli.Command {
 		Name:      "status",
 		Usage:     "show every job: progress, queued / running / paused / done / idle, and drift",
 		UsageText: "chunks status [--dsn DSN] [--schema S] [--json]",
-		Description: "progress is next_index/n. state: queued (runnable; \"rests until\" a --rate or retry delay\n" +
-			"ends), running (a chunk of it is in flight, in the worker shown), paused (with who paused it,\n" +
-			"when and why; chunks resume JOB), done, or idle (unfinished but not queued; chunks resume JOB\n" +
-			"queues it). drift counts the committed orders that chunks report calls drifted or missing.\n" +
+		Description: "kind: cancel (a registered job) or \"undo of JOB\" (chunks undo). progress is next_index/n.\n" +
+			"state: queued (runnable; \"rests until\" a --rate or retry delay ends), running (a chunk of it\n" +
+			"is in flight, in the worker shown), paused (with who paused it, when and why; chunks resume\n" +
+			"JOB), done, or idle (unfinished but not queued; chunks resume JOB queues it). detail also\n" +
+			"says \"pauses after N more chunks\" while a canary (chunks pause --after N) is pending, and\n" +
+			"\"undone by UNDO\" for an undone job. drift counts the committed orders that chunks report\n" +
+			"calls drifted or missing.\n" +
 			"rate is the job's recent rate (the last one to two minutes of progress that fleet workers saw),\n" +
 			"and eta when it is done at that rate: or \"throttled\" (every live worker holds new chunks),\n" +
 			"\"stalled\" (queued, but no progress for over a minute) or \"no rate yet\", never a made-up time.\n" +
@@ -60,10 +64,20 @@ func printStatus(list []fleet.JobStatus, now time.Time) {
 	count := map[string]int{}
 	drift := 0
 	routed := list[0].Shard != "" // read through a chunks router
-	t := newTable(shardFirst(routed, "shard", "job", "tenant", "progress", "state", "detail", "drift", "rate", "eta")...)
+	t := newTable(shardFirst(routed, "shard", "job", "kind", "tenant", "progress", "state", "detail", "drift", "rate", "eta")...)
 	for _, j := range list {
 		count[j.State]++
-		detail, d := j.Detail(now), "?"
+		details := []string{}
+		if detail := j.Detail(now); detail != "" {
+			details = append(details, detail)
+		}
+		if j.PauseAfter != nil {
+			details = append(details, "pauses after "+plural(*j.PauseAfter, "more chunk"))
+		}
+		if j.UndoneBy != nil {
+			details = append(details, "undone by "+*j.UndoneBy)
+		}
+		d := "?"
 		if j.Drift != nil {
 			d = fmt.Sprint(*j.Drift)
 			drift += *j.Drift
@@ -72,8 +86,8 @@ func printStatus(list []fleet.JobStatus, now time.Time) {
 		if rate == "" {
 			rate = "-"
 		}
-		t.AppendRow(shardFirst(routed, terminalSafe(j.Shard), terminalSafe(j.JobID), terminalSafe(j.Tenant), fmt.Sprintf("%d/%d", j.NextIndex, j.N), j.State,
-			terminalSafe(detail), d, rate, j.ETA.String()))
+		t.AppendRow(shardFirst(routed, terminalSafe(j.Shard), terminalSafe(j.JobID), kindOf(j.Kind, j.Undoes), terminalSafe(j.Tenant),
+			fmt.Sprintf("%d/%d", j.NextIndex, j.N), j.State, terminalSafe(strings.Join(details, "; ")), d, rate, j.ETA.String()))
 	}
 	t.Render()
 	var parts []string
@@ -92,6 +106,14 @@ func shardFirst(routed bool, shard any, cells ...any) []any {
 		return append([]any{shard}, cells...)
 	}
 	return cells
+}
+
+// kindOf is a job's kind as a person reads it: cancel, or "undo of JOB".
+func kindOf(kind string, undoes *string) string {
+	if kind == driver.KindRestore && undoes != nil {
+		return "undo of " + terminalSafe(*undoes)
+	}
+	return kind
 }
 
 func printWorkers(workers []fleet.WorkerStatus, now time.Time) {

@@ -77,6 +77,7 @@ func commands() []*cli.Command {
 	return []*cli.Command{
 		migrateCommand(),
 		manifestCommand(),
+		checkCommand(),
 		registerCommand(),
 		inspectCommand(),
 		runCommand(),
@@ -87,6 +88,8 @@ func commands() []*cli.Command {
 		serveCommand(),
 		pauseCommand(),
 		resumeCommand(),
+		undoCommand(),
+		campaignCommand(),
 		demoCommand(),
 		benchCommand(),
 		routerCommand(),

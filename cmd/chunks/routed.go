@@ -77,3 +77,12 @@ var errRoutedDrill = usagef("--fail-at and --crash-at need the shard itself: thr
 // errRoutedPacing refuses pacing through a router.
 var errRoutedPacing = usagef("--max-replica-lag and --throttle-query read the server they connect to, and a router is " +
 	"not the shard: pace the shard's own workers (chunks worker --dsn SHARD --max-replica-lag ...)")
+
+// jobLineage is the job's kind and its undo, on one server or through a
+// router.
+func jobLineage(ctx context.Context, db driver.DB, tenant, jobID string) (*driver.JobLineage, error) {
+	if tenant != "" {
+		return nil, nil // job_lineage is not routed yet
+	}
+	return driver.Lineage(ctx, db, jobID)
+}

@@ -182,6 +182,15 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 		add(res.result("parallel", fmt.Sprintf("%d workers, same job", n), false))
 	}
 
+	campaignTargets := 100000
+	if d < time.Second {
+		campaignTargets = 10000 // a smoke run
+	}
+	logf("campaign: create, status and report of %d targets, against one register per job", campaignTargets)
+	if err := campaigns(ctx, cfg, seed, campaignTargets, add); err != nil {
+		return r, err
+	}
+
 	if o.Chunks != "" {
 		if err := fleetScenarios(ctx, admin, o, logf, counted); err != nil {
 			return r, err
@@ -537,6 +546,17 @@ func ratios(r Report) []Ratio {
 	}
 	if rt := get("chunks", "size 10, with a fault").RoundTrips; rt != 0 {
 		ratio("round trips per RunChunk with a fault hook", rt, "= 2", rt == 2)
+	}
+	if c := get("campaign", "create"); c.Chunks > 0 {
+		ratio("campaign create, s", c.Seconds, "< 3 (100,000 targets)", c.Seconds < 3)
+		v = div(get("campaign", "register").Seconds, c.Seconds)
+		ratio("campaign create vs one register per job", v, ">= 20", v >= 20)
+		for _, what := range []string{"status", "report"} {
+			for _, at := range []string{"60 committed", "all committed"} {
+				x := get("campaign", fmt.Sprintf("%s of %d targets, %s", what, c.Orders, at))
+				ratio(fmt.Sprintf("campaign %s p50, ms, %s", what, at), x.P50Ms, "< 200 (100,000 targets)", x.P50Ms < 200)
+			}
+		}
 	}
 	if r.DrainPeakRSSMB > 0 {
 		ratio("drain peak memory, MB", r.DrainPeakRSSMB, "< 30", r.DrainPeakRSSMB < 30)

@@ -15,7 +15,7 @@ begin
          array_agg((t.e -> 'qty')::integer order by t.ord)
     into v_ids, v_revisions, v_qtys
     from jsonb_array_elements(v_targets) with ordinality as t(e, ord);
-  perform cancel_orders(cancel_chunk.tenant, v_ids, v_revisions, v_qtys);
+  perform change_orders(cancel_chunk.tenant, v_ids, v_revisions, v_qtys, 'cancel');
   return (select jsonb_agg(jsonb_build_object('id', a.id, 'previous_revision', a.revision,
                                               'new_revision', a.revision + 1, 'qty', a.qty)
                            order by a.id)

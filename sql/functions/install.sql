@@ -3,19 +3,29 @@
 -- CREATE OR REPLACE keeps each function's oid and any privileges a DBA granted,
 -- so an upgrade replaces bodies and touches no data.
 {{ template "validate.sql" . }}
-{{ template "cancel_orders.sql" . }}
+{{ template "state_before.sql" . }}
+{{ template "state_after.sql" . }}
+{{ template "order_problem.sql" . }}
+{{ template "change_orders.sql" . }}
 {{ template "job_problem.sql" . }}
+{{ template "job_shape_problem.sql" . }}
 {{ template "order_matches.sql" . }}
+{{ template "valid_plan.sql" . }}
+{{ template "registration_problem.sql" . }}
 {{ template "register.sql" . }}
+{{ template "check_plan.sql" . }}
 {{ template "inspect_job.sql" . }}
 {{ template "cancel_chunk.sql" . }}
 {{ template "run_lock_key.sql" . }}
 {{ template "run_chunk.sql" . }}
 {{ template "report.sql" . }}
 {{ template "queue_channel.sql" . }}
+{{ template "campaign_job_done.sql" . }}
 {{ template "run_next_chunk.sql" . }}
 {{ template "lock_unfinished_job.sql" . }}
+{{ template "check_not_undone.sql" . }}
 {{ template "pause_job.sql" . }}
+{{ template "pause_job_after.sql" . }}
 {{ template "resume_job.sql" . }}
 {{ template "job_state.sql" . }}
 {{ template "running_chunks.sql" . }}
@@ -26,3 +36,15 @@
 {{ template "record_progress.sql" . }}
 {{ template "worker_heartbeat.sql" . }}
 {{ template "worker_gone.sql" . }}
+{{ template "register_undo.sql" . }}
+{{ template "job_lineage.sql" . }}
+{{ template "campaign_job_id.sql" . }}
+{{ template "campaign_difference.sql" . }}
+{{ template "campaign_create.sql" . }}
+{{ template "lock_campaign.sql" . }}
+{{ template "campaign_pause.sql" . }}
+{{ template "campaign_resume.sql" . }}
+{{ template "campaign_status.sql" . }}
+{{ template "campaign_report.sql" . }}
+{{ template "campaign_check.sql" . }}
+{{ template "campaign_undo.sql" . }}

@@ -1,7 +1,10 @@
--- Why a stored job breaks docs/contract.md §4: the first problem in target
--- order, in words. run_chunk's fast check only knows "not sound"; this slower query,
--- run only then, names what. Each target is judged (target_problem) before
--- its values are read, so a tampered entry is reported, never cast.
+-- Why a stored job's targets and audit break docs/contract.md §4: the first problem
+-- in target order, in words, or NULL when they are sound. run_chunk's fast
+-- check only knows "not sound"; this slower query, run only then, names
+-- what (register_undo runs it on the job it undoes). Each target is judged
+-- (target_problem) before its values are read, so a tampered entry is
+-- reported, never cast. The tenant, chunk_size and next_index's bounds are
+-- job_shape_problem's.
 create or replace function {{ .schema }}.job_problem(job_id text, targets jsonb, next_index integer) returns text
 language sql stable
 set search_path = {{ .schema }}, pg_temp
@@ -11,7 +14,7 @@ as $$
       then 'stored targets is not a list of 1 to 64 targets'
     when jsonb_array_length(job_problem.targets) not between 1 and 64
       then 'stored targets is not a list of 1 to 64 targets'
-    else coalesce((select c.problem
+    else (select c.problem
        from (select coalesce(t.pos, a.ordinal) as pos,
                     case
                       when t.pos is null then
@@ -43,8 +46,8 @@ as $$
              offset 0) as c
       where c.problem is not null
       order by c.pos
-      limit 1), 'the stored job is not sound')
+      limit 1)
   end
 $$;
 comment on function {{ .schema }}.job_problem(text, jsonb, integer) is
-  'chunks helper: the first way the stored job JOB_ID (TARGETS, NEXT_INDEX) breaks docs/contract.md §4, for run_chunk''s CH409 message.';
+  'chunks helper: the first way the targets and audit of the stored job JOB_ID (TARGETS, NEXT_INDEX) break docs/contract.md §4, for a CH409 message; NULL when they are sound.';

@@ -17,6 +17,10 @@ as $$
            'pause_reason', s.pause_reason,
            'paused_at', s.paused_at,
            'paused_by', s.paused_by,
+           'pause_after', case when s.state in ('queued', 'running') then s.pause_after end,
+           'kind', s.kind,
+           'undoes', s.undoes,
+           'undone_by', s.undone_by,
            'progressed_at', s.progressed_at,
            'rate', s.rate,
            -- report's rules: a committed target that is not matching is
@@ -29,10 +33,13 @@ as $$
                            from jsonb_array_elements(s.targets) with ordinality as x(e, ord)
                            left join orders as o on o.id = (x.e -> 'id')::bigint
                           where x.ord <= s.next_index
-                            and (o.id is null or not order_matches(o.tenant, o.qty, o.state, o.revision, s.tenant, x.e)))
+                            and (o.id is null
+                                 or not order_matches(o.tenant, o.qty, o.state, o.revision, s.tenant, (x.e -> 'revision')::bigint,
+                                                      (x.e -> 'qty')::bigint, s.kind)))
                     end)
     from (select j.job_id, j.tenant, j.targets, j.next_index, j.chunk_size, c.n, q.visible_at, q.pause_reason,
-                 q.paused_at, q.paused_by, coalesce(nullif(r.application_name, ''), 'pid ' || r.pid) as running_in,
+                 q.paused_at, q.paused_by, q.pause_after, coalesce(k.kind, 'cancel') as kind, k.undoes, u.job_id as undone_by,
+                 coalesce(nullif(r.application_name, ''), 'pid ' || r.pid) as running_in,
                  job_state(j.next_index, c.n, r.pid is not null, q.job_id is not null, q.paused) as state,
                  -- The recent rate in ids per second, from the oldest to the
                  -- newest point of the job's progress row (record_progress).
@@ -42,6 +49,8 @@ as $$
                       then (p.next_index - p.base_next_index) / extract(epoch from p.at - p.base_at)::float8 end as rate
             from jobs as j
             left join job_queue as q on q.job_id = j.job_id
+            left join job_kind as k on k.job_id = j.job_id
+            left join job_kind as u on u.undoes = j.job_id
             left join running as r on r.key = run_lock_key(j.job_id)
             left join job_progress as p on p.job_id = j.job_id and p.next_index <= j.next_index
            cross join lateral (select case when jsonb_typeof(j.targets) = 'array'
@@ -54,7 +63,7 @@ $$;
 comment on function {{ .schema }}.job_rows(text, integer) is
 $c$The jobs after AFTER_JOB_ID (NULL: from the first), at most MAX_JOBS (NULL: all), in job_id order,
 one jsonb object each: {"job_id", "tenant", "next_index", "n", "chunk_size", "state", "running_in",
-"visible_at", "pause_reason", "paused_at", "paused_by", "progressed_at", "rate", "drift"}, as
-job_status describes them. progressed_at is when a fleet worker last saw the job move forward, and
+"visible_at", "pause_reason", "paused_at", "paused_by", "pause_after", "kind", "undoes", "undone_by",
+"progressed_at", "rate", "drift"}, as job_status describes them. progressed_at is when a fleet worker last saw the job move forward, and
 rate its recent rate in ids per second (NULL until two points of progress are known); both come
 from job_progress. Read-only: it locks nothing.$c$;

@@ -16,7 +16,7 @@ begin
   values (pause_job.job_id, clock_timestamp(), true, 'paused by an operator', clock_timestamp(), session_user)
   on conflict (job_id) do update
      set paused = true, pause_reason = excluded.pause_reason, paused_at = excluded.paused_at,
-         paused_by = excluded.paused_by
+         paused_by = excluded.paused_by, pause_after = null  -- paused now: a pending canary is moot
    where not q.paused;
   return found;
 end

@@ -10,5 +10,6 @@ as $$
 $$;
 comment on function {{ .schema }}.queue_channel() is
 $c$The LISTEN/NOTIFY channel of this schema's job queue: 'chunks_' followed by the schema name,
-cut to 63 bytes. register, release_job and resume_job notify it with the job id as payload
-when a job becomes runnable; chunks worker listens on it.$c$;
+cut to 63 bytes. register, register_undo, resume_job, pause_job_after, campaign_create and
+campaign_resume notify it (with the job id, or the campaign's name) when jobs become runnable;
+chunks worker listens on it.$c$;

@@ -23,7 +23,8 @@ begin
                 from (select (x.e -> 'id')::bigint as id, x.ord <= j.next_index as committed,
                              case
                                when o.id is null then 'missing'
-                               when order_matches(o.tenant, o.qty, o.state, o.revision, j.tenant, x.e) then 'matching'
+                               when order_matches(o.tenant, o.qty, o.state, o.revision, j.tenant, (x.e -> 'revision')::bigint,
+                                                  (x.e -> 'qty')::bigint, coalesce(k.kind, 'cancel')) then 'matching'
                                else 'drifted'
                              end as status
                         from jsonb_array_elements(j.targets) with ordinality as x(e, ord)
@@ -32,6 +33,7 @@ begin
          j.targets, j.next_index
     into v_report, v_targets, v_next_index
     from jobs as j
+    left join job_kind as k on k.job_id = j.job_id
    where j.job_id = report.job_id;
   if not found then
     raise exception 'job %: not found', report.job_id using errcode = 'CH409';
@@ -40,7 +42,7 @@ begin
     raise exception 'job %: %', report.job_id,
       case when targets_look_normal(v_targets)
            then format('next_index %s is beyond the %s targets', v_next_index, jsonb_array_length(v_targets))
-           else job_problem(report.job_id, v_targets, v_next_index)
+           else coalesce(job_problem(report.job_id, v_targets, v_next_index), 'the stored job is not sound')
       end using errcode = 'CH409';
   end if;
   return v_report;
@@ -50,6 +52,7 @@ comment on function {{ .schema }}.report(text) is
 $c$What a job approved, committed and left, and how its committed orders look now.
 Returns {"approved", "committed", "remaining", "matching", "drifted", "missing"}, each an
 id-ordered list. A committed order is matching when it still has the job's tenant, the
-approved qty, state 'cancelled' and the approved revision + 1; missing when no order has
-its id; drifted otherwise. One SELECT; changes nothing. Errors: 22023 bad job_id; CH409
+approved qty, the state the job left it in ('cancelled'; 'pending' for an undo made by
+register_undo) and the approved revision + 1; missing when no order has its id; drifted
+otherwise. One SELECT; changes nothing. Errors: 22023 bad job_id; CH409
 unknown job, or a stored job whose targets or next_index cannot be read.$c$;

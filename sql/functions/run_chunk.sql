@@ -5,7 +5,7 @@ set lock_timeout = '500ms'
 set plan_cache_mode = force_generic_plan
 as $$
 declare
-  v_job jobs;
+  v_job record;
   v_n integer;
   v_end integer;
   v_problem text;
@@ -20,7 +20,14 @@ begin
   -- The job row lock is the fence: it is taken before the range is chosen, so
   -- two callers of one job run its chunks one after the other, never twice.
   v_locking := 'the job row (another transaction holds it: a chunk of this job in flight, or a session that locked it)';
-  select j.* into v_job from jobs as j where j.job_id = run_chunk.job_id for update;
+  -- Its kind of change (job_kind: no row is an ordinary cancellation) comes
+  -- with it, in the same statement: one keyed lookup more.
+  select j.job_id, j.tenant, j.targets, j.chunk_size, j.next_index, coalesce(k.kind, 'cancel') as kind
+    into v_job
+    from jobs as j
+    left join job_kind as k on k.job_id = j.job_id
+   where j.job_id = run_chunk.job_id
+     for update of j;
   if not found then
     raise exception 'job %: not found', run_chunk.job_id using errcode = 'CH409';
   end if;
@@ -29,26 +36,14 @@ begin
   perform pg_try_advisory_xact_lock(run_lock_key(v_job.job_id));
 
   -- docs/contract.md §4: the stored job must be sound before anything is written.
-  -- targets_look_normal is the fast guard on the targets' shape; ranges and
-  -- order are checked below with the audit. Only when something is wrong
-  -- does job_problem spell out what, with the same words as the input checks.
-  if not targets_look_normal(v_job.targets) or jsonb_array_length(v_job.targets) > 64 then
-    v_problem := job_problem(v_job.job_id, v_job.targets, v_job.next_index);
-  elsif v_job.tenant !~ '^[A-Za-z0-9_-]{1,64}$' then
-    v_problem := format('stored tenant %s is not valid', excerpt(v_job.tenant, true));
-  elsif v_job.chunk_size not between 1 and 10 then
-    v_problem := format('stored chunk_size %s is not between 1 and 10', v_job.chunk_size);
-  else
-    v_n := jsonb_array_length(v_job.targets);
-    if v_job.next_index > v_n then
-      v_problem := format('next_index %s is beyond the %s targets', v_job.next_index, v_n);
-    elsif v_job.next_index % v_job.chunk_size <> 0 and v_job.next_index <> v_n then
-      v_problem := format('next_index %s is not a multiple of chunk_size %s', v_job.next_index, v_job.chunk_size);
-    end if;
-  end if;
+  -- job_shape_problem is the fast guard on the row (targets' shape,
+  -- tenant, chunk_size, next_index); the ranges and order of the targets
+  -- are checked below with the audit.
+  v_problem := job_shape_problem(v_job.job_id, v_job.tenant, v_job.targets, v_job.chunk_size, v_job.next_index);
   if v_problem is not null then
     raise exception 'job %: %', v_job.job_id, v_problem using errcode = 'CH409';
   end if;
+  v_n := jsonb_array_length(v_job.targets);
   v_end := least(v_job.next_index + v_job.chunk_size, v_n);
 
   -- One statement checks every target's range and order and the audit
@@ -76,7 +71,8 @@ begin
             left join job_audit as a on a.job_id = v_job.job_id and a.ordinal = t.pos) as c;
   -- Every row of targets[0:next_index] is there, so any other count means extras.
   if v_bad > 0 or v_audit_rows <> v_job.next_index then
-    raise exception 'job %: %', v_job.job_id, job_problem(v_job.job_id, v_job.targets, v_job.next_index)
+    raise exception 'job %: %', v_job.job_id,
+      coalesce(job_problem(v_job.job_id, v_job.targets, v_job.next_index), 'the stored job is not sound')
       using errcode = 'CH409';
   end if;
 
@@ -86,7 +82,7 @@ begin
 
   v_locking := format('an order of this chunk (another transaction holds a lock on one of the orders %s)',
                       array_to_string(v_ids, ', '));
-  perform cancel_orders(v_job.tenant, v_ids, v_revisions, v_qtys);                -- after-orders
+  perform change_orders(v_job.tenant, v_ids, v_revisions, v_qtys, v_job.kind);    -- after-orders
   v_locking := 'a row of job_audit or jobs that this chunk writes';
   insert into job_audit (job_id, ordinal, id, previous_revision, new_revision, qty)  -- after-audit
   select v_job.job_id, v_job.next_index + (a.i - 1)::integer, a.id, a.revision, a.revision + 1, a.qty
@@ -106,9 +102,10 @@ comment on function {{ .schema }}.run_chunk(text) is
 $c$Runs the next chunk of a job in the caller's transaction: one call, one chunk.
 Locks the job row (FOR UPDATE; lock waits bounded at 500 ms by this function's own
 lock_timeout), proves the stored job sound (valid sorted targets, 0 <= next_index <= n on a
-chunk boundary, audit rows exactly targets[0:next_index]), cancels the orders of
-[next_index, next_index + chunk_size) as cancel_chunk does, writes one audit row each and
-moves next_index. Returns {"processed": [ids], "next_index": n, "done": bool};
+chunk boundary, audit rows exactly targets[0:next_index]), changes the orders of
+[next_index, next_index + chunk_size) by the job's kind (job_kind; an ordinary job cancels
+them as cancel_chunk does, an undo made by register_undo restores cancelled orders to
+pending; revision + 1 either way), writes one audit row each and moves next_index. Returns {"processed": [ids], "next_index": n, "done": bool};
 a finished job returns {"processed": [], "done": true} and changes nothing.
 From psql in autocommit, SELECT run_chunk('job') is one transaction that commits one chunk.
 Errors: 22023 bad job_id; CH409 unknown or unsound job, or an order that does not match;

@@ -14,6 +14,8 @@ declare
   v_result jsonb;
   v_sqlstate text;
   v_message text;
+  v_paused boolean;
+  v_pause_after integer;
 begin
   perform check_worker(run_next_chunk.worker);
   if run_next_chunk.rate_delay_ms is null or run_next_chunk.rate_delay_ms not between 0 and 86400000 then
@@ -47,7 +49,8 @@ begin
       -- looks (chunks status, report) and resumes it.
       get stacked diagnostics v_sqlstate = returned_sqlstate, v_message = message_text;
       update job_queue as q
-         set paused = true, pause_reason = v_message, paused_at = clock_timestamp(), paused_by = run_next_chunk.worker
+         set paused = true, pause_reason = v_message, paused_at = clock_timestamp(), paused_by = run_next_chunk.worker,
+             pause_after = null
        where q.job_id = v_job_id;
       return jsonb_build_object('job_id', v_job_id, 'sqlstate', v_sqlstate, 'error', v_message, 'paused', true);
     when query_canceled or others then
@@ -63,12 +66,26 @@ begin
 
   if (v_result -> 'done')::boolean then
     delete from job_queue as q where q.job_id = v_job_id;  -- a finished job is never queued again
-  else
-    update job_queue as q
-       set visible_at = clock_timestamp() + run_next_chunk.rate_delay_ms * interval '1 millisecond'
-     where q.job_id = v_job_id;
+    perform campaign_job_done(v_job_id);  -- a campaign's next job takes its place (fairness window)
+    return jsonb_build_object('job_id', v_job_id) || v_result;
   end if;
-  return jsonb_build_object('job_id', v_job_id) || v_result;
+  -- A canary (pause_job_after) counts this chunk; the chunk that ends it
+  -- pauses the job in this same commit, so the next one never starts
+  -- before a person resumes it. A finished chunk that did nothing (a job
+  -- drained elsewhere) is not counted: it is removed above.
+  update job_queue as q
+     set visible_at = clock_timestamp() + run_next_chunk.rate_delay_ms * interval '1 millisecond',
+         pause_after = nullif(q.pause_after - 1, 0),
+         paused = q.pause_after is not distinct from 1,
+         pause_reason = case when q.pause_after = 1 then 'paused after the chunks that pause --after allowed' end,
+         paused_at = case when q.pause_after = 1 then clock_timestamp() end,
+         paused_by = case when q.pause_after = 1 then run_next_chunk.worker end
+   where q.job_id = v_job_id
+  returning q.paused, q.pause_after into v_paused, v_pause_after;
+  return jsonb_build_object('job_id', v_job_id) || v_result
+         || case when v_paused then jsonb_build_object('paused', true)
+                 when v_pause_after is not null then jsonb_build_object('pause_after', v_pause_after)
+                 else '{}'::jsonb end;
 end
 $$;
 comment on function {{ .schema }}.run_next_chunk(text, integer, integer) is
@@ -77,8 +94,12 @@ Takes the next runnable job of the queue (unpaused, visible_at reached, oldest f
 UPDATE SKIP LOCKED, so concurrent passes take different jobs and a killed caller's claim ends
 with its transaction), runs its next chunk with run_chunk, and in the same transaction
 removes a finished job from the queue or puts it back behind every waiting job, visible after
-RATE_DELAY_MS (0: at once). Returns {"job_id", "processed", "next_index", "done"}, or NULL
-when nothing is runnable.
+RATE_DELAY_MS (0: at once). When the finished job belongs to a campaign, the campaign's
+next job joins the queue in the same transaction (campaign_job_done: a campaign holds at
+most its queue_window rows of the queue). Returns {"job_id", "processed", "next_index", "done"}, or NULL
+when nothing is runnable. A pending canary (pause_job_after) counts the chunk: with
+"pause_after" (the chunks still to run) while it lasts, and "paused": true from the pass whose
+chunk ends it, which pauses the job in the same transaction.
 A conflict (CH409) or a job no chunk can run (22023) rolls the chunk back and pauses the job
 with the reason (pause_reason, paused_at, paused_by = WORKER): {"job_id", "sqlstate",
 "error", "paused": true}. Any other error of the chunk (55P03 lock wait over 500 ms, 57014

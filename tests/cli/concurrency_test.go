@@ -48,13 +48,7 @@ func TestTwoDrainProcesses(t *testing.T) {
 			if chunks := (64 + size - 1) / size; calls != chunks+1 {
 				t.Fatalf("%d calls together, want %d chunks + 1", calls, chunks)
 			}
-			audit := []int64{}
-			for _, row := range j.state(t).Audit {
-				audit = append(audit, row.ID)
-			}
-			if !reflect.DeepEqual(audit, all) {
-				t.Fatalf("audit ids %v, reported %v", audit, all)
-			}
+			j.wantAuditIDs(t, all)
 			j.wantState(t, 64)
 		})
 	}
@@ -116,7 +110,7 @@ func TestConcurrentMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"job_audit", "job_progress", "job_queue", "jobs", "orders", "schema_version", "workers"}; !reflect.DeepEqual(tables, want) {
+	if want := []string{"campaign_jobs", "campaigns", "job_audit", "job_kind", "job_progress", "job_queue", "jobs", "orders", "schema_version", "workers"}; !reflect.DeepEqual(tables, want) {
 		t.Fatalf("tables %v, want %v", tables, want)
 	}
 	for _, fn := range []struct{ signature, result string }{
@@ -142,5 +136,18 @@ func TestConcurrentMigrate(t *testing.T) {
 	}
 	if n != 5 {
 		t.Fatalf("%d functions named register, inspect_job, cancel_chunk, run_chunk, report; want 5", n)
+	}
+}
+
+// wantAuditIDs fails unless the ids of the job's audit, in ordinal order,
+// are reported.
+func (j *job) wantAuditIDs(t testing.TB, reported []int64) {
+	t.Helper()
+	audit := []int64{}
+	for _, row := range j.state(t).Audit {
+		audit = append(audit, row.ID)
+	}
+	if !reflect.DeepEqual(audit, reported) {
+		t.Fatalf("audit ids %v, reported %v", audit, reported)
 	}
 }

@@ -31,6 +31,12 @@ var demoFacts = []string{
 	"40 approved, 40 committed, 0 remaining: 40 matching, 0 drifted, 0 missing",
 	"drifted: 1003 1017; missing: 1025",
 	"40 approved, 40 committed, 0 remaining: 37 matching, 2 drifted, 1 missing",
+	"registered job alien-desert-festival-undo: it restores the 37 orders still as the job left them",
+	"left alone, since they changed after the job: drifted 1003 1017; missing 1025",
+	"4 calls restored 37 orders to pending, revision + 1, with one audit row each",
+	"37 approved, 37 committed, 0 remaining: 37 matching, 0 drifted, 0 missing",
+	"38 festival orders are pending again: 37 restored by the undo, 1 re-opened by hand before it",
+	"the job alien-desert-festival now reports 0 matching and 39 drifted orders, and was undone by alien-desert-festival-undo",
 }
 
 func wantDemo(t *testing.T, r result) {
@@ -38,10 +44,16 @@ func wantDemo(t *testing.T, r result) {
 	if r.code != 0 || r.signal != 0 {
 		t.Fatalf("want exit 0, got %v", r)
 	}
+	at := 0 // the facts come in this order
 	for _, fact := range demoFacts {
-		if !strings.Contains(r.stdout, fact) {
-			t.Fatalf("the demo's output lacks %q:\n%v", fact, r)
+		i := strings.Index(r.stdout[at:], fact)
+		if i < 0 {
+			t.Fatalf("the demo's output lacks %q after what came before it:\n%v", fact, r)
 		}
+		at += i + len(fact)
+	}
+	if !strings.Contains(r.stdout[at:], "\n\n") || strings.Contains(r.stdout[at:], "▸") {
+		t.Fatalf("the demo does not end with the undo's report:\n%v", r)
 	}
 }
 
@@ -112,8 +124,9 @@ func TestDemoKeep(t *testing.T) {
 	_, err = exec.LookPath("psql")
 	pgtest.RequireTool(t, err, "psql", "postgresql-client")
 	out, err := exec.Command("psql", dsn, "-At", "-c", query).CombinedOutput()
-	if rows := strings.Split(strings.TrimSpace(string(out)), "\n"); err != nil || len(rows) != 40 {
-		t.Fatalf("the printed psql command on the kept server: %v, %d rows, want the 40 audit rows:\n%s", err, len(rows), out)
+	if rows := strings.Split(strings.TrimSpace(string(out)), "\n"); err != nil || len(rows) != 40+37 {
+		t.Fatalf("the printed psql command on the kept server: %v, %d rows, want the 40 audit rows of the job and the 37 of its undo:\n%s",
+			err, len(rows), out)
 	}
 }
 
@@ -155,8 +168,10 @@ func wantStatusPage(t *testing.T, dsn, schema string) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("chunks serve after SIGTERM: %v\n%s", err, log.String())
 	}
+	// The demo ends by undoing the festival: its 37 restored orders, and the
+	// 3 that had drifted or gone, no longer look as it left them.
 	for _, part := range []string{`<tr data-job="alien-desert-festival" class="state-done">`, `<span class="count">40/40</span>`,
-		`<td class="drift">3</td>`} {
+		`<td class="drift">40</td>`, `<tr data-job="alien-desert-festival-undo" class="state-done">`, `<span class="count">37/37</span>`} {
 		if !strings.Contains(page, part) {
 			t.Fatalf("the status page of the demo lacks %q:\n%s", part, page)
 		}
@@ -216,14 +231,20 @@ func TestDemoOnDSN(t *testing.T) {
 	if slices.Contains(before, schema) {
 		t.Fatalf("the demo reused the existing schema %s", schema)
 	}
+	restored := slices.DeleteFunc(seq(1001, 1040), func(id int64) bool { return id == 1003 || id == 1017 || id == 1025 })
 	wantJSON(t, run(t, "--dsn", pgtest.DSN(), "--schema", schema, "--json", "report", "alien-desert-festival"), driver.JobReport{
 		Approved: seq(1001, 1040), Committed: seq(1001, 1040), Remaining: []int64{},
-		Matching: slices.DeleteFunc(seq(1001, 1040), func(id int64) bool { return id == 1003 || id == 1017 || id == 1025 }),
-		Drifted:  []int64{1003, 1017}, Missing: []int64{1025},
+		Matching: []int64{}, Drifted: slices.DeleteFunc(seq(1001, 1040), func(id int64) bool { return id == 1025 }), Missing: []int64{1025},
 	})
-	var audit int
-	if err := admin.QueryRow(ctx, "select count(*) from "+pgx.Identifier{schema, "job_audit"}.Sanitize()).Scan(&audit); err != nil || audit != 40 {
-		t.Fatalf("%s.job_audit has %d rows (%v), want 40", schema, audit, err)
+	wantJSON(t, run(t, "--dsn", pgtest.DSN(), "--schema", schema, "--json", "report", "alien-desert-festival-undo"), driver.JobReport{
+		Approved: restored, Committed: restored, Remaining: []int64{}, Matching: restored, Drifted: []int64{}, Missing: []int64{},
+	})
+	for job, want := range map[string]int{"alien-desert-festival": 40, "alien-desert-festival-undo": 37} {
+		var audit int
+		if err := admin.QueryRow(ctx, "select count(*) from "+pgx.Identifier{schema, "job_audit"}.Sanitize()+" where job_id = $1", job).
+			Scan(&audit); err != nil || audit != want {
+			t.Fatalf("%s.job_audit has %d rows of %s (%v), want %d", schema, audit, job, err, want)
+		}
 	}
 }
 

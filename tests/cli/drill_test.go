@@ -24,7 +24,7 @@ var drillChunks = []struct {
 
 // advance runs chunks one at a time with chunks run --json until next_index
 // is at, checking each result and the database after it.
-func (j *job) advance(t *testing.T, at int) {
+func (j *job) advance(t testing.TB, at int) {
 	t.Helper()
 	for from := 0; from < at; from = j.chunkEnd(from) {
 		end := j.chunkEnd(from)
@@ -36,7 +36,7 @@ func (j *job) advance(t *testing.T, at int) {
 
 // drainToEnd resumes the job from committed with chunks drain --json and
 // checks that every approved order changed exactly once, in the database.
-func (j *job) drainToEnd(t *testing.T, committed int) {
+func (j *job) drainToEnd(t testing.TB, committed int) {
 	t.Helper()
 	n := len(j.Targets)
 	calls := (n - committed + j.ChunkSize - 1) / j.ChunkSize
@@ -54,11 +54,25 @@ func (j *job) drainToEnd(t *testing.T, committed int) {
 // job with every approved order changed exactly once.
 func TestCrashDrill(t *testing.T) {
 	t.Parallel()
+	crashDrills(t, func(t *testing.T) *job { return seedJob(t, newLab(t), "festival", drillTargets, drillChunkSize) })
+}
+
+// TestUndoCrashDrill is the crash-drill matrix on an undo job: the undo of
+// a finished 40-target job whose 37 matching orders it restores, 10 per
+// chunk (its last chunk has 7).
+func TestUndoCrashDrill(t *testing.T) {
+	t.Parallel()
+	crashDrills(t, func(t *testing.T) *job { return seedUndo(t, newLab(t), drillTargets, drillChunkSize) })
+}
+
+// crashDrills runs the drill of each hook point at the first, a middle and
+// the last chunk of a job that seed makes, registered and not run yet.
+func crashDrills(t *testing.T, seed func(t *testing.T) *job) {
 	for _, point := range driver.Points {
 		for _, at := range drillChunks {
 			t.Run(point+"/"+at.name, func(t *testing.T) {
 				t.Parallel()
-				j := seedJob(t, newLab(t), "festival", drillTargets, drillChunkSize)
+				j := seed(t)
 				from := at.chunk * drillChunkSize
 				j.advance(t, from)
 

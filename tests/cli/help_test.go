@@ -9,7 +9,7 @@ import (
 // shows a real example.
 func TestHelp(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"migrate", "manifest", "register", "inspect", "run", "drain", "report", "demo", "router"} {
+	for _, name := range []string{"migrate", "manifest", "check", "register", "inspect", "run", "drain", "report", "pause", "undo", "demo", "router"} {
 		t.Run(name, func(t *testing.T) {
 			for _, args := range [][]string{{name, "--help"}, {"help", name}} {
 				out := wantOK(t, run(t, args...))
@@ -24,7 +24,7 @@ func TestHelp(t *testing.T) {
 		t.Fatalf("chunks manifest --help offers database flags:\n%s", out)
 	}
 	out := wantOK(t, run(t, "--help"))
-	for _, name := range []string{"migrate", "manifest", "register", "inspect", "run", "drain", "report", "demo"} {
+	for _, name := range []string{"migrate", "manifest", "check", "register", "inspect", "run", "drain", "report", "pause", "undo", "demo"} {
 		if !strings.Contains(out, "   "+name+" ") {
 			t.Fatalf("chunks --help does not list %s:\n%s", name, out)
 		}

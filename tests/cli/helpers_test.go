@@ -259,7 +259,8 @@ type job struct {
 	Tenant    string
 	ChunkSize int
 	Targets   []driver.Target // normalized: in id order
-	orders    []order         // every order seeded, in id order
+	orders    []order         // every order before the job ran, in id order
+	after     string          // the state the job leaves its orders in: cancelled, or pending for an undo
 }
 
 // seedJob inserts n pending orders of a tenant, with varied ids, revisions
@@ -268,7 +269,7 @@ type job struct {
 // targets listed in descending id order in the plan file.
 func seedJob(t testing.TB, l *lab, jobID string, n, chunkSize int) *job {
 	t.Helper()
-	j := &job{lab: l, ID: jobID, Tenant: "alien-desert", ChunkSize: chunkSize}
+	j := &job{lab: l, ID: jobID, Tenant: "alien-desert", ChunkSize: chunkSize, after: "cancelled"}
 	for i := range n {
 		target := driver.Target{ID: int64(101 + 3*i), Revision: int64(i % 5), Qty: int64(1 + (7*i)%20)}
 		j.Targets = append(j.Targets, target)
@@ -327,8 +328,8 @@ func (j *job) chunkEnd(from int) int {
 	return min(from+j.ChunkSize, len(j.Targets))
 }
 
-// want is the database after the first committed targets were cancelled by
-// the job, and nothing else happened.
+// want is the database after the job changed its first committed targets
+// (cancelled them; restored them, for an undo), and nothing else happened.
 func (j *job) want(committed int) dbState {
 	s := dbState{NextIndex: committed, Audit: []auditRow{}}
 	done := map[int64]bool{}
@@ -338,7 +339,7 @@ func (j *job) want(committed int) dbState {
 	}
 	for _, o := range j.orders {
 		if done[o.ID] {
-			o.State, o.Revision = "cancelled", o.Revision+1
+			o.State, o.Revision = j.after, o.Revision+1
 		}
 		s.Orders = append(s.Orders, o)
 	}

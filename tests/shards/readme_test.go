@@ -80,8 +80,8 @@ func TestREADMERouter(t *testing.T) {
 			t.Errorf("the README's CLI block does not say %q:\n%s", line, got)
 		}
 	}
-	if !regexp.MustCompile(`(?m)^│ p0 +│ spring-cleanup +│ acme +│ 3/3 +│ done `).MatchString(got) ||
-		!regexp.MustCompile(`(?m)^│ p1 +│ initech-q3 +│ initech +│ 2/2 +│ done `).MatchString(got) {
+	if !regexp.MustCompile(`(?m)^│ p0 +│ spring-cleanup +│ cancel +│ acme +│ 3/3 +│ done `).MatchString(got) ||
+		!regexp.MustCompile(`(?m)^│ p1 +│ initech-q3 +│ cancel +│ initech +│ 2/2 +│ done `).MatchString(got) {
 		t.Errorf("chunks status through the router does not show both shards' jobs:\n%s", got)
 	}
 }

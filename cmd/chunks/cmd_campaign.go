@@ -1,0 +1,320 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/urfave/cli/v2"
+
+	"github.com/chunks-dev/chunks/driver"
+)
+
+func campaignCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "campaign",
+		Usage: "one approval of any size, registered as many jobs in one transaction, run and reported as one",
+		Description: "A campaign splits its targets, sorted by id, into jobs NAME-000001, NAME-000002, ... of whole\n" +
+			"chunks (at most 64 targets each), and records them, with a campaign record, in one transaction.\n" +
+			"The fleet's workers (chunks worker) drain its jobs like any others.",
+		Subcommands: []*cli.Command{
+			campaignCreateCommand(),
+			campaignStatusCommand(),
+			campaignReportCommand(),
+			campaignCheckCommand(),
+			campaignUndoCommand(),
+			campaignPauseResumeCommand("pause", driver.PauseCampaign,
+				"stop the workers from starting any chunk of the campaign",
+				"paused campaign %s: %s paused", "campaign %s was already paused; nothing changed"),
+			campaignPauseResumeCommand("resume", driver.ResumeCampaign,
+				"give every paused job of the campaign back to the workers",
+				"resumed campaign %s: %s queued again", "campaign %s was not paused; nothing changed"),
+		},
+	}
+}
+
+// nameArg returns the one positional NAME argument, refusing flags after it.
+func nameArg(c *cli.Context) (string, error) {
+	args := c.Args().Slice()
+	if len(args) == 0 {
+		return "", usagef("campaign %s needs a NAME argument (chunks campaign %s --help)", c.Command.Name, c.Command.Name)
+	}
+	for _, a := range args[1:] {
+		if strings.HasPrefix(a, "-") {
+			return "", usagef("flag %s after the campaign name: put flags before it (chunks campaign %s [flags] NAME ...)", a, c.Command.Name)
+		}
+	}
+	return args[0], nil
+}
+
+func campaignCreateCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "create",
+		Usage:     "register a campaign from a file of targets or from a query",
+		UsageText: "chunks campaign create --tenant T --chunk-size N --allow-partial [--queue-window W] NAME (FILE | --from-query SQL)",
+		Description: "FILE (- for stdin) is a JSON array or JSON Lines of {\"id\", \"revision\", \"qty\"}, read strictly\n" +
+			"as a job's targets (at most 1,000,000 targets and 128 MiB). --from-query runs SQL in a READ ONLY\n" +
+			"transaction and takes its rows (id, revision, qty) as the approval, frozen at that moment.\n" +
+			"A bad entry, a duplicate id or an empty approval is refused before anything is written, naming\n" +
+			"the line, index or row (exit 2). Re-creating the identical campaign changes nothing; a different\n" +
+			"one under NAME is a conflict naming the first difference (exit 3). --queue-window is how many of\n" +
+			"its jobs the fleet's queue holds at once (default 16), so a job registered later is not starved.\n\n" +
+			"Example:\n  chunks --schema lab campaign create --tenant alien-desert --chunk-size 10 --allow-partial \\\n" +
+			"    festival --from-query \"select id, revision, qty from orders where state = 'pending'\"",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "tenant", Required: true, Usage: "the tenant of every target"},
+			&cli.IntFlag{Name: "chunk-size", Required: true, Usage: "orders per chunk, 1 to 10"},
+			&cli.BoolFlag{Name: "allow-partial", Required: true, Usage: "must be given: each chunk commits on its own"},
+			&cli.IntFlag{Name: "queue-window", Value: driver.DefaultQueueWindow, Usage: "jobs of the campaign queued at once"},
+			&cli.StringFlag{Name: "from-query", Usage: "take the targets from this query's rows (id, revision, qty)"},
+		},
+		Action: func(c *cli.Context) error {
+			name, err := nameArg(c)
+			if err != nil {
+				return err
+			}
+			if !c.Bool("allow-partial") {
+				return usagef("--allow-partial must be given: each chunk commits on its own")
+			}
+			query := c.String("from-query")
+			args := c.Args().Slice()[1:]
+			switch {
+			case query != "" && len(args) > 0:
+				return usagef("campaign create takes FILE or --from-query, not both")
+			case query == "" && len(args) != 1:
+				return usagef("campaign create takes NAME and one FILE (- for stdin), or NAME and --from-query SQL")
+			}
+			spec := driver.CampaignSpec{Name: name, Tenant: c.String("tenant"), ChunkSize: c.Int("chunk-size"),
+				QueueWindow: c.Int("queue-window")}
+			var ct driver.CampaignTargets
+			if query == "" {
+				if ct, err = readCampaignFile(args[0]); err != nil {
+					return err
+				}
+			}
+			var out driver.CampaignCreated
+			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
+				if query != "" {
+					if ct, err = driver.CampaignTargetsFromQuery(ctx, conn, query); err != nil {
+						return err
+					}
+				}
+				out, err = driver.CreateCampaign(ctx, conn, spec, ct)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if jsonOut(c) {
+				return printJSON(out)
+			}
+			if out.Created {
+				say("created campaign %s: %s of %s in %s of up to 64, %d per chunk (digest %s)", name,
+					plural(out.Targets, "order"), spec.Tenant, plural(out.Jobs, "job"), spec.ChunkSize, out.Digest[:12])
+			} else {
+				say("campaign %s was already created with this approval; nothing changed", name)
+			}
+			return nil
+		},
+	}
+}
+
+func readCampaignFile(path string) (ct driver.CampaignTargets, err error) {
+	var r io.Reader = os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return ct, err
+		}
+		defer func() {
+			if cerr := f.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
+		r = f
+	}
+	return driver.ReadCampaignTargets(r)
+}
+
+func campaignStatusCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "status",
+		Usage:     "targets, committed, remaining, jobs by state, rate, ETA and drift of a campaign",
+		UsageText: "chunks campaign status [--json] NAME",
+		Description: "One query over the campaign's own jobs. jobs waiting are not yet in the fleet's queue: each\n" +
+			"job of the campaign that finishes releases the next. rate is the average since creation.",
+		Action: func(c *cli.Context) error {
+			name, err := nameArg(c)
+			if err != nil {
+				return err
+			}
+			var st driver.CampaignStatus
+			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
+				st, err = driver.GetCampaignStatus(ctx, conn, name)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if jsonOut(c) {
+				return printJSON(st)
+			}
+			eta := "unknown"
+			if st.ETAS != nil {
+				eta = fmt.Sprintf("%.1f s", *st.ETAS)
+			}
+			paused := ""
+			if st.Paused {
+				paused = " (paused)"
+			}
+			say("campaign %s%s: %d targets, %d committed, %d remaining; jobs: %d done, %d running, %d queued, %d paused, %d waiting of %d; rate %.1f/s, ETA %s; drift %d",
+				st.Name, paused, st.Targets, st.Committed, st.Remaining, st.JobsDone, st.JobsRunning, st.JobsQueued,
+				st.JobsPaused, st.JobsWaiting, st.Jobs, st.RatePerS, eta, st.Drift)
+			return nil
+		},
+	}
+}
+
+func campaignReportCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "report",
+		Usage:     "matching, drifted and missing orders of a campaign",
+		UsageText: "chunks campaign report [--json] NAME",
+		Description: "report's rules over every job of the campaign, in one query. With --json, drifted and\n" +
+			"missing are id lists.",
+		Action: func(c *cli.Context) error {
+			name, err := nameArg(c)
+			if err != nil {
+				return err
+			}
+			var r driver.CampaignReport
+			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
+				r, err = driver.GetCampaignReport(ctx, conn, name)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if jsonOut(c) {
+				return printJSON(r)
+			}
+			say("campaign %s: %d targets, %d committed, %d remaining: %d matching, %d drifted %s, %d missing %s",
+				r.Name, r.Targets, r.Committed, r.Remaining, r.Matching, r.DriftedCount, ids(r.Drifted), r.MissingCount, ids(r.Missing))
+			return nil
+		},
+	}
+}
+
+func campaignPauseResumeCommand(verb string, op func(context.Context, driver.DB, string) (driver.CampaignChange, error),
+	usage, changedMsg, sameMsg string) *cli.Command {
+	return &cli.Command{
+		Name:        verb,
+		Usage:       usage,
+		UsageText:   "chunks campaign " + verb + " [--json] NAME",
+		Description: "Acts on every job of the campaign in one transaction; waits for its chunks in flight (up to 5 s).",
+		Action: func(c *cli.Context) error {
+			name, err := nameArg(c)
+			if err != nil {
+				return err
+			}
+			if len(c.Args().Slice()) > 1 {
+				return usagef("campaign %s takes one NAME argument", verb)
+			}
+			var ch driver.CampaignChange
+			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
+				ch, err = op(ctx, conn, name)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if jsonOut(c) {
+				return printJSON(ch)
+			}
+			if ch.Changed {
+				say(changedMsg, name, plural(ch.Jobs, "job"))
+			} else {
+				say(sameMsg, name)
+			}
+			return nil
+		},
+	}
+}
+
+func campaignCheckCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "check",
+		Usage:     "preflight: would every target not yet committed take its change now?",
+		UsageText: "chunks campaign check [--json] [--max-listed N] NAME",
+		Description: "Writes nothing. For each remaining target: is its order there, of the tenant, pending, at the\n" +
+			"approved revision and qty? Exit 0 when all are, 3 (conflict) when any is not, listing the first.",
+		Flags: []cli.Flag{&cli.IntFlag{Name: "max-listed", Value: 100, Usage: "problems listed, by id"}},
+		Action: func(c *cli.Context) error {
+			name, err := nameArg(c)
+			if err != nil {
+				return err
+			}
+			var ch driver.CampaignCheck
+			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
+				ch, err = driver.CheckCampaign(ctx, conn, name, c.Int("max-listed"))
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if jsonOut(c) {
+				if err := printJSON(ch); err != nil {
+					return err
+				}
+			} else {
+				for _, p := range ch.Listed {
+					say("%s", p.Problem)
+				}
+				say("campaign %s: %d of %d targets remaining, %d ok, %d with a problem", ch.Name, ch.Remaining, ch.Targets, ch.OK, ch.Problems)
+			}
+			if ch.Problems > 0 {
+				return &driver.Error{Kind: driver.ErrConflict, Msg: fmt.Sprintf("campaign %s: %d targets cannot take their change now", name, ch.Problems)}
+			}
+			return nil
+		},
+	}
+}
+
+func campaignUndoCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "undo",
+		Usage:     "register one undo campaign, built from the audit of every job of a paused or finished campaign",
+		UsageText: "chunks campaign undo [--json] [--as UNDO] NAME",
+		Description: "Every job of NAME with committed orders still as it left them gets its undo (chunks undo's\n" +
+			"rules: drifted and missing orders are left alone), all recorded as campaign UNDO (default\n" +
+			"NAME-undo) in one transaction; the fleet restores them. Pause NAME first (chunks campaign pause).",
+		Flags: []cli.Flag{&cli.StringFlag{Name: "as", Usage: "the undo campaign's name (default NAME-undo)"}},
+		Action: func(c *cli.Context) error {
+			name, err := nameArg(c)
+			if err != nil {
+				return err
+			}
+			var u driver.CampaignUndo
+			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
+				u, err = driver.UndoCampaign(ctx, conn, name, c.String("as"))
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if jsonOut(c) {
+				return printJSON(u)
+			}
+			if !u.Created {
+				say("campaign %s already is the undo of %s; nothing changed", u.Name, name)
+				return nil
+			}
+			say("registered undo campaign %s of %s: %s in %s; left alone: drifted %s, missing %s", u.Name, name,
+				plural(u.Targets, "order"), plural(u.Jobs, "job"), ids(u.Drifted), ids(u.Missing))
+			return nil
+		},
+	}
+}

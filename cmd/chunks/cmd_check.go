@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/urfave/cli/v2"
+
+	"github.com/chunks-dev/chunks/driver"
+)
+
+func checkCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "check",
+		Usage:     "preflight a plan: would every target be cancelled now, and would register conflict? (read-only)",
+		UsageText: "chunks check [--dsn DSN] [--schema S] [--json] PLAN.json",
+		Description: "Reads PLAN.json as register does (- reads stdin) and answers in one SELECT, before anything\n" +
+			"is registered: for each target, whether its order would be cancelled now or exactly why not\n" +
+			"(missing, another tenant, its state, its revision moved, its qty differs), and whether the\n" +
+			"job id is free, already registered with this approval (register would change nothing) or\n" +
+			"taken by another one (a conflict). Nothing is locked or written.\n" +
+			"Exit 0 when every target would apply and registering would not conflict, 3 when not, 2 for\n" +
+			"an invalid plan. --json prints {\"job_id\", \"ok\", \"job\", \"job_problem\", \"targets\": [{\"id\",\n" +
+			"\"ok\", \"problem\", \"committed\"}, ...]}.\n\n" +
+			"Example:\n  chunks --schema lab check plan.json && chunks --schema lab register plan.json",
+		Action: func(c *cli.Context) error {
+			plan, err := planArg(c)
+			if err != nil {
+				return err
+			}
+			var res driver.PlanCheck
+			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
+				res, err = driver.CheckPlan(ctx, conn, plan)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if jsonOut(c) {
+				err = printJSON(res)
+			} else {
+				printCheck(res)
+			}
+			if err != nil || res.OK {
+				return err
+			}
+			return &driver.Error{Kind: driver.ErrConflict, Msg: checkSummary(res)}
+		},
+	}
+}
+
+func printCheck(res driver.PlanCheck) {
+	switch res.Job {
+	case driver.JobFree:
+		say("job %s: the id is free; register would create the job", res.JobID)
+	case driver.JobRegistered:
+		say("job %s: already registered with this approval; register would change nothing", res.JobID)
+	default:
+		say("job %s: register would refuse: %s", res.JobID, res.JobProblem)
+	}
+	problems := res.Problems()
+	if len(problems) > 0 {
+		t := newTable("order", "would not be cancelled")
+		for _, p := range problems {
+			t.AppendRow([]any{p.ID, p.Problem})
+		}
+		t.Render()
+	}
+	committed := 0
+	for _, target := range res.Targets {
+		if target.Committed {
+			committed++
+		}
+	}
+	line := fmt.Sprintf("%d of %d targets would be cancelled now", len(res.Targets)-len(problems)-committed, len(res.Targets))
+	if committed > 0 {
+		line += fmt.Sprintf(", %d already are (committed by this job)", committed)
+	}
+	say("%s; %d would not", line, len(problems))
+}
+
+// checkSummary is the one line a failed check ends with, on stderr.
+func checkSummary(res driver.PlanCheck) string {
+	var parts []string
+	if n := len(res.Problems()); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d targets would not be cancelled", n, len(res.Targets)))
+	}
+	if res.Job == driver.JobConflict {
+		parts = append(parts, "registering would conflict")
+	}
+	return fmt.Sprintf("check: job %s: %s", res.JobID, strings.Join(parts, "; "))
+}

@@ -1,0 +1,90 @@
+package driver
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// The kinds of change a job applies (the table job_kind).
+const (
+	KindCancel  = "cancel"  // pending -> cancelled: a job made by [Register]
+	KindRestore = "restore" // cancelled -> pending: an undo made by [RegisterUndo]
+)
+
+// Undo is a registered undo ([RegisterUndo], SQL register_undo).
+type Undo struct {
+	JobID   string `json:"job_id"` // the undo job
+	Undoes  string `json:"undoes"` // the job it undoes
+	Created bool   `json:"created"`
+	// Targets are the ids the undo restores: the undone job's committed
+	// orders that were still exactly as it left them. Drifted and Missing
+	// are its other committed orders (changed since, or gone), left alone.
+	Targets []int64 `json:"targets"`
+	Drifted []int64 `json:"drifted"`
+	Missing []int64 `json:"missing"`
+}
+
+// MarshalJSON writes every list as [] when empty, never null.
+func (u Undo) MarshalJSON() ([]byte, error) {
+	type plain Undo
+	q := plain(u)
+	q.Targets, q.Drifted, q.Missing = nonNil(q.Targets), nonNil(q.Drifted), nonNil(q.Missing)
+	return json.Marshal(q)
+}
+
+// JobLineage is a job's kind and its undo ([Lineage], SQL job_lineage).
+type JobLineage struct {
+	JobID    string  `json:"job_id"`
+	Kind     string  `json:"kind"`      // [KindCancel] or [KindRestore]
+	Undoes   *string `json:"undoes"`    // the job this undo undoes
+	UndoneBy *string `json:"undone_by"` // the undo of this job
+}
+
+// RegisterUndo builds the compensating job of jobID and registers it as
+// newJobID, as one approval, in one transaction. Empty newJobID means
+// jobID + "-undo"; when that would pass [MaxNameLen] characters, it is an
+// [ErrInvalid] naming new_job_id and the id must be given.
+//
+// The undo's targets are jobID's committed orders that are still exactly as
+// it left them (what [Report] calls matching), each approved at the
+// revision jobID left. Each of its chunks restores them to state 'pending'
+// with revision + 1 and writes one audit row each: it is a job like any
+// other, with jobID's chunk size, queued for the fleet, run by [RunChunk]
+// and [Drain], and reported by [Report] (matching: pending, approved
+// revision + 1). Drifted and missing orders are listed and left alone.
+//
+// Re-running the same undo changes nothing (Created false). An
+// [ErrConflict] refuses an unknown job, an undo (an undo is not undone), a
+// job undone already under another id, a newJobID taken by another job, a
+// job that can still make progress (unfinished and not paused: pause it
+// first), an unsound job, and a job with nothing to undo.
+func RegisterUndo(ctx context.Context, db DB, jobID, newJobID string) (Undo, error) {
+	if err := checkName("job_id", jobID); err != nil {
+		return Undo{}, err
+	}
+	var newID *string // NULL: the server derives it
+	if newJobID != "" {
+		if err := checkName("new_job_id", newJobID); err != nil {
+			return Undo{}, err
+		}
+		newID = &newJobID
+	}
+	var u Undo
+	if _, err := queryJSON(ctx, db, &u, "register_undo", jobID, newID); err != nil {
+		return Undo{}, err
+	}
+	return u, nil
+}
+
+// Lineage returns the job's kind and its undo, or nil (and no error) when
+// there is no job with that id.
+func Lineage(ctx context.Context, db DB, jobID string) (*JobLineage, error) {
+	if err := checkName("job_id", jobID); err != nil {
+		return nil, err
+	}
+	var l JobLineage
+	if found, err := queryJSON(ctx, db, &l, "job_lineage", jobID); err != nil || !found {
+		return nil, err
+	}
+	return &l, nil
+}

@@ -1,0 +1,51 @@
+-- Campaigns: report() over every job of a campaign, in one query.
+create or replace function {{ .schema }}.campaign_report(name text) returns jsonb
+language plpgsql stable security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_report jsonb;
+begin
+  perform check_name(campaign_report.name, 'name');
+  select jsonb_build_object(
+           'name', c.name, 'targets', c.target_count, 'committed', p.committed, 'remaining', c.target_count - p.committed,
+           'matching', r.matching, 'drifted_count', r.drifted_count, 'missing_count', r.missing_count,
+           'drifted', r.drifted, 'missing', r.missing)
+    into v_report
+    from campaigns as c
+   cross join (select coalesce(sum(j.next_index), 0)::integer as committed
+                 from campaign_jobs as cj
+                 join jobs as j on j.job_id = cj.job_id
+                where cj.campaign = campaign_report.name) as p
+   cross join (select count(*) filter (where t.status = 'matching')::integer as matching,
+                      count(*) filter (where t.status = 'drifted')::integer as drifted_count,
+                      count(*) filter (where t.status = 'missing')::integer as missing_count,
+                      coalesce(jsonb_agg(t.id order by t.id) filter (where t.status = 'drifted'), '[]') as drifted,
+                      coalesce(jsonb_agg(t.id order by t.id) filter (where t.status = 'missing'), '[]') as missing
+                 -- The committed targets are the audit rows (run_chunk keeps them equal
+                 -- to targets[0:next_index]): plain columns, one index range per job.
+                 from (select a.id,
+                              case
+                                when o.id is null then 'missing'
+                                when order_matches(o.tenant, o.qty, o.state, o.revision, j.tenant, a.previous_revision,
+                                                   a.qty, coalesce(k.kind, 'cancel')) then 'matching'
+                                else 'drifted'
+                              end as status
+                         from campaign_jobs as cj
+                         join jobs as j on j.job_id = cj.job_id
+                         left join job_kind as k on k.job_id = cj.job_id
+                         join job_audit as a on a.job_id = cj.job_id
+                         left join orders as o on o.id = a.id
+                        where cj.campaign = campaign_report.name) as t) as r
+   where c.name = campaign_report.name;
+  if v_report is null then
+    raise exception 'campaign %: not found', campaign_report.name using errcode = 'CH409';
+  end if;
+  return v_report;
+end
+$$;
+comment on function {{ .schema }}.campaign_report(text) is
+$c$report() summed over campaign NAME: {"name", "targets", "committed", "remaining", "matching",
+"drifted_count", "missing_count", "drifted", "missing"}; drifted and missing are id-ordered
+lists of committed orders (report's rules). One SELECT over this campaign's jobs only;
+changes nothing. Errors: 22023 bad name; CH409 unknown campaign.$c$;

@@ -1,0 +1,25 @@
+-- Undo (README "Safety"): what kind of change a job applies, and how it is
+-- tied to an undo, for chunks report.
+create or replace function {{ .schema }}.job_lineage(job_id text) returns jsonb
+language plpgsql stable security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_lineage jsonb;
+begin
+  perform check_name(job_lineage.job_id, 'job_id');
+  select jsonb_build_object('job_id', j.job_id, 'kind', coalesce(k.kind, 'cancel'), 'undoes', k.undoes,
+                            'undone_by', u.job_id)
+    into v_lineage
+    from jobs as j
+    left join job_kind as k on k.job_id = j.job_id
+    left join job_kind as u on u.undoes = j.job_id
+   where j.job_id = job_lineage.job_id;
+  return v_lineage;
+end
+$$;
+comment on function {{ .schema }}.job_lineage(text) is
+$c$A job's kind and its undo, as {"job_id", "kind", "undoes", "undone_by"}, or NULL when unknown.
+kind is cancel (pending -> cancelled: a job made by register) or restore (cancelled ->
+pending: an undo made by register_undo); undoes is the job an undo undoes, undone_by the undo
+of this job (NULL when none). Read-only. Errors: 22023 bad job_id.$c$;

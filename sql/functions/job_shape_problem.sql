@@ -1,0 +1,27 @@
+-- CONTRACT §4's cheap half, for run_chunk and register_undo: why a stored
+-- job's row cannot be sound, in words, or NULL. targets_look_normal is the
+-- fast guard on the targets' shape; when it fails, job_problem (slow, run
+-- only then) names what is wrong with the same words as the input checks.
+-- Then the tenant, the chunk size and next_index: 0 <= next_index <= n, on
+-- a chunk boundary unless it is n. The audit is the caller's to check. A
+-- plain SQL expression so the planner inlines it into the caller's
+-- expression (no SET clause; STABLE as format() is; its callers pin
+-- search_path, and the chunks functions it calls are named in full).
+create or replace function {{ .schema }}.job_shape_problem(job_id text, tenant text, targets jsonb, chunk_size integer,
+                                                           next_index integer)
+returns text
+language sql stable parallel safe
+as $$
+  select case
+    when not {{ .schema }}.targets_look_normal(targets) or jsonb_array_length(targets) > 64 then
+      coalesce({{ .schema }}.job_problem(job_id, targets, next_index), 'the stored job is not sound')
+    when tenant !~ '^[A-Za-z0-9_-]{1,64}$' then format('stored tenant %s is not valid', {{ .schema }}.excerpt(tenant, true))
+    when chunk_size not between 1 and 10 then format('stored chunk_size %s is not between 1 and 10', chunk_size)
+    when next_index > jsonb_array_length(targets) then
+      format('next_index %s is beyond the %s targets', next_index, jsonb_array_length(targets))
+    when next_index % chunk_size <> 0 and next_index <> jsonb_array_length(targets) then
+      format('next_index %s is not a multiple of chunk_size %s', next_index, chunk_size)
+  end
+$$;
+comment on function {{ .schema }}.job_shape_problem(text, text, jsonb, integer, integer) is
+  'chunks helper: NULL unless the stored job''s row breaks CONTRACT §4 (targets'' shape, tenant, chunk_size, next_index within 0..n on a chunk boundary), else why, in words; the audit is checked by the caller.';
