@@ -18,13 +18,15 @@
 //
 // A job id is unique per shard, not across shards, and a shard holds many
 // tenants. So every call of one job names its tenant too: [RunChunk],
-// [InspectJob], [Report], [Pause] and [Resume] take (tenant, jobID), and so
-// do the router's SQL functions (run_chunk(tenant, job_id), ...). A job of
-// another tenant of the same shard is answered as missing. Registering
-// needs nothing new: the plan holds its tenant, so [driver.Register] works
-// on a router connection as it is, and so do [driver.CancelChunk] (it takes
-// the tenant) and fleet.Status and fleet.Workers, which list every
-// shard's jobs and workers (asked at once, RUN ON ALL), each with its Shard.
+// [Drain], [InspectJob], [Report], [Pause], [PauseAfter], [Resume],
+// [RegisterUndo] and [Lineage] take (tenant, jobID), and so do the router's
+// SQL functions (run_chunk(tenant, job_id), ...). A job of another tenant
+// of the same shard is answered as missing. Registering needs nothing new:
+// the plan holds its tenant, so [driver.Register] and [driver.CheckPlan]
+// work on a router connection as they are, and so do [driver.CancelChunk]
+// (it takes the tenant) and [fleet.Status] and [fleet.Workers], which list
+// every shard's jobs and workers (asked at once, RUN ON ALL), each with its
+// Shard.
 //
 // # Transactions
 //

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/fleet"
 	"github.com/chunks-dev/chunks/internal/chunktx"
 )
 
@@ -47,27 +48,13 @@ func ShardOf(ctx context.Context, db driver.DB, tenant string) (string, error) {
 // InspectJob is [driver.InspectJob] of tenant's job, read on the tenant's
 // shard: nil (and no error) when that shard has no such job of tenant.
 func InspectJob(ctx context.Context, db driver.DB, tenant, jobID string) (*driver.Job, error) {
-	if err := checkJob(tenant, jobID); err != nil {
-		return nil, err
-	}
-	var job *driver.Job
-	if err := value(ctx, db, &job, "inspect_job", "select inspect_job($1, $2)::text", tenant, jobID); err != nil {
-		return nil, err
-	}
-	return job, nil
+	return jobValue[*driver.Job](ctx, db, "inspect_job", tenant, jobID)
 }
 
 // Report is [driver.Report] of tenant's job, read on the tenant's shard. A
 // job that shard does not hold for tenant is an [driver.ErrConflict].
 func Report(ctx context.Context, db driver.DB, tenant, jobID string) (driver.JobReport, error) {
-	if err := checkJob(tenant, jobID); err != nil {
-		return driver.JobReport{}, err
-	}
-	var r driver.JobReport
-	if err := value(ctx, db, &r, "report", "select report($1, $2)::text", tenant, jobID); err != nil {
-		return driver.JobReport{}, err
-	}
-	return r, nil
+	return jobValue[driver.JobReport](ctx, db, "report", tenant, jobID)
 }
 
 // Pause is fleet.Pause of tenant's job, on the tenant's shard, whose
@@ -82,15 +69,51 @@ func Resume(ctx context.Context, db driver.DB, tenant, jobID string) (bool, erro
 	return jobFlag(ctx, db, "select resume_job($1, $2)", tenant, jobID)
 }
 
-func jobFlag(ctx context.Context, db driver.DB, sql, tenant, jobID string) (bool, error) {
+// PauseAfter is [fleet.PauseAfter] of tenant's job, on the tenant's shard:
+// the canary. That shard's workers run n (1 to [fleet.MaxPauseAfter]) more
+// chunks of the job, and the pass that commits the n-th pauses it in the
+// same transaction. It returns true when it changed the queue, false when
+// the same canary was already pending. A job that shard does not hold for
+// tenant, a finished or undone one, or n not below the chunks it has left,
+// is an [driver.ErrConflict].
+func PauseAfter(ctx context.Context, db driver.DB, tenant, jobID string, n int) (bool, error) {
+	if n < 1 || n > fleet.MaxPauseAfter {
+		return false, invalidf("after: must be between 1 and %d chunks, got %d", fleet.MaxPauseAfter, n)
+	}
+	return jobFlag(ctx, db, "select pause_job_after($1, $2, $3)", tenant, jobID, n)
+}
+
+func jobFlag(ctx context.Context, db driver.DB, sql, tenant, jobID string, args ...any) (bool, error) {
 	if err := checkJob(tenant, jobID); err != nil {
 		return false, err
 	}
 	var changed bool
-	if err := db.QueryRow(ctx, sql, tenant, jobID).Scan(&changed); err != nil {
+	if err := db.QueryRow(ctx, sql, append([]any{tenant, jobID}, args...)...).Scan(&changed); err != nil {
 		return false, driver.MapError(err)
 	}
 	return changed, nil
+}
+
+// RegisterUndo is [driver.RegisterUndo] of tenant's job, on the tenant's
+// shard: the undo is built there from the job's committed part and
+// registered there as newJobID ("" means jobID + "-undo"), a job of tenant
+// queued for that shard's workers (run it with [RunChunk] or [Drain] and
+// tenant). newJobID is checked on the shard ([driver.ErrInvalid] naming
+// new_job_id). A job that shard does not hold for tenant is an
+// [driver.ErrConflict], as are register_undo's own refusals.
+func RegisterUndo(ctx context.Context, db driver.DB, tenant, jobID, newJobID string) (driver.Undo, error) {
+	var newID *string // NULL: the shard derives it
+	if newJobID != "" {
+		newID = &newJobID
+	}
+	return jobValue[driver.Undo](ctx, db, "register_undo", tenant, jobID, newID)
+}
+
+// Lineage is [driver.Lineage] of tenant's job, read on the tenant's shard:
+// its kind and its undo, or nil (and no error) when that shard has no such
+// job of tenant.
+func Lineage(ctx context.Context, db driver.DB, tenant, jobID string) (*driver.JobLineage, error) {
+	return jobValue[*driver.JobLineage](ctx, db, "job_lineage", tenant, jobID)
 }
 
 // RunChunk runs the next chunk of tenant's job through the router on conn,
@@ -148,6 +171,25 @@ func checkJob(tenant, jobID string) error {
 		return err
 	}
 	return driver.CheckJobID(jobID)
+}
+
+// jobValue checks the names, runs the router's fn(tenant, job_id, args...),
+// which returns one jsonb value, and decodes it into a T (a JSON null is
+// T's zero value: nil for a pointer).
+func jobValue[T any](ctx context.Context, db driver.DB, fn, tenant, jobID string, args ...any) (T, error) {
+	var out T
+	if err := checkJob(tenant, jobID); err != nil {
+		return out, err
+	}
+	params := "$1, $2"
+	for i := range args {
+		params += fmt.Sprintf(", $%d", i+3)
+	}
+	if err := value(ctx, db, &out, fn, "select "+fn+"("+params+")::text", append([]any{tenant, jobID}, args...)...); err != nil {
+		var zero T
+		return zero, err
+	}
+	return out, nil
 }
 
 // value runs sql, which returns one jsonb value as text, and decodes it

@@ -21,7 +21,7 @@ func pauseCommand() *cli.Command {
 			"(chunks drain and run are not stopped). chunks status shows who paused it, when and why.\n" +
 			"Pausing a paused job changes nothing. An unknown or finished job is a conflict (exit 3).\n" +
 			"With --json it prints {\"job_id\", \"changed\"}. With --tenant, through a chunks router: on the\n" +
-			"tenant's shard, whose workers it stops.\n\n" +
+			"tenant's shard, whose workers it stops (with --after too: they count the chunks).\n\n" +
 			"--after N is the canary: the workers run N more chunks of the job, and the pass that\n" +
 			"commits the N-th pauses the job in that same transaction, so chunk N+1 never starts before\n" +
 			"someone has looked (chunks report JOB) and run chunks resume JOB. A paused job is queued for\n" +
@@ -47,6 +47,10 @@ func pauseCommand() *cli.Command {
 
 // pauseAfter is chunks pause --after N JOB: the canary.
 func pauseAfter(c *cli.Context) error {
+	tenant, err := tenantArg(c)
+	if err != nil {
+		return err
+	}
 	jobID, err := jobArg(c)
 	if err != nil {
 		return err
@@ -54,7 +58,7 @@ func pauseAfter(c *cli.Context) error {
 	n := c.Int("after")
 	var changed bool
 	err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-		changed, err = fleet.PauseAfter(ctx, conn, jobID, n)
+		changed, err = pauseJobAfter(ctx, conn, tenant, jobID, n)
 		return err
 	})
 	if err != nil {

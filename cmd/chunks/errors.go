@@ -45,12 +45,13 @@ func exitCode(err error) int {
 
 // hint says what to do about an error whose cause is usually the set-up:
 // the chunks functions are not on the search_path, or a job command went
-// to a router without --tenant (a router's job functions take the tenant).
+// to a router without --tenant (a router's job functions take the tenant),
+// or a campaign command went to a router (campaigns run on a shard itself).
 func hint(err error) string {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && (pgErr.Code == pgerrcode.UndefinedFunction || pgErr.Code == pgerrcode.UndefinedTable) {
 		return " (is chunks installed in the schema given by --schema or $CHUNKS_SCHEMA? install it with chunks migrate --schema SCHEMA;" +
-			" through a chunks router, the job commands need --tenant)"
+			" through a chunks router, the job commands need --tenant, and campaign commands need the tenant's shard itself)"
 	}
 	return ""
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/fleet"
 	"github.com/chunks-dev/chunks/router"
 )
 
@@ -43,6 +44,23 @@ func reportJob(ctx context.Context, db driver.DB, tenant, jobID string) (driver.
 		return router.Report(ctx, db, tenant, jobID)
 	}
 	return driver.Report(ctx, db, jobID)
+}
+
+// registerUndo is the undo of the job, registered on one server or through
+// a router.
+func registerUndo(ctx context.Context, db driver.DB, tenant, jobID, newJobID string) (driver.Undo, error) {
+	if tenant != "" {
+		return router.RegisterUndo(ctx, db, tenant, jobID, newJobID)
+	}
+	return driver.RegisterUndo(ctx, db, jobID, newJobID)
+}
+
+// pauseJobAfter is the canary, on one server or through a router.
+func pauseJobAfter(ctx context.Context, db driver.DB, tenant, jobID string, n int) (bool, error) {
+	if tenant != "" {
+		return router.PauseAfter(ctx, db, tenant, jobID, n)
+	}
+	return fleet.PauseAfter(ctx, db, jobID, n)
 }
 
 // routedChunk is chunks run --tenant: one chunk through the router, on a
@@ -82,7 +100,7 @@ var errRoutedPacing = usagef("--max-replica-lag and --throttle-query read the se
 // router.
 func jobLineage(ctx context.Context, db driver.DB, tenant, jobID string) (*driver.JobLineage, error) {
 	if tenant != "" {
-		return nil, nil // job_lineage is not routed yet
+		return router.Lineage(ctx, db, tenant, jobID)
 	}
 	return driver.Lineage(ctx, db, jobID)
 }

@@ -23,12 +23,16 @@
 {{ template "unavailable_shards.sql" . }}
 {{ template "check_shards.sql" . }}
 {{ template "register.sql" . }}
+{{ template "check_plan.sql" . }}
 {{ template "cancel_chunk.sql" . }}
 {{ template "inspect_job.sql" . }}
 {{ template "run_chunk.sql" . }}
 {{ template "report.sql" . }}
 {{ template "pause_job.sql" . }}
+{{ template "pause_job_after.sql" . }}
 {{ template "resume_job.sql" . }}
+{{ template "register_undo.sql" . }}
+{{ template "job_lineage.sql" . }}
 {{ template "job_status.sql" . }}
 {{ template "worker_status.sql" . }}
 {{ template "status_page.sql" . }}
