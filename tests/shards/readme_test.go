@@ -87,7 +87,8 @@ func TestREADMERouter(t *testing.T) {
 }
 
 // readmeBlocks is the fenced block after each line of README.md that
-// starts with marker.
+// starts with marker (after any indentation, as in a list item); the
+// block's lines lose the indentation of its fence.
 func readmeBlocks(t *testing.T, marker string) []string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
@@ -97,21 +98,29 @@ func readmeBlocks(t *testing.T, marker string) []string {
 	var blocks []string
 	lines := strings.Split(string(data), "\n")
 	for i := 0; i < len(lines); i++ {
-		if !strings.HasPrefix(lines[i], marker) {
+		if !strings.HasPrefix(strings.TrimLeft(lines[i], " "), marker) {
 			continue
 		}
 		start := i + 1
-		for start < len(lines) && !strings.HasPrefix(lines[start], "```") {
+		for start < len(lines) && !strings.HasPrefix(strings.TrimLeft(lines[start], " "), "```") {
 			start++
 		}
+		if start >= len(lines) {
+			t.Fatalf("README.md:%d: a marker without its block", i+1)
+		}
+		indent := lines[start][:len(lines[start])-len(strings.TrimLeft(lines[start], " "))]
 		end := start + 1
-		for end < len(lines) && lines[end] != "```" {
+		for end < len(lines) && lines[end] != indent+"```" {
 			end++
 		}
 		if end >= len(lines) {
 			t.Fatalf("README.md:%d: a marked block without its end", i+1)
 		}
-		blocks = append(blocks, strings.Join(lines[start+1:end], "\n")+"\n")
+		var block []string
+		for _, l := range lines[start+1 : end] {
+			block = append(block, strings.TrimPrefix(l, indent))
+		}
+		blocks = append(blocks, strings.Join(block, "\n")+"\n")
 		i = end
 	}
 	return blocks
