@@ -134,6 +134,16 @@ func DrainConfig(ctx context.Context, cfg *pgx.ConnConfig, jobID string, maxChun
 	if err := checkName("job_id", jobID); err != nil {
 		return DrainResult{}, err
 	}
+	return DrainFunc(ctx, maxChunks, pacer, func(ctx context.Context) (ChunkResult, error) {
+		return ChunkFileConfig(ctx, cfg, jobID, nil)
+	})
+}
+
+// DrainFunc is the loop of [DrainConfig] over any way of running one chunk
+// of one job (package router runs it through a router): call runs the next
+// chunk, at most maxChunks (1 to 64) times, stopping as soon as one returns
+// Done, with the same counting, pacing and "no retry" rule.
+func DrainFunc(ctx context.Context, maxChunks int, pacer Pacer, call func(context.Context) (ChunkResult, error)) (DrainResult, error) {
 	if err := checkMaxChunks(maxChunks); err != nil {
 		return DrainResult{}, err
 	}
@@ -144,7 +154,7 @@ func DrainConfig(ctx context.Context, cfg *pgx.ConnConfig, jobID string, maxChun
 				return out, err
 			}
 		}
-		r, err := ChunkFileConfig(ctx, cfg, jobID, nil)
+		r, err := call(ctx)
 		if err != nil {
 			return out, err
 		}

@@ -62,7 +62,8 @@ func CheckSchema(schema string) error {
 // Running it again changes nothing. Many processes may run it at once: a
 // transaction advisory lock on the schema's name serializes them
 // (concurrent CREATE SCHEMA IF NOT EXISTS and CREATE OR REPLACE FUNCTION
-// collide in the catalog otherwise). Nothing is created outside schema.
+// collide in the catalog otherwise). Nothing is created outside schema. A
+// schema that holds a chunks router (package router) is refused.
 //
 // Everything in schema belongs to the schema's owner (README "Roles"): the
 // role that runs Migrate when it creates the schema, else whoever owns it
@@ -128,6 +129,14 @@ func MigrateOwner(ctx context.Context, conn *pgx.Conn, schema, owner string) err
 func install(ctx context.Context, tx pgx.Tx, schema, owner, versionTable string, migrations []*migrate.Migration, functions string) error {
 	if _, err := tx.Exec(ctx, "select pg_advisory_xact_lock(hashtextextended($1, 0))", "chunks migrate "+schema); err != nil {
 		return fmt.Errorf("lock: %w", err)
+	}
+	var router bool
+	if err := tx.QueryRow(ctx, "select to_regprocedure($1) is not null", schema+".shard_of(text)").Scan(&router); err != nil {
+		return fmt.Errorf("look for a router: %w", err)
+	}
+	if router {
+		// Its register(jsonb) would be replaced by the one that writes here.
+		return invalidf("schema: %s holds a chunks router (chunks router install), which keeps no chunks data; migrate the shards instead", schema)
 	}
 	if _, err := tx.Exec(ctx, "create schema if not exists "+pgx.Identifier{schema}.Sanitize()); err != nil {
 		return fmt.Errorf("create schema: %w", err)

@@ -11,6 +11,10 @@ import (
 // first, for callers that want it before opening a connection.
 func CheckJobID(jobID string) error { return checkName("job_id", jobID) }
 
+// CheckTenant returns an [ErrInvalid] naming "tenant" unless tenant is 1 to
+// 64 ASCII letters, digits, _ or -. It needs no database.
+func CheckTenant(tenant string) error { return checkName("tenant", tenant) }
+
 // checkName enforces the job_id / tenant rule: 1 to 64 ASCII letters,
 // digits, _ or -. The length is counted in characters, as the message says
 // and as the SQL face counts, not in bytes.

@@ -64,6 +64,9 @@ type JobStatus struct {
 	// ETA is when the job will be done at its recent rate, or why that
 	// cannot be said ([Estimate]).
 	ETA ETA `json:"eta"`
+	// Shard is the shard that holds the job ("p0", ...) when the status
+	// was read through a chunks router (package router); "" on one server.
+	Shard string `json:"shard,omitempty"`
 }
 
 // WorkerStatus is one live worker as chunks status shows it (its heartbeat
@@ -77,10 +80,14 @@ type WorkerStatus struct {
 	Chunks    int64     `json:"chunks"` // committed since it started
 	State     string    `json:"state"`  // running, idle or throttled
 	Reason    *string   `json:"reason"` // why, when throttled
+	// Shard is the shard the worker serves, when read through a chunks
+	// router; "" on one server.
+	Shard string `json:"shard,omitempty"`
 }
 
 // Workers lists the live workers, ordered by id (the SQL function
-// worker_status). It reads only.
+// worker_status). It reads only. Through a chunks router it lists the
+// workers of every shard, ordered by id, then shard, each with its Shard.
 func Workers(ctx context.Context, db driver.DB) ([]WorkerStatus, error) {
 	var body []byte
 	if err := db.QueryRow(ctx, "select worker_status()::text").Scan(&body); err != nil {
@@ -117,7 +124,10 @@ type Pass struct {
 }
 
 // Status lists every job of the schema with its fleet state and ETA,
-// ordered by job id: [Look] at every job. It reads only.
+// ordered by job id: [Look] at every job. It reads only. Through a chunks
+// router it lists the jobs of every shard (asked at once), ordered by job
+// id, then shard, each with its Shard; a shard that cannot be reached fails
+// it with SQLSTATE 08006, naming the shard.
 func Status(ctx context.Context, db driver.DB) ([]JobStatus, error) {
 	ov, err := Look(ctx, db, "", 0)
 	if err != nil {

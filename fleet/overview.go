@@ -47,6 +47,22 @@ func Look(ctx context.Context, db driver.DB, after string, max int) (*Overview, 
 	return look(ctx, db, afterArg, maxArg)
 }
 
+// workersOf is the workers that serve shard: all of them on one server
+// (shard ""); through a chunks router, only the job's own shard's workers
+// can run it.
+func workersOf(workers []WorkerStatus, shard string) []WorkerStatus {
+	if shard == "" {
+		return workers
+	}
+	var out []WorkerStatus
+	for _, w := range workers {
+		if w.Shard == shard {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // Totals is [Look] without any job: the counts, the orders left, the
 // oldest progress and the live workers (for metrics).
 func Totals(ctx context.Context, db driver.DB) (*Overview, error) {
@@ -69,7 +85,7 @@ func look(ctx context.Context, db driver.DB, after, max any) (*Overview, error) 
 		ov.Workers = []WorkerStatus{}
 	}
 	for i := range ov.Jobs {
-		ov.Jobs[i].ETA = Estimate(ov.Jobs[i], ov.Workers, ov.Now)
+		ov.Jobs[i].ETA = Estimate(ov.Jobs[i], workersOf(ov.Workers, ov.Jobs[i].Shard), ov.Now)
 	}
 	return ov, nil
 }

@@ -1,11 +1,15 @@
 // Package sql embeds the chunks SQL so the binary installs exactly the files in
-// this folder: the tern migrations (tables) and the tern code package
-// (functions). The tern CLI reads the same files from disk.
+// this folder: the tern migrations (tables), the tern code package
+// (functions) and the router's code package (the routing functions of a
+// router database, installed by chunks router install). The tern CLI reads
+// the first two from disk.
 package sql
 
 import (
 	"embed"
 	"io/fs"
+	"path"
+	"testing/fstest"
 )
 
 //go:embed migrations/*.sql
@@ -21,6 +25,34 @@ func Migrations() fs.FS { return sub(migrations, "migrations") }
 // Functions is the tern code package: install.sql and one file per function,
 // templated on {{ .schema }}.
 func Functions() fs.FS { return sub(functions, "functions") }
+
+//go:embed router/*.sql
+var router embed.FS
+
+// Router is the router's tern code package: install.sql and one file per
+// routed call, templated on {{ .schema }} (the router's schema),
+// {{ .shard_schema }} (the shards' chunks schema) and {{ .cluster }} (the
+// PL/Proxy cluster). It holds validate.sql of [Functions] too, the same
+// file, for the routing functions' input checks.
+func Router() fs.FS {
+	files := fstest.MapFS{}
+	add := func(fsys embed.FS, name string) {
+		data, err := fsys.ReadFile(name)
+		if err != nil {
+			panic(err) // name comes from go:embed's own listing
+		}
+		files[path.Base(name)] = &fstest.MapFile{Data: data, Mode: 0o444}
+	}
+	entries, err := router.ReadDir("router")
+	if err != nil {
+		panic(err) // go:embed has already proven the folder exists
+	}
+	for _, e := range entries {
+		add(router, "router/"+e.Name())
+	}
+	add(functions, "functions/validate.sql")
+	return files
+}
 
 func sub(fsys embed.FS, dir string) fs.FS {
 	s, err := fs.Sub(fsys, dir)

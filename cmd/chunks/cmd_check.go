@@ -23,7 +23,8 @@ func checkCommand() *cli.Command {
 			"taken by another one (a conflict). Nothing is locked or written.\n" +
 			"Exit 0 when every target would apply and registering would not conflict, 3 when not, 2 for\n" +
 			"an invalid plan. --json prints {\"job_id\", \"ok\", \"job\", \"job_problem\", \"targets\": [{\"id\",\n" +
-			"\"ok\", \"problem\", \"committed\"}, ...]}.\n\n" +
+			"\"ok\", \"problem\", \"committed\"}, ...]}. Through a chunks router (its --dsn) it needs nothing\n" +
+			"more, as register: the plan's tenant picks the shard it reads.\n\n" +
 			"Example:\n  chunks --schema lab check plan.json && chunks --schema lab register plan.json",
 		Action: func(c *cli.Context) error {
 			plan, err := planArg(c)

@@ -21,13 +21,14 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/pace"
+	"github.com/chunks-dev/chunks/router"
 )
 
 func drainCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "drain",
 		Usage:     "run the job's chunks until it is done (at most --max-chunks calls per worker)",
-		UsageText: "chunks drain [--max-chunks N] [--workers N] [--dsn DSN] [--schema S] [--json] JOB",
+		UsageText: "chunks drain [--max-chunks N] [--workers N] [--tenant T] [--dsn DSN] [--schema S] [--json] JOB",
 		Description: "Each chunk is one call on a connection of its own; the first error stops the drain, with no\n" +
 			"retry. With --workers N, N drainers run at once on their own connections (the job row lock\n" +
 			"serializes them) and their results are combined: calls summed, ids merged in id order; a\n" +
@@ -37,13 +38,19 @@ func drainCommand() *cli.Command {
 			"cancels the chunk in flight (it rolls back), clears the bar, prints what this drain\n" +
 			"committed, as on success, and exits 130 (SIGINT) or 143 (SIGTERM). With --max-replica-lag or\n" +
 			"--throttle-query each call first waits while a standby is too far behind or the query says so\n" +
-			"(waiting is not a call; the bar shows why).\n\n" +
+			"(waiting is not a call; the bar shows why). With --tenant, through a chunks router: each chunk\n" +
+			"runs on the tenant's shard, as one transaction there, each drainer on one router connection.\n\n" +
 			"Example:\n  chunks --schema lab drain --max-chunks 64 --workers 2 festival-2026",
 		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "max-chunks", Value: driver.MaxMaxChunks, Usage: "at most `N` calls per worker, 1 to 64"},
 			&cli.IntFlag{Name: "workers", Value: 1, Usage: "run `N` drainers at once, 1 to 64"},
+			tenantFlag(),
 		}, paceFlagDefs()...),
 		Action: func(c *cli.Context) error {
+			tenant, err := tenantArg(c)
+			if err != nil {
+				return err
+			}
 			jobID, err := jobArg(c) // a valid id, before any connection
 			if err != nil {
 				return err
@@ -65,6 +72,9 @@ func drainCommand() *cli.Command {
 			if err := pacing.Validate(); err != nil {
 				return &driver.Error{Kind: driver.ErrInvalid, Msg: err.Error()}
 			}
+			if tenant != "" && !pacing.Off() {
+				return errRoutedPacing
+			}
 			ctx, interrupted, release := cancelOnSignal(c.Context)
 			defer release()
 			pacer, closePacer, err := newPacer(ctx, cfg, pacing)
@@ -74,9 +84,18 @@ func drainCommand() *cli.Command {
 			defer closePacer()
 			stopProgress := func() error { return nil }
 			if !jsonOut(c) && term.IsTerminal(int(os.Stderr.Fd())) {
-				stopProgress = showProgress(c, jobID, pacer)
+				stopProgress = showProgress(c, tenant, jobID, pacer)
 			}
-			res, err := drainWorkers(ctx, cfg, jobID, c.Int("max-chunks"), workers, pacer)
+			maxChunks := c.Int("max-chunks")
+			drainOne := func(ctx context.Context) (driver.DrainResult, error) {
+				return driver.DrainConfig(ctx, cfg, jobID, maxChunks, paced(pacer))
+			}
+			if tenant != "" {
+				drainOne = func(ctx context.Context) (driver.DrainResult, error) {
+					return routedDrain(ctx, cfg, tenant, jobID, maxChunks)
+				}
+			}
+			res, err := drainWorkers(ctx, workers, drainOne)
 			err = connectHint(c, err)
 			if sig := interrupted(); sig != 0 {
 				err = &interruptedError{signal: sig, err: err} // the drainers' cancellations are dropped; anything else is kept
@@ -187,15 +206,12 @@ func (e *drainersError) Error() string {
 // Unwrap returns the drainers' errors.
 func (e *drainersError) Unwrap() []error { return e.errs }
 
-// drainWorkers runs n drains of one job at once and combines their results.
-// Drainers that all fail the same way (an unknown job, a refused
-// connection) say it once; otherwise each failed one is named. When ctx is
-// cancelled, the drainers' cancellations are not errors of their own.
-func drainWorkers(ctx context.Context, cfg *pgx.ConnConfig, jobID string, maxChunks, n int, pacer *pace.Pacer) (driver.DrainResult, error) {
-	var paced driver.Pacer
-	if pacer != nil {
-		paced = drainPacer{pacer}
-	}
+// drainWorkers runs n drains of one job at once (each a call of drain) and
+// combines their results. Drainers that all fail the same way (an unknown
+// job, a refused connection) say it once; otherwise each failed one is
+// named. When ctx is cancelled, the drainers' cancellations are not errors
+// of their own.
+func drainWorkers(ctx context.Context, n int, drain func(context.Context) (driver.DrainResult, error)) (driver.DrainResult, error) {
 	results := make([]driver.DrainResult, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -203,7 +219,7 @@ func drainWorkers(ctx context.Context, cfg *pgx.ConnConfig, jobID string, maxChu
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = driver.DrainConfig(ctx, cfg, jobID, maxChunks, paced)
+			results[i], errs[i] = drain(ctx)
 		}()
 	}
 	wg.Wait()
@@ -239,14 +255,14 @@ func cancelled(err error) bool {
 }
 
 // showProgress draws the job's progress on stderr, in ids (done / all, and
-// ids per second), reading it from the database, until the returned stop
-// is called; stop clears the bar.
-func showProgress(c *cli.Context, jobID string, pacer *pace.Pacer) (stop func() error) {
+// ids per second), reading it from the database (through the router when
+// tenant is given), until the returned stop is called; stop clears the bar.
+func showProgress(c *cli.Context, tenant, jobID string, pacer *pace.Pacer) (stop func() error) {
 	conn, err := connect(c)
 	if err != nil {
 		return func() error { return err }
 	}
-	job, err := driver.InspectJob(c.Context, conn, jobID)
+	job, err := inspectJob(c.Context, conn, tenant, jobID)
 	if err != nil || job == nil {
 		return func() error { return errors.Join(err, conn.Close(context.WithoutCancel(c.Context))) }
 	}
@@ -264,7 +280,7 @@ func showProgress(c *cli.Context, jobID string, pacer *pace.Pacer) (stop func() 
 		start, first := time.Now(), job.NextIndex
 		for perr == nil {
 			var next int
-			if perr = conn.QueryRow(c.Context, "select (inspect_job($1) ->> 'next_index')::integer", jobID).Scan(&next); perr != nil {
+			if next, perr = nextIndex(c.Context, conn, tenant, jobID); perr != nil {
 				break
 			}
 			rate := float64(next-first) / time.Since(start).Seconds()
@@ -288,6 +304,32 @@ func showProgress(c *cli.Context, jobID string, pacer *pace.Pacer) (stop func() 
 		close(done)
 		return <-finished
 	}
+}
+
+// nextIndex is the job's progress, for the bar: one column on one server,
+// the job through a router.
+func nextIndex(ctx context.Context, conn *pgx.Conn, tenant, jobID string) (int, error) {
+	if tenant != "" {
+		job, err := router.InspectJob(ctx, conn, tenant, jobID)
+		if err != nil {
+			return 0, err
+		}
+		if job == nil {
+			return 0, fmt.Errorf("job %s: not found for tenant %s", jobID, tenant)
+		}
+		return job.NextIndex, nil
+	}
+	var next int
+	err := conn.QueryRow(ctx, "select (inspect_job($1) ->> 'next_index')::integer", jobID).Scan(&next) // an operator reads no table
+	return next, err
+}
+
+// paced is a pacer as driver.DrainConfig wants it: nil for no pacer.
+func paced(p *pace.Pacer) driver.Pacer {
+	if p == nil {
+		return nil
+	}
+	return drainPacer{p}
 }
 
 // drainPacer is a pacer as driver.DrainConfig wants it.

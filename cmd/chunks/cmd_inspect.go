@@ -13,18 +13,24 @@ func inspectCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "inspect",
 		Usage:     "show a registered job: its approval and its progress",
-		UsageText: "chunks inspect [--dsn DSN] [--schema S] [--json] JOB",
+		UsageText: "chunks inspect [--tenant T] [--dsn DSN] [--schema S] [--json] JOB",
 		Description: "An unknown job prints \"null\" with --json (and a line saying so without it), with exit 0:\n" +
-			"not being registered is an answer, not an error.\n\n" +
-			"Example:\n  chunks --schema lab inspect festival-2026",
+			"not being registered is an answer, not an error. With --tenant, through a chunks router: the\n" +
+			"job of that tenant, on its shard.\n\n" +
+			"Example:\n  chunks --schema lab inspect festival-2026\n  chunks --schema lab --dsn \"$ROUTER\" inspect --tenant alien-desert festival-2026",
+		Flags: []cli.Flag{tenantFlag()},
 		Action: func(c *cli.Context) error {
+			tenant, err := tenantArg(c)
+			if err != nil {
+				return err
+			}
 			jobID, err := jobArg(c)
 			if err != nil {
 				return err
 			}
 			var job *driver.Job
 			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				job, err = driver.InspectJob(ctx, conn, jobID)
+				job, err = inspectJob(ctx, conn, tenant, jobID)
 				return err
 			})
 			if err != nil {

@@ -8,18 +8,20 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
+	"github.com/chunks-dev/chunks/router"
 )
 
 func pauseCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "pause",
 		Usage:     "stop the workers from starting any chunk of a job until chunks resume (--after N: a canary)",
-		UsageText: "chunks pause [--after N] [--dsn DSN] [--schema S] [--json] JOB",
+		UsageText: "chunks pause [--after N] [--tenant T] [--dsn DSN] [--schema S] [--json] JOB",
 		Description: "A chunk of the job in flight finishes first: pause waits for it (up to 5 s). When pause\n" +
 			"returns, no chunk of the job runs in the fleet, and none starts until chunks resume JOB\n" +
 			"(chunks drain and run are not stopped). chunks status shows who paused it, when and why.\n" +
 			"Pausing a paused job changes nothing. An unknown or finished job is a conflict (exit 3).\n" +
-			"With --json it prints {\"job_id\", \"changed\"}.\n\n" +
+			"With --json it prints {\"job_id\", \"changed\"}. With --tenant, through a chunks router: on the\n" +
+			"tenant's shard, whose workers it stops (with --after too: they count the chunks).\n\n" +
 			"--after N is the canary: the workers run N more chunks of the job, and the pass that\n" +
 			"commits the N-th pauses the job in that same transaction, so chunk N+1 never starts before\n" +
 			"someone has looked (chunks report JOB) and run chunks resume JOB. A paused job is queued for\n" +
@@ -30,12 +32,13 @@ func pauseCommand() *cli.Command {
 			"  chunks --schema lab register plan.json && chunks --schema lab pause --after 1 festival-2026",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "after", Usage: "let the workers run `N` more chunks (1 to 64), then pause the job itself"},
+			tenantFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if c.IsSet("after") {
 				return pauseAfter(c)
 			}
-			return pauseOrResume(c, fleet.Pause,
+			return pauseOrResume(c, fleet.Pause, router.Pause,
 				"paused job %s: no worker starts a chunk of it until chunks resume %[1]s",
 				"job %s was already paused; nothing changed")
 		},
@@ -44,6 +47,10 @@ func pauseCommand() *cli.Command {
 
 // pauseAfter is chunks pause --after N JOB: the canary.
 func pauseAfter(c *cli.Context) error {
+	tenant, err := tenantArg(c)
+	if err != nil {
+		return err
+	}
 	jobID, err := jobArg(c)
 	if err != nil {
 		return err
@@ -51,7 +58,7 @@ func pauseAfter(c *cli.Context) error {
 	n := c.Int("after")
 	var changed bool
 	err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-		changed, err = fleet.PauseAfter(ctx, conn, jobID, n)
+		changed, err = pauseJobAfter(ctx, conn, tenant, jobID, n)
 		return err
 	})
 	if err != nil {
@@ -73,28 +80,40 @@ func resumeCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "resume",
 		Usage:     "give a paused job back to the workers",
-		UsageText: "chunks resume [--dsn DSN] [--schema S] [--json] JOB",
+		UsageText: "chunks resume [--tenant T] [--dsn DSN] [--schema S] [--json] JOB",
 		Description: "The job is queued again, runnable at once, its pause reason is cleared, and the workers are\n" +
 			"notified. An unfinished job that is not queued at all (state idle) is queued too. Resuming a\n" +
 			"queued job changes nothing. An unknown or finished job is a conflict (exit 3). With --json it prints\n" +
-			"{\"job_id\", \"changed\"}.\n\n" +
+			"{\"job_id\", \"changed\"}. With --tenant, through a chunks router: on the tenant's shard.\n\n" +
 			"Example:\n  chunks --schema lab resume festival-2026",
+		Flags: []cli.Flag{tenantFlag()},
 		Action: func(c *cli.Context) error {
-			return pauseOrResume(c, fleet.Resume,
+			return pauseOrResume(c, fleet.Resume, router.Resume,
 				"resumed job %s: it is queued again",
 				"job %s was not paused; nothing changed")
 		},
 	}
 }
 
-func pauseOrResume(c *cli.Context, op func(context.Context, driver.DB, string) (bool, error), changedMsg, sameMsg string) error {
+// pauseOrResume runs op on the job, or routed (with --tenant) through a
+// router.
+func pauseOrResume(c *cli.Context, op func(context.Context, driver.DB, string) (bool, error),
+	routed func(context.Context, driver.DB, string, string) (bool, error), changedMsg, sameMsg string) error {
+	tenant, err := tenantArg(c)
+	if err != nil {
+		return err
+	}
 	jobID, err := jobArg(c)
 	if err != nil {
 		return err
 	}
 	var changed bool
 	err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-		changed, err = op(ctx, conn, jobID)
+		if tenant != "" {
+			changed, err = routed(ctx, conn, tenant, jobID)
+		} else {
+			changed, err = op(ctx, conn, jobID)
+		}
 		return err
 	})
 	if err != nil {

@@ -13,14 +13,20 @@ func reportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "report",
 		Usage:     "show each committed order as matching, drifted or missing",
-		UsageText: "chunks report [--dsn DSN] [--schema S] [--json] JOB",
+		UsageText: "chunks report [--tenant T] [--dsn DSN] [--schema S] [--json] JOB",
 		Description: "matching: the order still has the job's tenant, the approved qty, state cancelled (pending,\n" +
 			"for an undo made by chunks undo) and the approved revision + 1; drifted: it changed since;\n" +
 			"missing: no order has that id any more. One SELECT reads the job's progress and the orders\n" +
 			"together; nothing is written. The last line says which job undid this one, or which job\n" +
-			"this undo undoes (--json prints the report's lists only; chunks status --json has both).\n\n" +
+			"this undo undoes (--json prints the report's lists only; chunks status --json has both).\n" +
+			"With --tenant, through a chunks router: the job of that tenant, on its shard.\n\n" +
 			"Example:\n  chunks --schema lab report festival-2026",
+		Flags: []cli.Flag{tenantFlag()},
 		Action: func(c *cli.Context) error {
+			tenant, err := tenantArg(c)
+			if err != nil {
+				return err
+			}
 			jobID, err := jobArg(c)
 			if err != nil {
 				return err
@@ -28,10 +34,10 @@ func reportCommand() *cli.Command {
 			var r driver.JobReport
 			var lineage *driver.JobLineage
 			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				if r, err = driver.Report(ctx, conn, jobID); err != nil || jsonOut(c) {
+				if r, err = reportJob(ctx, conn, tenant, jobID); err != nil || jsonOut(c) {
 					return err
 				}
-				lineage, err = driver.Lineage(ctx, conn, jobID)
+				lineage, err = jobLineage(ctx, conn, tenant, jobID)
 				return err
 			})
 			if err != nil {

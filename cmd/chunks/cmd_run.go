@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/urfave/cli/v2"
 
 	"github.com/chunks-dev/chunks/driver"
@@ -17,31 +18,46 @@ func runCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "run",
 		Usage:     "run the job's next chunk in one transaction, on a connection of its own",
-		UsageText: "chunks run [--fail-at POINT] [--crash-at POINT] [--dsn DSN] [--schema S] [--json] JOB",
+		UsageText: "chunks run [--fail-at POINT] [--crash-at POINT] [--tenant T] [--dsn DSN] [--schema S] [--json] JOB",
 		Description: "Crash drills: --fail-at makes the hook at POINT return an error (before COMMIT the chunk\n" +
 			"rolls back; after-commit keeps it), --crash-at kills this process with SIGKILL at POINT (the\n" +
 			"server sees the connection drop). POINT is one of: " + points + ". A job that is already\n" +
-			"done runs no chunk and so reaches no hook: the drill does not happen (exit 0, said on stdout).\n\n" +
+			"done runs no chunk and so reaches no hook: the drill does not happen (exit 0, said on stdout).\n" +
+			"With --tenant, through a chunks router: the chunk runs on the tenant's shard, as one transaction\n" +
+			"there (no drill: it has no hook before its COMMIT).\n\n" +
 			"Example:\n  chunks --schema lab run festival-2026\n  chunks --schema lab run --crash-at after-audit festival-2026",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "fail-at", Usage: "make the hook at `POINT` return an error"},
 			&cli.StringFlag{Name: "crash-at", Usage: "SIGKILL this process at `POINT`"},
+			tenantFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			fault, err := drillFault(c.String("fail-at"), c.String("crash-at"))
 			if err != nil {
 				return err
 			}
+			tenant, err := tenantArg(c)
+			if err != nil {
+				return err
+			}
+			if tenant != "" && fault != nil {
+				return errRoutedDrill
+			}
 			jobID, err := jobArg(c)
 			if err != nil {
 				return err
 			}
-			cfg, err := connConfig(c)
-			if err != nil {
-				return err
+			var res driver.ChunkResult
+			if tenant != "" {
+				res, err = routedChunk(c, tenant, jobID)
+			} else {
+				var cfg *pgx.ConnConfig
+				if cfg, err = connConfig(c); err != nil {
+					return err
+				}
+				res, err = driver.ChunkFileConfig(c.Context, cfg, jobID, fault)
+				err = connectHint(c, err)
 			}
-			res, err := driver.ChunkFileConfig(c.Context, cfg, jobID, fault)
-			err = connectHint(c, err)
 			if err != nil && len(res.Processed) == 0 {
 				return err
 			}

@@ -30,6 +30,8 @@ func statusCommand() *cli.Command {
 			"\"stalled\" (queued, but no progress for over a minute) or \"no rate yet\", never a made-up time.\n" +
 			"One query; nothing is written or locked.\n\n" +
 			"Then the live workers (a heartbeat in the last 10 s): running, idle, or throttled and why.\n" +
+			"Through a chunks router (its --dsn), every shard's jobs and workers, asked at once, with a shard\n" +
+			"column; a shard that cannot be reached fails it, naming the shard.\n" +
 			"--json prints {\"jobs\": [...], \"workers\": [...]}.\n\n" +
 			"Example:\n  chunks --schema lab status\n  chunks --schema lab status --json | jq '.jobs[] | select(.state == \"paused\")'",
 		Action: func(c *cli.Context) error {
@@ -61,7 +63,8 @@ func printStatus(list []fleet.JobStatus, now time.Time) {
 	}
 	count := map[string]int{}
 	drift := 0
-	t := newTable("job", "kind", "tenant", "progress", "state", "detail", "drift", "rate", "eta")
+	routed := list[0].Shard != "" // read through a chunks router
+	t := newTable(shardFirst(routed, "shard", "job", "kind", "tenant", "progress", "state", "detail", "drift", "rate", "eta")...)
 	for _, j := range list {
 		count[j.State]++
 		details := []string{}
@@ -83,8 +86,8 @@ func printStatus(list []fleet.JobStatus, now time.Time) {
 		if rate == "" {
 			rate = "-"
 		}
-		t.AppendRow([]any{terminalSafe(j.JobID), kindOf(j.Kind, j.Undoes), terminalSafe(j.Tenant), fmt.Sprintf("%d/%d", j.NextIndex, j.N),
-			j.State, terminalSafe(strings.Join(details, "; ")), d, rate, j.ETA.String()})
+		t.AppendRow(shardFirst(routed, terminalSafe(j.Shard), terminalSafe(j.JobID), kindOf(j.Kind, j.Undoes), terminalSafe(j.Tenant),
+			fmt.Sprintf("%d/%d", j.NextIndex, j.N), j.State, terminalSafe(strings.Join(details, "; ")), d, rate, j.ETA.String()))
 	}
 	t.Render()
 	var parts []string
@@ -94,6 +97,15 @@ func printStatus(list []fleet.JobStatus, now time.Time) {
 		}
 	}
 	say("%s: %s; %s drifted or missing", plural(len(list), "job"), strings.Join(parts, ", "), plural(drift, "order"))
+}
+
+// shardFirst is a row of the status tables: with its first cell, the shard,
+// only when the status was read through a router.
+func shardFirst(routed bool, shard any, cells ...any) []any {
+	if routed {
+		return append([]any{shard}, cells...)
+	}
+	return cells
 }
 
 // kindOf is a job's kind as a person reads it: cancel, or "undo of JOB".
@@ -109,13 +121,14 @@ func printWorkers(workers []fleet.WorkerStatus, now time.Time) {
 		say("no live workers")
 		return
 	}
-	t := newTable("worker", "host", "pid", "up", "chunks", "state")
+	routed := workers[0].Shard != ""
+	t := newTable(shardFirst(routed, "shard", "worker", "host", "pid", "up", "chunks", "state")...)
 	for _, w := range workers {
 		state := w.State
 		if w.Reason != nil {
 			state += ": " + *w.Reason
 		}
-		t.AppendRow([]any{terminalSafe(w.WorkerID), terminalSafe(w.Host), w.PID, now.Sub(w.StartedAt).Round(time.Second).String(), w.Chunks, terminalSafe(state)})
+		t.AppendRow(shardFirst(routed, terminalSafe(w.Shard), terminalSafe(w.WorkerID), terminalSafe(w.Host), w.PID, now.Sub(w.StartedAt).Round(time.Second).String(), w.Chunks, terminalSafe(state)))
 	}
 	t.Render()
 }

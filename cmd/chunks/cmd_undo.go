@@ -13,7 +13,7 @@ func undoCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "undo",
 		Usage:     "register the exact undo of a job: restore its orders that are still as it left them",
-		UsageText: "chunks undo [--job-id NEW] [--dsn DSN] [--schema S] [--json] JOB",
+		UsageText: "chunks undo [--job-id NEW] [--tenant T] [--dsn DSN] [--schema S] [--json] JOB",
 		Description: "Builds the compensating job of JOB and registers it as one approval, in one transaction.\n" +
 			"Its targets are JOB's committed orders that are still exactly as JOB left them (chunks report\n" +
 			"calls them matching); each of its chunks restores them to pending with revision + 1, audited\n" +
@@ -24,20 +24,27 @@ func undoCommand() *cli.Command {
 			"same undo again changes nothing. A conflict (exit 3): an unknown JOB, an undo (an undo is not\n" +
 			"undone), a JOB already undone under another id, NEW taken by another job, a JOB that can still\n" +
 			"make progress (unfinished and not paused: chunks pause JOB first), nothing left to undo.\n" +
-			"With --json it prints {\"job_id\", \"undoes\", \"created\", \"targets\", \"drifted\", \"missing\"}.\n\n" +
+			"With --json it prints {\"job_id\", \"undoes\", \"created\", \"targets\", \"drifted\", \"missing\"}.\n" +
+			"With --tenant, through a chunks router: the undo of that tenant's job, registered on its shard\n" +
+			"as a job of the same tenant (drain it with --tenant too).\n\n" +
 			"Example:\n  chunks --schema lab pause festival-2026\n  chunks --schema lab undo festival-2026\n" +
 			"  chunks --schema lab drain festival-2026-undo",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "job-id", Usage: "the undo's job id `NEW` (default: JOB-undo)"},
+			tenantFlag(),
 		},
 		Action: func(c *cli.Context) error {
+			tenant, err := tenantArg(c)
+			if err != nil {
+				return err
+			}
 			jobID, err := jobArg(c)
 			if err != nil {
 				return err
 			}
 			var u driver.Undo
 			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				u, err = driver.RegisterUndo(ctx, conn, jobID, c.String("job-id"))
+				u, err = registerUndo(ctx, conn, tenant, jobID, c.String("job-id"))
 				return err
 			})
 			if err != nil {

@@ -51,8 +51,17 @@ func newApp() *cli.App {
 		ExitErrHandler:       func(*cli.Context, error) {}, // exit codes are mapped in run
 		OnUsageError:         onUsageError,
 		EnableBashCompletion: false,
+		// A --shard connection string may hold commas (host=a,b): never split it.
+		DisableSliceFlagSeparator: true,
 	}
-	for _, cmd := range app.Commands {
+	addGlobalFlags(app.Commands)
+	return app
+}
+
+// addGlobalFlags gives every command and subcommand the global flags, so
+// that they work after the command name too.
+func addGlobalFlags(cmds []*cli.Command) {
+	for _, cmd := range cmds {
 		for _, f := range globalFlags() {
 			if cmd.Name == "manifest" && f.Names()[0] != "json" {
 				continue // manifest needs no database: no --dsn, no --schema
@@ -60,8 +69,8 @@ func newApp() *cli.App {
 			cmd.Flags = append(cmd.Flags, f)
 		}
 		cmd.OnUsageError = onUsageError
+		addGlobalFlags(cmd.Subcommands)
 	}
-	return app
 }
 
 func commands() []*cli.Command {
@@ -84,5 +93,6 @@ func commands() []*cli.Command {
 		campaignCommand(),
 		demoCommand(),
 		benchCommand(),
+		routerCommand(),
 	}
 }

@@ -135,6 +135,12 @@ func majorOf(binDir string) int {
 // the server runs as the unprivileged user postgres (or nobody), because
 // initdb and postgres refuse root.
 func Start(ctx context.Context, opts Options) (*Server, error) {
+	return startCluster(ctx, opts, "")
+}
+
+// startCluster is [Start]; with a template, the new cluster is a copy of that
+// data folder instead of a fresh initdb (see [StartMany]).
+func startCluster(ctx context.Context, opts Options, template string) (*Server, error) {
 	bin := opts.BinDir
 	if bin == "" {
 		var err error
@@ -161,11 +167,13 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return fail(err)
 	}
 
-	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", s.dataDir(),
-		"-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync")
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
-	if out, err := initdb.CombinedOutput(); err != nil {
-		return fail(fmt.Errorf("initdb: %w\n%s", err, out))
+	if template != "" {
+		// cp -a keeps the owner and the modes postgres insists on.
+		if out, err := exec.CommandContext(ctx, "cp", "-a", template, s.dataDir()).CombinedOutput(); err != nil {
+			return fail(fmt.Errorf("copy the template cluster: %w\n%s", err, out))
+		}
+	} else if err := initdb(ctx, bin, s.cred, s.dataDir()); err != nil {
+		return fail(err)
 	}
 	conf := append([]setting{{"max_connections", "200"}}, durability(opts.Durable)...)
 	if err := appendConf(filepath.Join(s.dataDir(), "postgresql.conf"), append(conf, settings...)); err != nil {
@@ -182,6 +190,17 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, errors.Join(err, s.Stop())
 	}
 	return s, nil
+}
+
+// initdb makes a new cluster in dataDir, as the user of cred.
+func initdb(ctx context.Context, bin string, cred *syscall.Credential, dataDir string) error {
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", dataDir,
+		"-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("initdb: %w\n%s", err, out)
+	}
+	return nil
 }
 
 // durability is the settings of [Options.Durable]: Postgres' defaults when

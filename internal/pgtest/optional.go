@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// skipped lists, for the summary that [Main] prints, each test that
+// skipped lists, for the summary that [ReportSkipped] prints, each test that
 // [RequireTool] skipped.
 var skipped struct {
 	sync.Mutex
@@ -44,11 +44,12 @@ func RequireTool(t testing.TB, missing error, tool, debPackage string) {
 	t.Skip(line)
 }
 
-// reportSkipped says which tests [RequireTool] skipped. go test shows
+// ReportSkipped says which tests [RequireTool] skipped. go test shows
 // nothing of a passing package but its "ok" line, so the summary goes to
 // the stderr of the go command that runs this test binary, when that is the
-// parent process, and to this process's stderr otherwise.
-func reportSkipped() {
+// parent process, and to this process's stderr otherwise. [Main] calls it
+// after the tests; a TestMain of its own calls it after m.Run.
+func ReportSkipped() {
 	skipped.Lock()
 	defer skipped.Unlock()
 	if len(skipped.lines) == 0 {

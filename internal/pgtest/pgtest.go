@@ -51,7 +51,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
-	reportSkipped()
+	ReportSkipped()
 	if server != nil {
 		if err := server.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "pgtest: stop:", err)

@@ -9,7 +9,7 @@ import (
 // shows a real example.
 func TestHelp(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"migrate", "grant", "manifest", "check", "register", "inspect", "run", "drain", "report", "pause", "undo", "demo"} {
+	for _, name := range []string{"migrate", "grant", "manifest", "check", "register", "inspect", "run", "drain", "report", "pause", "undo", "demo", "router"} {
 		t.Run(name, func(t *testing.T) {
 			for _, args := range [][]string{{name, "--help"}, {"help", name}} {
 				out := wantOK(t, run(t, args...))

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/urfave/cli/v2"
+
+	"github.com/chunks-dev/chunks/router"
+)
+
+func routerCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "router",
+		Usage: "set up and look at a chunks router: tenants spread over several Postgres servers through PL/Proxy",
+		Description: "A router database holds no chunks data: each call runs on the shard that hashtext(tenant)\n" +
+			"picks, as one transaction there. Run chunks migrate on every shard first. Then the job commands\n" +
+			"take --tenant with the router's --dsn, chunks register and status work as they are, and each\n" +
+			"shard runs its own workers (chunks worker --dsn SHARD).\n\n" +
+			"Example:\n  chunks router install --schema lab --dsn \"$ROUTER\" --shard \"$SHARD0\" --shard \"$SHARD1\"\n" +
+			"  chunks --schema lab --dsn \"$ROUTER\" drain --tenant acme spring-cleanup",
+		Subcommands: []*cli.Command{routerInstallCommand(), routerShardsCommand()},
+	}
+}
+
+func routerInstallCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "install",
+		Usage:     "make the database of --dsn a router over the shards, in schema --schema",
+		UsageText: "chunks router install --schema S [--dsn DSN] [--shard-schema S] --shard DSN --shard DSN ...",
+		Description: "In one transaction: the plproxy extension (in schema plproxy; it needs a superuser), the\n" +
+			"PL/Proxy cluster chunks_SCHEMA with the partitions p0 ... pN-1 in the order of the --shard flags\n" +
+			"(N a power of 2) and a user mapping for you with the shards' user and password, and the routing\n" +
+			"functions in SCHEMA. Before it commits, every shard must answer and have chunks installed in\n" +
+			"--shard-schema (default: --schema); a failure names the shard and leaves nothing behind.\n" +
+			"Idempotent; run it again with other shards to reshard. The router's server connects to the\n" +
+			"shards, so each --shard names host, port and dbname as that server sees them.\n" +
+			"With --json it prints {\"schema\", \"shards\": [{\"shard\", \"conninfo\"}, ...]} (no passwords).\n\n" +
+			"Example:\n  chunks router install --dsn 'host=db0 dbname=router' --schema lab \\\n" +
+			"    --shard 'host=db1 dbname=shop' --shard 'host=db2 dbname=shop'",
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "shard", Usage: "a shard's connection string (`DSN`), once per shard, in partition order"},
+			&cli.StringFlag{Name: "shard-schema", Usage: "the chunks `SCHEMA` on the shards (default: --schema)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() > 0 {
+				return usagef("router install takes no arguments, got %s", argList(c.Args().Slice()))
+			}
+			schema := global(c, "schema")
+			if schema == "" {
+				return usagef("router install needs --schema (or $CHUNKS_SCHEMA)")
+			}
+			if len(c.StringSlice("shard")) == 0 {
+				return usagef("router install needs a --shard DSN for each shard")
+			}
+			cfg := router.Config{Schema: schema, ShardSchema: c.String("shard-schema"), Shards: c.StringSlice("shard")}
+			if err := cfg.Validate(); err != nil {
+				return err // before any connection
+			}
+			var shards []router.Shard
+			err := withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
+				if err := router.Install(ctx, conn, cfg); err != nil {
+					return err
+				}
+				shards, err = routerShards(ctx, conn, schema)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if jsonOut(c) {
+				return printJSON(map[string]any{"schema": schema, "shards": shards})
+			}
+			say("chunks router installed in schema %s, over %s:", schema, plural(len(shards), "shard"))
+			printShards(shards)
+			return nil
+		},
+	}
+}
+
+func routerShardsCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "shards",
+		Usage:     "list the router's shards and their connection strings (no passwords)",
+		UsageText: "chunks router shards [--dsn DSN] [--schema S] [--json]",
+		Description: "Each shard runs its own workers: chunks worker --dsn with the shard's own connection string\n" +
+			"(as this machine reaches it). Read from the router's catalog; no shard is asked.\n\n" +
+			"Example:\n  chunks --schema lab router shards",
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() > 0 {
+				return usagef("router shards takes no arguments, got %s", argList(c.Args().Slice()))
+			}
+			var shards []router.Shard
+			err := withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
+				shards, err = router.Shards(ctx, conn)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if jsonOut(c) {
+				return printJSON(shards)
+			}
+			printShards(shards)
+			return nil
+		},
+	}
+}
+
+// routerShards lists the shards of the router in schema, whatever the
+// connection's search_path.
+func routerShards(ctx context.Context, conn *pgx.Conn, schema string) ([]router.Shard, error) {
+	if _, err := conn.Exec(ctx, "select set_config('search_path', $1, false)", schema); err != nil {
+		return nil, err
+	}
+	return router.Shards(ctx, conn)
+}
+
+func printShards(shards []router.Shard) {
+	t := newTable("shard", "connection (as the router's server uses it)")
+	for _, s := range shards {
+		t.AppendRow([]any{s.Name, terminalSafe(strings.TrimSpace(s.Conninfo))})
+	}
+	t.Render()
+}

@@ -1,0 +1,124 @@
+// Package shards tests chunks on several servers through a router that uses
+// PL/Proxy (package router): one router and four shards, real throwaway
+// servers on loopback, started at once. It needs the plproxy extension on
+// the router's server (Debian's postgresql-MAJOR-plproxy): without it every
+// test is skipped, and under CI=true it fails (pgtest.RequireTool). The
+// version matrix of .ci/run does not run this package.
+package shards
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/chunks-dev/chunks/internal/localpg"
+	"github.com/chunks-dev/chunks/internal/pgtest"
+)
+
+var ctx = context.Background()
+
+// The servers of the package: the router's, four shards, and a durable
+// spare shard that one test kills and restarts.
+var (
+	routerServer *localpg.Server
+	shardServers []*localpg.Server
+	spareServer  *localpg.Server
+	// noPlproxy says why the router's server has no plproxy; nil when it has.
+	noPlproxy error
+	// plproxyPackage is the Debian package that provides it for the
+	// server's major version.
+	plproxyPackage string
+	// bin is the chunks binary, built once.
+	bin string
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) (code int) {
+	dir, err := os.MkdirTemp("", "chunks-shards-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "shards:", err)
+		return 1
+	}
+	bin = filepath.Join(dir, "chunks")
+	servers, err := startAll(bin)
+	defer func() {
+		var errs []error
+		for _, s := range servers {
+			if s != nil {
+				errs = append(errs, s.Stop())
+			}
+		}
+		if err := errors.Join(append(errs, os.RemoveAll(dir))...); err != nil {
+			fmt.Fprintln(os.Stderr, "shards: clean up:", err)
+			code = max(code, 1)
+		}
+	}()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "shards:", err)
+		return 1
+	}
+	routerServer, shardServers, spareServer = servers[0], servers[1:5], servers[5]
+	if noPlproxy, plproxyPackage, err = findPlproxy(routerServer); err != nil {
+		fmt.Fprintln(os.Stderr, "shards:", err)
+		return 1
+	}
+	code = m.Run()
+	pgtest.ReportSkipped()
+	return code
+}
+
+// startAll starts the six servers (from one initdb) and builds the binary,
+// at once.
+func startAll(bin string) ([]*localpg.Server, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var servers []*localpg.Server
+	var startErr, buildErr error
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		opts := make([]localpg.Options, 6)
+		opts[5].Durable = true // the spare shard is killed, and must keep its commits
+		servers, startErr = localpg.StartMany(ctx, opts...)
+	}()
+	go func() {
+		defer wg.Done()
+		out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/chunks-dev/chunks/cmd/chunks").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build cmd/chunks: %w\n%s", err, out)
+		}
+	}()
+	wg.Wait()
+	return servers, errors.Join(startErr, buildErr)
+}
+
+// findPlproxy says whether the server can create the plproxy extension,
+// and names the Debian package for its major version.
+func findPlproxy(s *localpg.Server) (missing error, debPackage string, err error) {
+	conn, err := pgx.Connect(ctx, s.DSN())
+	if err != nil {
+		return nil, "", err
+	}
+	defer func() { err = errors.Join(err, conn.Close(ctx)) }()
+	var available bool
+	var major int
+	if err := conn.QueryRow(ctx, `select exists (select from pg_available_extensions where name = 'plproxy'),
+		current_setting('server_version_num')::integer / 10000`).Scan(&available, &major); err != nil {
+		return nil, "", err
+	}
+	debPackage = fmt.Sprintf("postgresql-%d-plproxy", major)
+	if !available {
+		missing = fmt.Errorf("the extension plproxy is not available on PostgreSQL %d (%s)", major, s.BinDir)
+	}
+	return missing, debPackage, nil
+}

@@ -1,0 +1,155 @@
+package shards
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/chunks-dev/chunks/internal/pgtest"
+)
+
+// The README's "Beyond one server" works as written, on one server with
+// three databases as it says: its set-up block (chunks migrate on two
+// shards, chunks router install, the orders), its psql session through the
+// router, replayed through psql with the output compared line by line, and
+// its CLI block (drain, report and status through the router).
+func TestREADMERouter(t *testing.T) {
+	t.Parallel()
+	requirePlproxy(t)
+	_, err := exec.LookPath("psql")
+	pgtest.RequireTool(t, err, "psql", "postgresql-client")
+	blocks := readmeBlocks(t, "<!-- tests/shards TestREADMERouter")
+	if len(blocks) != 3 {
+		t.Fatalf("README: %d blocks marked for TestREADMERouter, want 3 (set-up, session, CLI)", len(blocks))
+	}
+	setup, session, cliBlock := blocks[0], blocks[1], blocks[2]
+
+	dsn := routerServer.DSN() // key=value, like the demo's export CHUNKS_DSN=... line
+	t.Cleanup(func() {
+		if err := withConn(dsn, func(conn *pgx.Conn) error {
+			for _, db := range []string{"router", "shard0", "shard1"} {
+				if _, err := conn.Exec(ctx, "drop database if exists "+db+" with (force)"); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Errorf("drop the README's databases: %v", err)
+		}
+	})
+	env := append(pgtest.CleanEnv(), "CHUNKS_DSN="+dsn, "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	sh := func(block string, env []string) string {
+		t.Helper()
+		cmd := exec.Command("sh", "-e", "-c", block)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("sh -e: %v\n--- the block:\n%s\n--- its output:\n%s", err, block, out)
+		}
+		return string(out)
+	}
+	sh(setup, env)
+
+	input, want := transcript(session)
+	cmd := exec.Command("psql", "-X", dsn+" dbname=router")
+	cmd.Env = pgtest.CleanEnv()
+	cmd.Stdin = strings.NewReader(input)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out // one pipe: psql's results and errors in their order
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("psql: %v\n%s", err, out.String())
+	}
+	if got := trimLines(out.String()); got != want {
+		t.Errorf("the README's session through the router:\n--- got\n%s\n--- README\n%s", got, want)
+	}
+
+	// The reader's shell still has the set-up block's export CHUNKS_SCHEMA=lab.
+	got := sh(cliBlock, append(env, "CHUNKS_SCHEMA=lab"))
+	for _, line := range []string{
+		"job initech-q3: 2 calls cancelled 4-5; next_index 2; the job is done",
+		"job initech-q3: 2 approved, 2 committed, 0 remaining: 2 matching, 0 drifted, 0 missing",
+		"2 jobs: 2 done; 0 orders drifted or missing",
+	} {
+		if !strings.Contains(got, line) {
+			t.Errorf("the README's CLI block does not say %q:\n%s", line, got)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^│ p0 +│ spring-cleanup +│ cancel +│ acme +│ 3/3 +│ done `).MatchString(got) ||
+		!regexp.MustCompile(`(?m)^│ p1 +│ initech-q3 +│ cancel +│ initech +│ 2/2 +│ done `).MatchString(got) {
+		t.Errorf("chunks status through the router does not show both shards' jobs:\n%s", got)
+	}
+}
+
+// readmeBlocks is the fenced block after each line of README.md that
+// starts with marker (after any indentation, as in a list item); the
+// block's lines lose the indentation of its fence.
+func readmeBlocks(t *testing.T, marker string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []string
+	lines := strings.Split(string(data), "\n")
+	for i := 0; i < len(lines); i++ {
+		if !strings.HasPrefix(strings.TrimLeft(lines[i], " "), marker) {
+			continue
+		}
+		start := i + 1
+		for start < len(lines) && !strings.HasPrefix(strings.TrimLeft(lines[start], " "), "```") {
+			start++
+		}
+		if start >= len(lines) {
+			t.Fatalf("README.md:%d: a marker without its block", i+1)
+		}
+		indent := lines[start][:len(lines[start])-len(strings.TrimLeft(lines[start], " "))]
+		end := start + 1
+		for end < len(lines) && lines[end] != indent+"```" {
+			end++
+		}
+		if end >= len(lines) {
+			t.Fatalf("README.md:%d: a marked block without its end", i+1)
+		}
+		var block []string
+		for _, l := range lines[start+1 : end] {
+			block = append(block, strings.TrimPrefix(l, indent))
+		}
+		blocks = append(blocks, strings.Join(block, "\n")+"\n")
+		i = end
+	}
+	return blocks
+}
+
+// prompt is psql's prompt in a transcript: router=# for a new statement,
+// router-# or router'# for one that goes on.
+var prompt = regexp.MustCompile(`^\w+[=\-']# ?`)
+
+// transcript splits a psql transcript into what was typed (after the
+// prompts) and what psql printed (every other line).
+func transcript(block string) (input, output string) {
+	var in, out []string
+	for _, line := range strings.Split(block, "\n") {
+		if p := prompt.FindString(line); p != "" {
+			in = append(in, line[len(p):])
+		} else {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(in, "\n") + "\n", trimLines(strings.Join(out, "\n"))
+}
+
+// trimLines drops trailing white space from each line and blank lines at
+// the end: psql pads its headers, the README does not.
+func trimLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " \t")
+	}
+	return strings.TrimRight(strings.Join(lines, "\n"), "\n")
+}
