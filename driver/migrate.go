@@ -67,10 +67,11 @@ func CheckSchema(schema string) error {
 //
 // Everything in schema belongs to the schema's owner (README "Roles"): the
 // role that runs Migrate when it creates the schema, else whoever owns it
-// already. Tables and functions a migration creates, or that some other
-// role owns, are handed to that owner in the same transaction, so the
-// SECURITY DEFINER functions always run as it. [MigrateOwner] names the
-// owner instead.
+// already. What the role running Migrate creates or owns there (tables,
+// sequences, functions) is handed to that owner in the same transaction, so
+// the SECURITY DEFINER functions always run as it; an orders table that a
+// third role (the application) owns stays its own, and the owner is granted
+// SELECT and UPDATE on it. [MigrateOwner] names the owner instead.
 //
 // conn must not be inside a transaction.
 func Migrate(ctx context.Context, conn *pgx.Conn, schema string) error {

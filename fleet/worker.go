@@ -262,10 +262,14 @@ func (w *Worker) Run(ctx, abort context.Context) error {
 		return nil
 	}
 
-	var wg sync.WaitGroup
+	var wg, passes sync.WaitGroup
 	started := make(chan bool, 1) // the first LISTEN attempt: true when it listens
 	wg.Go(func() { r.listen(stop, channel, started) })
-	wg.Go(func() { r.heartbeat(stop, abort) })
+	// The heartbeat stops after the last pass: its last beat records the
+	// progress of the chunks that were in flight when the worker stopped.
+	beats, stopBeats := context.WithCancel(context.WithoutCancel(stop))
+	defer stopBeats()
+	wg.Go(func() { r.heartbeat(beats, abort) })
 	listening := false
 	select { // the first LISTEN attempt, bounded: polling works without it
 	case listening = <-started:
@@ -273,7 +277,7 @@ func (w *Worker) Run(ctx, abort context.Context) error {
 	case <-time.After(firstListenWait):
 	}
 	for range r.passes {
-		wg.Go(func() { r.pass(stop, abort) })
+		passes.Go(func() { r.pass(stop, abort) })
 	}
 	if stop.Err() == nil {
 		rate := "none"
@@ -287,6 +291,8 @@ func (w *Worker) Run(ctx, abort context.Context) error {
 	if abort.Err() == nil {
 		r.log.Info("stopping: no new chunk starts; waiting for the chunks in flight")
 	}
+	passes.Wait()
+	stopBeats()
 	wg.Wait()
 	st := w.Stats()
 	if abort.Err() != nil {

@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-// ReadmeBlocks is the fenced block after each line of the README at path
-// that starts with marker (an HTML comment such as "<!-- tests TestX"), in
-// order.
+// ReadmeBlocks is the block after each line of the README at path that
+// starts with marker (an HTML comment such as "<!-- tests TestX", after any
+// indentation, as in a list item), in order: a fenced block, whose lines
+// lose the indentation of its fence, or a table, its rows.
 func ReadmeBlocks(t testing.TB, path, marker string) []string {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -19,14 +20,17 @@ func ReadmeBlocks(t testing.TB, path, marker string) []string {
 	var blocks []string
 	lines := strings.Split(string(data), "\n")
 	for i := 0; i < len(lines); i++ {
-		if !strings.HasPrefix(lines[i], marker) {
+		if !strings.HasPrefix(strings.TrimLeft(lines[i], " "), marker) {
 			continue
 		}
 		start := i + 1
-		for start < len(lines) && !strings.HasPrefix(lines[start], "```") && !strings.HasPrefix(lines[start], "|") {
+		for start < len(lines) && !strings.HasPrefix(strings.TrimLeft(lines[start], " "), "```") && !strings.HasPrefix(lines[start], "|") {
 			start++
 		}
-		if start < len(lines) && strings.HasPrefix(lines[start], "|") { // a table: its rows
+		if start >= len(lines) {
+			t.Fatalf("%s:%d: a marker without its block", path, i+1)
+		}
+		if strings.HasPrefix(lines[start], "|") { // a table: its rows
 			end := start
 			for end < len(lines) && strings.HasPrefix(lines[end], "|") {
 				end++
@@ -35,14 +39,19 @@ func ReadmeBlocks(t testing.TB, path, marker string) []string {
 			i = end
 			continue
 		}
+		indent := lines[start][:len(lines[start])-len(strings.TrimLeft(lines[start], " "))]
 		end := start + 1
-		for end < len(lines) && lines[end] != "```" {
+		for end < len(lines) && lines[end] != indent+"```" {
 			end++
 		}
 		if end >= len(lines) {
 			t.Fatalf("%s:%d: a marked block without its end", path, i+1)
 		}
-		blocks = append(blocks, strings.Join(lines[start+1:end], "\n")+"\n")
+		var block []string
+		for _, l := range lines[start+1 : end] {
+			block = append(block, strings.TrimPrefix(l, indent))
+		}
+		blocks = append(blocks, strings.Join(block, "\n")+"\n")
 		i = end
 	}
 	return blocks

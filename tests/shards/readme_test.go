@@ -24,7 +24,7 @@ func TestREADMERouter(t *testing.T) {
 	requirePlproxy(t)
 	_, err := exec.LookPath("psql")
 	pgtest.RequireTool(t, err, "psql", "postgresql-client")
-	blocks := readmeBlocks(t, "<!-- tests/shards TestREADMERouter")
+	blocks := pgtest.ReadmeBlocks(t, readme, "<!-- tests/shards TestREADMERouter")
 	if len(blocks) != 3 {
 		t.Fatalf("README: %d blocks marked for TestREADMERouter, want 3 (set-up, session, CLI)", len(blocks))
 	}
@@ -56,7 +56,7 @@ func TestREADMERouter(t *testing.T) {
 	}
 	sh(setup, env)
 
-	input, want := transcript(session)
+	input, want := pgtest.Transcript(session)
 	cmd := exec.Command("psql", "-X", dsn+" dbname=router")
 	cmd.Env = pgtest.CleanEnv()
 	cmd.Stdin = strings.NewReader(input)
@@ -65,7 +65,7 @@ func TestREADMERouter(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("psql: %v\n%s", err, out.String())
 	}
-	if got := trimLines(out.String()); got != want {
+	if got := pgtest.TrimLines(out.String()); got != want {
 		t.Errorf("the README's session through the router:\n--- got\n%s\n--- README\n%s", got, want)
 	}
 
@@ -86,70 +86,5 @@ func TestREADMERouter(t *testing.T) {
 	}
 }
 
-// readmeBlocks is the fenced block after each line of README.md that
-// starts with marker (after any indentation, as in a list item); the
-// block's lines lose the indentation of its fence.
-func readmeBlocks(t *testing.T, marker string) []string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var blocks []string
-	lines := strings.Split(string(data), "\n")
-	for i := 0; i < len(lines); i++ {
-		if !strings.HasPrefix(strings.TrimLeft(lines[i], " "), marker) {
-			continue
-		}
-		start := i + 1
-		for start < len(lines) && !strings.HasPrefix(strings.TrimLeft(lines[start], " "), "```") {
-			start++
-		}
-		if start >= len(lines) {
-			t.Fatalf("README.md:%d: a marker without its block", i+1)
-		}
-		indent := lines[start][:len(lines[start])-len(strings.TrimLeft(lines[start], " "))]
-		end := start + 1
-		for end < len(lines) && lines[end] != indent+"```" {
-			end++
-		}
-		if end >= len(lines) {
-			t.Fatalf("README.md:%d: a marked block without its end", i+1)
-		}
-		var block []string
-		for _, l := range lines[start+1 : end] {
-			block = append(block, strings.TrimPrefix(l, indent))
-		}
-		blocks = append(blocks, strings.Join(block, "\n")+"\n")
-		i = end
-	}
-	return blocks
-}
-
-// prompt is psql's prompt in a transcript: router=# for a new statement,
-// router-# or router'# for one that goes on.
-var prompt = regexp.MustCompile(`^\w+[=\-']# ?`)
-
-// transcript splits a psql transcript into what was typed (after the
-// prompts) and what psql printed (every other line).
-func transcript(block string) (input, output string) {
-	var in, out []string
-	for _, line := range strings.Split(block, "\n") {
-		if p := prompt.FindString(line); p != "" {
-			in = append(in, line[len(p):])
-		} else {
-			out = append(out, line)
-		}
-	}
-	return strings.Join(in, "\n") + "\n", trimLines(strings.Join(out, "\n"))
-}
-
-// trimLines drops trailing white space from each line and blank lines at
-// the end: psql pads its headers, the README does not.
-func trimLines(s string) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " \t")
-	}
-	return strings.TrimRight(strings.Join(lines, "\n"), "\n")
-}
+// readme is the README's path from this package.
+var readme = filepath.Join("..", "..", "README.md")

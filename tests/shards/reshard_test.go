@@ -130,7 +130,7 @@ func TestReshardByPowersOfTwo(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.reinstall(t, []*localpg.Server{s0, s1, sb, s1})
-	blocks := readmeBlocks(t, "<!-- tests/shards TestReshardByPowersOfTwo")
+	blocks := pgtest.ReadmeBlocks(t, readme, "<!-- tests/shards TestReshardByPowersOfTwo")
 	if len(blocks) != 1 || !strings.Contains(blocks[0], "& 7 = 5") {
 		t.Fatalf("README: %d blocks marked for TestReshardByPowersOfTwo, want 1 (the deletes of p5 of 8): %q", len(blocks), blocks)
 	}
