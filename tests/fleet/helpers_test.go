@@ -237,12 +237,25 @@ func labOn(t testing.TB, base string) *lab {
 }
 
 // newOperator is a new role on the server of base, made an operator of the
-// schema of conn's search_path.
+// schema of conn's search_path, and then refused even the SELECT on the
+// tables of chunks that an operator gets for reading them by hand: chunks
+// itself reads and writes through its functions only, so its processes run
+// with no table privilege at all.
 func newOperator(t testing.TB, conn *pgx.Conn, base string) pgtest.Role {
 	t.Helper()
 	op := pgtest.NewRole(t, base, "operator")
-	if _, err := driver.Grant(ctx, conn, op.Name, driver.Operator, false); err != nil {
+	g, err := driver.Grant(ctx, conn, op.Name, driver.Operator, false)
+	if err != nil {
 		t.Fatalf("grant operator: %v", err)
+	}
+	for _, table := range g.Tables {
+		if _, err := conn.Exec(ctx, "revoke select on table "+table+" from "+pgx.Identifier{op.Name}.Sanitize()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := mustInt(t, conn, `select count(*) from pg_class as c where c.relnamespace = current_schema()::regnamespace
+	    and c.relkind = 'r' and has_table_privilege($1, c.oid, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')`, op.Name); n != 0 {
+		t.Fatalf("the operator holds privileges on %d tables", n)
 	}
 	return op
 }
