@@ -6,11 +6,15 @@
 -- cancelled -> pending); either way the revision goes up by one. Any
 -- mismatch raises CH409 naming the id; the statement's atomicity undoes
 -- nothing because nothing was written yet.
+-- enable_seqscan = off, as in run_chunk: a session's plan of the orders
+-- lookup must not stay a sequential scan made while orders was nearly empty,
+-- whichever caller planned it first.
 create or replace function {{ .schema }}.change_orders(tenant text, ids integer[], revisions integer[], qtys integer[],
                                                        kind text)
 returns void
 language plpgsql volatile security invoker
 set search_path = {{ .schema }}, pg_temp
+set enable_seqscan = off
 as $$
 declare
   v_problem text;

@@ -4,10 +4,17 @@
 -- caller. The chunk itself is run_chunk, in a block of its own, so that its
 -- failure rolls back the chunk only and the queue records why, in the same
 -- commit.
+--
+-- enable_seqscan = off, as in run_chunk: a worker plans this once per
+-- session, often while the queue is empty (a vacuumed empty job_queue plans
+-- the head of the queue as a sequential scan and a sort, and every keyed
+-- update as a sequential scan), and keeps that plan while thousands of jobs
+-- come in. With it, the head of the queue is always the visible_at index.
 create or replace function {{ .schema }}.run_next_chunk(worker text, rate_delay_ms integer default 0,
                                                         retry_delay_ms integer default 1000) returns jsonb
 language plpgsql volatile security definer
 set search_path = {{ .schema }}, pg_temp
+set enable_seqscan = off
 as $$
 declare
   v_job_id text;
