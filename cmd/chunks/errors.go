@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/jackc/pgerrcode"
@@ -43,16 +44,21 @@ func exitCode(err error) int {
 	return 1
 }
 
-// hint says what to do about an error whose cause is usually the set-up:
-// the chunks functions are not on the search_path, the role was not
-// granted access (README "Roles"), a job command went to a router without
-// --tenant (a router's job functions take the tenant), or a campaign
-// command went to a router (campaigns run on a shard itself).
+// hint says what to do about an error whose cause is usually the set-up
+// or the server: the chunks functions are not on the search_path, the role
+// was not granted access (README "Roles"), the server went away mid-call, a
+// job command went to a router without --tenant (a router's job functions
+// take the tenant), or a campaign command went to a router (campaigns run
+// on a shard itself).
 func hint(err error) string {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && (pgErr.Code == pgerrcode.UndefinedFunction || pgErr.Code == pgerrcode.UndefinedTable) {
 		return " (is chunks installed in the schema given by --schema or $CHUNKS_SCHEMA? install it with chunks migrate --schema SCHEMA;" +
 			" through a chunks router, the job commands need --tenant, and campaign commands need the tenant's shard itself)"
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return " (the server closed the connection: it crashed, restarted or failed over, or ended this session; a chunk in flight" +
+			" either committed or rolled back whole: run the command again to go on after the last committed chunk)"
 	}
 	if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.InsufficientPrivilege {
 		return " (this role has no chunks access for that: the schema's owner grants it with chunks grant --operator ROLE, or --viewer ROLE to read)"
