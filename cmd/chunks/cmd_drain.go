@@ -47,11 +47,7 @@ func drainCommand() *cli.Command {
 			tenantFlag(),
 		}, paceFlagDefs()...),
 		Action: func(c *cli.Context) error {
-			tenant, err := tenantArg(c)
-			if err != nil {
-				return err
-			}
-			jobID, err := jobArg(c) // a valid id, before any connection
+			tenant, jobID, err := jobArgs(c) // valid ids, before any connection
 			if err != nil {
 				return err
 			}

@@ -20,11 +20,7 @@ func inspectCommand() *cli.Command {
 			"Example:\n  chunks --schema lab inspect festival-2026\n  chunks --schema lab --dsn \"$ROUTER\" inspect --tenant alien-desert festival-2026",
 		Flags: []cli.Flag{tenantFlag()},
 		Action: func(c *cli.Context) error {
-			tenant, err := tenantArg(c)
-			if err != nil {
-				return err
-			}
-			jobID, err := jobArg(c)
+			tenant, jobID, err := jobArgs(c)
 			if err != nil {
 				return err
 			}

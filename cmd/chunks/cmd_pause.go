@@ -47,11 +47,7 @@ func pauseCommand() *cli.Command {
 
 // pauseAfter is chunks pause --after N JOB: the canary.
 func pauseAfter(c *cli.Context) error {
-	tenant, err := tenantArg(c)
-	if err != nil {
-		return err
-	}
-	jobID, err := jobArg(c)
+	tenant, jobID, err := jobArgs(c)
 	if err != nil {
 		return err
 	}
@@ -99,11 +95,7 @@ func resumeCommand() *cli.Command {
 // router.
 func pauseOrResume(c *cli.Context, op func(context.Context, driver.DB, string) (bool, error),
 	routed func(context.Context, driver.DB, string, string) (bool, error), changedMsg, sameMsg string) error {
-	tenant, err := tenantArg(c)
-	if err != nil {
-		return err
-	}
-	jobID, err := jobArg(c)
+	tenant, jobID, err := jobArgs(c)
 	if err != nil {
 		return err
 	}

@@ -23,11 +23,7 @@ func reportCommand() *cli.Command {
 			"Example:\n  chunks --schema lab report festival-2026",
 		Flags: []cli.Flag{tenantFlag()},
 		Action: func(c *cli.Context) error {
-			tenant, err := tenantArg(c)
-			if err != nil {
-				return err
-			}
-			jobID, err := jobArg(c)
+			tenant, jobID, err := jobArgs(c)
 			if err != nil {
 				return err
 			}

@@ -34,11 +34,7 @@ func undoCommand() *cli.Command {
 			tenantFlag(),
 		},
 		Action: func(c *cli.Context) error {
-			tenant, err := tenantArg(c)
-			if err != nil {
-				return err
-			}
-			jobID, err := jobArg(c)
+			tenant, jobID, err := jobArgs(c)
 			if err != nil {
 				return err
 			}

@@ -30,6 +30,16 @@ func tenantArg(c *cli.Context) (string, error) {
 	return tenant, driver.CheckTenant(tenant)
 }
 
+// jobArgs is the command's --tenant ("" without it) and its one job id
+// argument, both checked before any connection.
+func jobArgs(c *cli.Context) (tenant, jobID string, err error) {
+	if tenant, err = tenantArg(c); err != nil {
+		return "", "", err
+	}
+	jobID, err = jobArg(c)
+	return tenant, jobID, err
+}
+
 // inspectJob is the job, on one server or through a router (a tenant).
 func inspectJob(ctx context.Context, db driver.DB, tenant, jobID string) (*driver.Job, error) {
 	if tenant != "" {

@@ -23,7 +23,9 @@ create table if not exists {{ .schema }}.job_approval(
 );
 
 -- Jobs registered before this version get their approval from their rows
--- as they are now: there is nothing older to compare them with.
+-- as they are now: there is nothing older to compare them with. (The digest
+-- is targets_sha256's expression, written out: the functions are installed
+-- after the migrations.)
 do $$
 declare
   v_count bigint;

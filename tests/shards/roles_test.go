@@ -1,8 +1,6 @@
 package shards
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -19,22 +17,21 @@ import (
 func TestRouterAsOperator(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, shardServers[:2])
-	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	op, password := "r_"+hex.EncodeToString(b[:])+"_router", hex.EncodeToString(b[:])
+	// One role of the same name and password on every shard (a role is
+	// its server's).
+	role := pgtest.NewRole(t, c.shards[0].server.DSN(), "router")
+	op := role.Name
 	var dsns []string
-	for _, sh := range c.shards {
-		// One role of the same name and password on every shard (a role
-		// is its server's); dropped with the schema's privileges.
-		if _, err := sh.conn.Exec(ctx, "create role "+pgx.Identifier{op}.Sanitize()+" login password '"+password+"'"); err != nil {
-			t.Fatal(err)
+	for i, sh := range c.shards {
+		if i > 0 {
+			if _, err := sh.conn.Exec(ctx, "create role "+pgx.Identifier{op}.Sanitize()+" login password '"+role.Password+"'"); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if _, err := driver.Grant(ctx, sh.conn, op, driver.Operator, false); err != nil {
 			t.Fatalf("grant on %s: %v", sh.name, err)
 		}
-		dsns = append(dsns, sh.server.DSN()+" user="+op+" password="+password)
+		dsns = append(dsns, role.DSN(sh.server.DSN()))
 	}
 	t.Cleanup(func() {
 		for _, sh := range c.shards {
