@@ -26,8 +26,11 @@ func serveCommand() *cli.Command {
 			"                   chunks_longest_no_progress_seconds, chunks_database_up; and Go's and the process's\n" +
 			"  /healthz         200 while the process runs\n" +
 			"  /readyz          200 when the database answers and chunks is installed, else 503 and why\n" +
+			"                   (a short reason: the error itself goes to the log)\n" +
 			"Each page, refresh and scrape is one query, however many jobs there are. It is read-only and\n" +
-			"answers GET only. No host in ADDR means 127.0.0.1; another address is served with a warning.\n\n" +
+			"answers GET only. No host in ADDR means 127.0.0.1. On loopback, a request whose Host is not\n" +
+			"loopback (localhost, 127.0.0.1, [::1]) is 421; another address is served with a warning, to\n" +
+			"any Host.\n\n" +
 			"Example:\n  chunks --schema lab serve --http 127.0.0.1:8080     # then open http://127.0.0.1:8080/",
 		Flags: httpFlagDefs(true),
 		Action: func(c *cli.Context) error {

@@ -41,7 +41,8 @@ func workerCommand() *cli.Command {
 			"or the query returns true (README \"Protecting production\"), and says so in its log and in\n" +
 			"chunks status.\n\n" +
 			"With --http ADDR it serves, while it runs, its Prometheus metrics at /metrics, /healthz, /readyz\n" +
-			"and the status page at / (README \"Seeing it run\"). No host in ADDR means 127.0.0.1.\n\n" +
+			"and the status page at / (README \"Seeing it run\"). No host in ADDR means 127.0.0.1. On\n" +
+			"loopback, a request whose Host is not loopback (localhost, 127.0.0.1, [::1]) is 421.\n\n" +
 			"Example:\n  chunks --schema lab worker --concurrency 4 --poll 1s\n" +
 			"  chunks --schema lab worker --max-replica-lag 500ms\n" +
 			"  chunks --schema lab worker --rate 0.5        # each job at most one chunk every 2 s\n" +

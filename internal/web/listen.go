@@ -44,7 +44,17 @@ func Loopback(l net.Listener) bool {
 // requests in flight finish (for up to 5 s). It logs where it serves, and
 // warns when l is not loopback. The http.Server bounds every request:
 // headers in 5 s, the whole request in 10 s, the answer in 30 s.
+//
+// On loopback, a request whose Host does not name loopback (localhost,
+// 127.0.0.0/8, [::1], any port) is answered 421 Misdirected Request,
+// whatever its path: a web page cannot read the server by rebinding its
+// own name to 127.0.0.1. On another address any Host is answered: the
+// operator chose to open it, and access control is theirs (README "Seeing
+// it run").
 func Serve(ctx context.Context, l net.Listener, h http.Handler, log *slog.Logger) error {
+	if Loopback(l) {
+		h = loopbackOnly(h)
+	}
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,

@@ -114,15 +114,29 @@ func (s *Server) refresh() time.Duration {
 }
 
 // look is one page of the fleet: the jobs after the request's ?after=.
-func (s *Server) look(r *http.Request) (View, error) {
+// The status code says what went wrong.
+func (s *Server) look(r *http.Request) (View, int, error) {
+	after := r.URL.Query().Get("after")
+	if err := checkAfter(after); err != nil {
+		return View{}, http.StatusBadRequest, err
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), queryTimeout)
 	defer cancel()
-	after := r.URL.Query().Get("after")
 	ov, err := fleet.Look(ctx, s.DB, after, s.pageSize())
 	if err != nil {
-		return View{}, err
+		return View{}, http.StatusServiceUnavailable, err
 	}
-	return newView(s.Title, ov, after), nil
+	return newView(s.Title, ov, after), http.StatusOK, nil
+}
+
+// checkAfter refuses an ?after= that is not a job id (the page's links
+// only ever give one), before any query: a NUL or invalid UTF-8 is the
+// client's mistake, not the database's.
+func checkAfter(after string) error {
+	if after == "" || driver.CheckJobID(after) == nil {
+		return nil
+	}
+	return fmt.Errorf("after: must be a job id (1 to %d ASCII letters, digits, _ or -), got %s", driver.MaxNameLen, driver.Excerpt(after, true))
 }
 
 // pageData is what the status page's template reads.
@@ -134,18 +148,18 @@ type pageData struct {
 }
 
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
-	v, err := s.look(r)
+	v, code, err := s.look(r)
 	if err != nil {
-		s.fail(w, "could not read the fleet", err)
+		s.fail(w, code, "could not read the fleet", err)
 		return
 	}
 	s.render(w, "page.html", pageData{View: v, RefreshMs: s.refresh().Milliseconds()})
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	v, err := s.look(r)
+	v, code, err := s.look(r)
 	if err != nil {
-		s.fail(w, "could not read the fleet", err)
+		s.fail(w, code, "could not read the fleet", err)
 		return
 	}
 	s.json(w, v)
@@ -179,7 +193,7 @@ func (s *Server) report(r *http.Request) (string, driver.JobReport, int, error) 
 func (s *Server) reportPage(w http.ResponseWriter, r *http.Request) {
 	id, rep, code, err := s.report(r)
 	if err != nil {
-		s.failWith(w, code, "no report", err)
+		s.fail(w, code, "no report", err)
 		return
 	}
 	s.render(w, "report.html", reportData{Title: s.Title, JobID: id, Report: rep})
@@ -188,7 +202,7 @@ func (s *Server) reportPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) reportJSON(w http.ResponseWriter, r *http.Request) {
 	_, rep, code, err := s.report(r)
 	if err != nil {
-		s.failWith(w, code, "no report", err)
+		s.fail(w, code, "no report", err)
 		return
 	}
 	s.json(w, rep)
@@ -225,7 +239,7 @@ func (s *Server) Ready(ctx context.Context) error {
 // readyz answers 200 when [Server.Ready], 503 with the reason otherwise.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if err := s.Ready(r.Context()); err != nil {
-		http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable) // a probe's answer, not logged
+		s.fail(w, http.StatusServiceUnavailable, "not ready", err)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -246,17 +260,17 @@ func (s *Server) json(w http.ResponseWriter, v any) {
 	}
 }
 
-func (s *Server) fail(w http.ResponseWriter, what string, err error) {
-	s.failWith(w, http.StatusServiceUnavailable, what, err)
-}
-
-// failWith answers code with what went wrong, as plain text (http.Error),
-// and logs the server errors.
-func (s *Server) failWith(w http.ResponseWriter, code int, what string, err error) {
-	if code >= 500 {
-		s.log().Error("web: "+what, "error", err)
+// fail answers code with what went wrong, as plain text (http.Error). A
+// client's mistake (4xx) is told as it is and not logged. A server error
+// is logged in full and told as one of a few fixed reasons ([reason]):
+// the error's text names the database, its user, host and port.
+func (s *Server) fail(w http.ResponseWriter, code int, what string, err error) {
+	if code < 500 {
+		http.Error(w, what+": "+err.Error(), code)
+		return
 	}
-	http.Error(w, what+": "+err.Error(), code)
+	s.log().Error("web: "+what, "error", err)
+	http.Error(w, what+": "+reason(err), code)
 }
 
 // slogPrinter is promhttp's error log on slog.

@@ -38,9 +38,19 @@ var httpClient = &http.Client{Timeout: 20 * time.Second}
 // fetch sends method url and reads the whole answer.
 func fetch(t testing.TB, method, url string) response {
 	t.Helper()
+	return fetchAs(t, method, url, "")
+}
+
+// fetchAs is fetch with host as the request's Host header ("": the URL's
+// host, as fetch sends).
+func fetchAs(t testing.TB, method, url, host string) response {
+	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, method, url, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
