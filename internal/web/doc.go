@@ -11,5 +11,10 @@
 // next ones. The server is read-only and answers GET (and HEAD) only; every
 // response carries a Content-Security-Policy that allows nothing but this
 // server's own script, style and JSON. [Listen] binds loopback unless told
-// otherwise, and [Serve] says so when the address is not loopback.
+// otherwise, and [Serve] says so when the address is not loopback. On
+// loopback, [Serve] answers only a request whose Host names loopback (421
+// Misdirected Request otherwise), against DNS rebinding. An answer never
+// shows a database error's text, which names the user, the database, the
+// host and the port: it gives one of a few fixed reasons, and the error
+// goes to the log.
 package web

@@ -11,6 +11,11 @@ import (
 const misdirected = "misdirected request: this server is bound to loopback and answers only the Host " +
 	"localhost, 127.0.0.0/8 or [::1] (any port)"
 
+// refuseHost is the 421 answer, with the headers of every answer.
+var refuseHost = secure(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	http.Error(w, misdirected, http.StatusMisdirectedRequest)
+}))
+
 // loopbackOnly answers 421 Misdirected Request to every request whose Host
 // does not name loopback ([loopbackHost]), on every path. A server bound
 // to loopback is reached by another name only through DNS rebinding: a web
@@ -18,7 +23,7 @@ const misdirected = "misdirected request: this server is bound to loopback and a
 func loopbackOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !loopbackHost(r.Host) {
-			http.Error(w, misdirected, http.StatusMisdirectedRequest)
+			refuseHost.ServeHTTP(w, r)
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -47,7 +47,8 @@ func TestServeAnswersOnlyLoopbackHosts(t *testing.T) {
 		"localhost.evil.example:" + port, "0.0.0.0:" + port, "10.1.2.3:" + port, "[fe80::1]:" + port} {
 		for _, path := range webPaths {
 			r := fetchAs(t, http.MethodGet, base+path, host)
-			if r.code != http.StatusMisdirectedRequest || !strings.Contains(r.body, "Host") {
+			if r.code != http.StatusMisdirectedRequest || !strings.Contains(r.body, "Host") ||
+				!strings.Contains(r.header.Get("Content-Security-Policy"), "default-src 'none'") {
 				t.Errorf("GET /%s with Host %s: %d (%d bytes), want 421", path, host, r.code, len(r.body))
 			}
 			if strings.Contains(r.body, `"jobs"`) || strings.Contains(r.body, "chunks_") {
