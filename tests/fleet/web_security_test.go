@@ -21,6 +21,16 @@ func portOf(url string) string {
 	return strings.TrimSuffix(url[strings.LastIndex(url, ":")+1:], "/")
 }
 
+// serveJobs registers jobs (names) of 4 targets in a new lab and serves
+// it on 127.0.0.1; it returns the process and where it serves.
+func serveJobs(t testing.TB, names string) (*proc, string) {
+	t.Helper()
+	l := newLab(t)
+	newJobs(t, l, names, 4, 2)
+	p := start(t, "serve", append(l.globals(), "serve", "--http", "127.0.0.1:0")...)
+	return p, servedURL(t, p)
+}
+
 // stopServe stops a chunks serve with SIGTERM and returns its whole stderr.
 func stopServe(t testing.TB, p *proc) string {
 	t.Helper()
@@ -38,10 +48,7 @@ func stopServe(t testing.TB, p *proc) string {
 // whose name rebinds to 127.0.0.1 (DNS rebinding) reads nothing.
 func TestServeAnswersOnlyLoopbackHosts(t *testing.T) {
 	t.Parallel()
-	l := newLab(t)
-	newJobs(t, l, "a", 4, 2)
-	p := start(t, "serve", append(l.globals(), "serve", "--http", "127.0.0.1:0")...)
-	base := servedURL(t, p)
+	p, base := serveJobs(t, "a")
 	port := portOf(base)
 	for _, host := range []string{"evil.example", "evil.example:" + port, "127.0.0.1.nip.io:" + port,
 		"localhost.evil.example:" + port, "0.0.0.0:" + port, "10.1.2.3:" + port, "[fe80::1]:" + port} {
@@ -113,10 +120,7 @@ func TestServeHidesDatabaseErrors(t *testing.T) {
 // nothing logged at level ERROR.
 func TestServeRefusesBadAfter(t *testing.T) {
 	t.Parallel()
-	l := newLab(t)
-	newJobs(t, l, "a b", 4, 2)
-	p := start(t, "serve", append(l.globals(), "serve", "--http", "127.0.0.1:0")...)
-	base := servedURL(t, p)
+	p, base := serveJobs(t, "a b")
 	for _, after := range []string{"%00", "a%00b", "%ff", "a%c3", "a%20b", "%E2%80%AEa", strings.Repeat("a", 65)} {
 		for _, path := range []string{"", "api/status"} {
 			r := fetch(t, http.MethodGet, base+path+"?after="+after)
