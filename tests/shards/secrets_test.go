@@ -101,6 +101,7 @@ func TestInstallKeepsPasswordsOutOfTheLog(t *testing.T) {
 	t.Parallel()
 	requirePlproxy(t)
 	c := newCluster(t, shardServers[:1])
+	statements := trackStatements(t)
 	admin := pgtest.Connect(t, loggedServer.DSN())
 	t.Cleanup(func() {
 		if _, err := admin.Exec(ctx, "drop schema if exists "+c.schema+" cascade; drop server if exists "+router.Cluster(c.schema)+" cascade"); err != nil {
@@ -133,11 +134,60 @@ func TestInstallKeepsPasswordsOutOfTheLog(t *testing.T) {
 			t.Errorf("the router's server log does not show %q:\n%s", want, log)
 		}
 	}
+	if statements != "" {
+		var leaked []string
+		var servers int
+		if err := admin.QueryRow(ctx, `select coalesce(array_agg(query) filter (where strpos(query, $1) > 0 or strpos(query, $2) > 0), '{}'),
+			count(*) filter (where strpos(query, 'create server ' || $3) > 0)
+			  from `+statements+`.pg_stat_statements`, password, sslPassword, cluster).Scan(&leaked, &servers); err != nil {
+			t.Fatal(err)
+		}
+		if len(leaked) > 0 || servers == 0 {
+			t.Errorf("pg_stat_statements holds a password in %q (and the create server %d times)", leaked, servers)
+		}
+	}
 	// And the session's settings are as they were.
 	var rate string
 	if err := admin.QueryRow(ctx, "select current_setting('log_transaction_sample_rate') || ' ' || current_setting('log_statement')").Scan(&rate); err != nil || rate != "1 all" {
 		t.Errorf("after install, log_transaction_sample_rate and log_statement are %q, %v; want 1 all", rate, err)
 	}
+}
+
+// trackStatements loads pg_stat_statements into loggedServer (it restarts
+// the server once), which then keeps the text of every top-level statement,
+// DDL too (track_utility), and returns the schema of its view; "" when the server's PostgreSQL has
+// no pg_stat_statements.
+func trackStatements(t *testing.T) string {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, loggedServer.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var available, loaded bool
+	if err := conn.QueryRow(ctx, `select exists (select from pg_available_extensions where name = 'pg_stat_statements'),
+		current_setting('shared_preload_libraries') = 'pg_stat_statements'`).Scan(&available, &loaded); err != nil {
+		t.Fatal(err)
+	}
+	if !available {
+		return ""
+	}
+	if !loaded {
+		_, err := conn.Exec(ctx, "alter system set shared_preload_libraries = 'pg_stat_statements'")
+		if err = errors.Join(err, conn.Close(ctx)); err != nil {
+			t.Fatal(err)
+		}
+		if err := loggedServer.Restart(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if conn, err = pgx.Connect(ctx, loggedServer.DSN()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = conn.Exec(ctx, "create schema if not exists statements; create extension if not exists pg_stat_statements schema statements")
+	if err = errors.Join(err, conn.Close(ctx)); err != nil {
+		t.Fatal(err)
+	}
+	return "statements"
 }
 
 // router install needs a superuser: a role that is not one is told so,
