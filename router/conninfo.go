@@ -212,6 +212,12 @@ func (c conninfo) with(key, value string) conninfo {
 // are on the router's server; their paths are not secrets.
 var secretKeys = []string{"password", "sslpassword", "oauth_client_secret"}
 
+// serverFiles are libpq's keywords that name files: in a shard's
+// connection string, files of the router's server, which reads them, not of
+// the process that runs the install (pgx reads them when it parses a
+// string, so they are left out of the check that it can).
+var serverFiles = []string{"sslcert", "sslkey", "sslrootcert", "sslcrl", "sslcrldir", "passfile", "service", "servicefile"}
+
 // isSecret says whether key is one of [secretKeys], in any case (libpq's
 // keywords are lower case; another case is refused by libpq, but must not
 // be shown either).

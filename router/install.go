@@ -203,12 +203,12 @@ func (cfg Config) check() ([]partition, conninfo, error) {
 	var mapping conninfo
 	for i, dsn := range cfg.Shards {
 		name := "p" + strconv.Itoa(i)
-		if _, err := driver.ParseDSN(dsn); err != nil {
-			return nil, nil, invalidf("shard %s: %s", name, strings.TrimPrefix(err.Error(), "invalid: "))
-		}
 		c, err := parseConninfo(dsn)
 		if err != nil {
 			return nil, nil, invalidf("shard %s: dsn: %v", name, err)
+		}
+		if _, err := driver.ParseDSN(c.without(serverFiles...).String()); err != nil {
+			return nil, nil, invalidf("shard %s: %s", name, strings.TrimPrefix(err.Error(), "invalid: "))
 		}
 		for _, p := range c {
 			if isSecret(p.key) && p.key != "password" {
