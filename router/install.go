@@ -36,9 +36,12 @@ type Config struct {
 	// partition order: Shards[i] is partition p<i>. Their number is a power
 	// of 2 (1, 2, 4, ...). The router's server connects with them, so they
 	// name what it needs (host, port, dbname); the PG* variables of this
-	// process do not apply. Every shard is reached as one role: their
+	// process do not apply, and sslcert, sslkey and sslrootcert name files
+	// of the router's server. Every shard is reached as one role: their
 	// users and passwords, if given, must be the same, and they go into the
-	// user mapping, never into the cluster's options.
+	// user mapping, never into the cluster's options. No other secret
+	// (sslpassword, oauth_client_secret) may be given: the user mapping
+	// cannot hold it.
 	Shards []string
 }
 
