@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -211,26 +210,6 @@ func TestInstallAsNonSuperuser(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "needs a superuser") {
 		t.Errorf("router.Install as a role that is not a superuser: %v", err)
 	}
-}
-
-// runChunks runs the chunks binary, with no CHUNKS_ or PG variables, and
-// returns what it printed; the test fails unless it exits wantCode.
-func runChunks(t *testing.T, wantCode int, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = pgtest.CleanEnv()
-	out, err := cmd.CombinedOutput()
-	code := 0
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		code = exit.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	if code != wantCode {
-		t.Fatalf("chunks %s: exit %d, want %d\n%s", strings.Join(args, " "), code, wantCode, out)
-	}
-	return string(out)
 }
 
 // randomHex is 16 random hex digits.
