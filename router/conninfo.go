@@ -206,6 +206,37 @@ func (c conninfo) with(key, value string) conninfo {
 	return append(c.without(key), param{key, value})
 }
 
+// secretKeys are libpq's keywords whose values are secrets. Only password
+// has a safe place in a router: the user mapping (PL/Proxy's takes only
+// user and password). The files that sslkey, sslcert and sslrootcert name
+// are on the router's server; their paths are not secrets.
+var secretKeys = []string{"password", "sslpassword", "oauth_client_secret"}
+
+// serverFiles are libpq's keywords that name files: in a shard's
+// connection string, files of the router's server, which reads them, not of
+// the process that runs the install (pgx reads them when it parses a
+// string, so they are left out of the check that it can).
+var serverFiles = []string{"sslcert", "sslkey", "sslrootcert", "sslcrl", "sslcrldir", "passfile", "service", "servicefile"}
+
+// isSecret says whether key is one of [secretKeys], in any case (libpq's
+// keywords are lower case; another case is refused by libpq, but must not
+// be shown either).
+func isSecret(key string) bool {
+	return slices.ContainsFunc(secretKeys, func(k string) bool { return strings.EqualFold(k, key) })
+}
+
+// masked is c with the value of every secret keyword replaced, for output.
+func (c conninfo) masked() conninfo {
+	out := make(conninfo, len(c))
+	for i, p := range c {
+		if isSecret(p.key) {
+			p.value = "(not shown)"
+		}
+		out[i] = p
+	}
+	return out
+}
+
 // String writes the pairs as keyword='value', quoting every value.
 func (c conninfo) String() string {
 	parts := make([]string, len(c))

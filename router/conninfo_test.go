@@ -71,3 +71,16 @@ func TestConninfoCompactWith(t *testing.T) {
 		t.Errorf("get dbname: %q, %v", v, ok)
 	}
 }
+
+// A secret keyword's value, in any case, is masked for output; the paths
+// of a client certificate are not secrets.
+func TestConninfoMasked(t *testing.T) {
+	c, err := parseConninfo("host=a password=p1 sslpassword='p 2' SSLPassword=p3 oauth_client_secret=p4 sslkey=/k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `host='a' password='(not shown)' sslpassword='(not shown)' SSLPassword='(not shown)' oauth_client_secret='(not shown)' sslkey='/k'`
+	if got := c.masked().String(); got != want {
+		t.Errorf("masked:\n got %s\nwant %s", got, want)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/tern/v2/migrate"
 
 	"github.com/chunks-dev/chunks/driver"
@@ -35,9 +36,12 @@ type Config struct {
 	// partition order: Shards[i] is partition p<i>. Their number is a power
 	// of 2 (1, 2, 4, ...). The router's server connects with them, so they
 	// name what it needs (host, port, dbname); the PG* variables of this
-	// process do not apply. Every shard is reached as one role: their
+	// process do not apply, and sslcert, sslkey and sslrootcert name files
+	// of the router's server. Every shard is reached as one role: their
 	// users and passwords, if given, must be the same, and they go into the
-	// user mapping, never into the cluster's options.
+	// user mapping, never into the cluster's options. No other secret
+	// (sslpassword, oauth_client_secret) may be given: the user mapping
+	// cannot hold it.
 	Shards []string
 }
 
@@ -62,6 +66,16 @@ type partition struct {
 //     current user with the shards' user and password;
 //   - the routing functions in cfg.Schema (sql/router).
 //
+// It needs a superuser (CREATE EXTENSION, and the settings below), and
+// refuses any other role at once. The user mapping's password is written
+// with the server's statement logging off (log_statement,
+// log_min_duration_statement and the others of [quietSettings], SET LOCAL
+// around it) and, for the install's session, log_transaction_sample_rate
+// 0: DDL takes no bind parameters, so the password is in the statement's
+// text. The shards' connection strings must hold no other secret
+// (sslpassword, oauth_client_secret): PL/Proxy's user mapping cannot take
+// one, and every role that can connect reads the cluster's options.
+//
 // Before it commits, every shard must answer through the new cluster and
 // have chunks installed in cfg.ShardSchema: a failure names the shard and
 // leaves nothing behind. It refuses a schema that holds chunks data (a
@@ -69,7 +83,7 @@ type partition struct {
 // at once: a transaction advisory lock serializes the installs of a
 // database (its routers share the extension). conn must not be inside a
 // transaction.
-func Install(ctx context.Context, conn *pgx.Conn, cfg Config) error {
+func Install(ctx context.Context, conn *pgx.Conn, cfg Config) (err error) {
 	parts, mapping, err := cfg.check()
 	if err != nil {
 		return err
@@ -89,6 +103,19 @@ func Install(ctx context.Context, conn *pgx.Conn, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("router install %s: functions: %w", cfg.Schema, err)
 	}
+	if err := checkSuperuser(ctx, conn); err != nil {
+		return fmt.Errorf("router install %s: %w", cfg.Schema, err)
+	}
+	restore, err := unsampled(ctx, conn)
+	if err != nil {
+		return fmt.Errorf("router install %s: %w", cfg.Schema, err)
+	}
+	defer func() {
+		// Restored even when ctx is cancelled; a lost connection needs none.
+		if rerr := restore(context.WithoutCancel(ctx)); rerr != nil && !conn.IsClosed() {
+			err = errors.Join(err, fmt.Errorf("router install %s: %w", cfg.Schema, rerr))
+		}
+	}()
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("router install %s: %w", cfg.Schema, err)
@@ -104,6 +131,45 @@ func Install(ctx context.Context, conn *pgx.Conn, cfg Config) error {
 		return fmt.Errorf("router install %s: commit: %w", cfg.Schema, err)
 	}
 	return nil
+}
+
+// checkSuperuser refuses a role that is not a superuser: the install
+// creates the extension plproxy and turns the server's logging off around
+// the user mapping, which only a superuser may do.
+func checkSuperuser(ctx context.Context, conn *pgx.Conn) error {
+	var super bool
+	var role string
+	if err := conn.QueryRow(ctx, "select rolsuper, rolname from pg_roles where rolname = current_user").Scan(&super, &role); err != nil {
+		return err
+	}
+	if !super {
+		return fmt.Errorf("needs a superuser on the router's server (it creates the extension plproxy, "+
+			"and keeps the user mapping's password out of the server's log), and the role %s is not one: "+
+			"run it with a --dsn that logs in as a superuser", pgx.Identifier{role}.Sanitize())
+	}
+	return nil
+}
+
+// unsampled turns log_transaction_sample_rate off for conn's session until
+// restore: a transaction the server samples has every statement logged, and
+// whether it does is decided when the transaction begins, so no SET LOCAL
+// inside it can take that back.
+func unsampled(ctx context.Context, conn *pgx.Conn) (restore func(context.Context) error, err error) {
+	var rate string
+	if err := conn.QueryRow(ctx, "select current_setting('log_transaction_sample_rate')").Scan(&rate); err != nil {
+		return nil, err
+	}
+	if rate == "0" {
+		return func(context.Context) error { return nil }, nil
+	}
+	set := func(ctx context.Context, value string) error {
+		_, err := conn.Exec(ctx, "select set_config('log_transaction_sample_rate', $1, false)", value)
+		return err
+	}
+	if err := set(ctx, "0"); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error { return set(ctx, rate) }, nil
 }
 
 // Validate checks cfg as [Install] does first, needing no database: the
@@ -140,12 +206,19 @@ func (cfg Config) check() ([]partition, conninfo, error) {
 	var mapping conninfo
 	for i, dsn := range cfg.Shards {
 		name := "p" + strconv.Itoa(i)
-		if _, err := driver.ParseDSN(dsn); err != nil {
-			return nil, nil, invalidf("shard %s: %s", name, strings.TrimPrefix(err.Error(), "invalid: "))
-		}
 		c, err := parseConninfo(dsn)
 		if err != nil {
 			return nil, nil, invalidf("shard %s: dsn: %v", name, err)
+		}
+		if _, err := driver.ParseDSN(c.without(serverFiles...).String()); err != nil {
+			return nil, nil, invalidf("shard %s: %s", name, strings.TrimPrefix(err.Error(), "invalid: "))
+		}
+		for _, p := range c {
+			if isSecret(p.key) && p.key != "password" {
+				return nil, nil, invalidf("shard %s: %s: a router has nowhere to keep it secret (every role that can connect to the router's "+
+					"database reads the cluster's options, and PL/Proxy's user mapping takes only user and password); give the router's "+
+					"server a client key without a passphrase (sslkey, a file there that only its OS user reads), or use a password", name, p.key)
+			}
 		}
 		var role conninfo
 		for _, key := range []string{"user", "password"} {
@@ -201,7 +274,7 @@ func install(ctx context.Context, tx pgx.Tx, schema, shardSchema string, parts [
 	if err := setCluster(ctx, tx, Cluster(schema), parts); err != nil {
 		return err
 	}
-	if err := setMapping(ctx, tx, Cluster(schema), mapping); err != nil {
+	if err := quietly(ctx, tx, func() error { return setMapping(ctx, tx, Cluster(schema), mapping) }); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx, functions); err != nil {
@@ -257,6 +330,44 @@ func setCluster(ctx context.Context, tx pgx.Tx, cluster string, parts []partitio
 func isPartition(key string) bool {
 	n, err := strconv.Atoi(strings.TrimPrefix(key, "p"))
 	return strings.HasPrefix(key, "p") && err == nil && n >= 0
+}
+
+// quietSettings keep a statement, and its parameters, out of the server's
+// log (and pg_stat_statements), whatever the server's configuration:
+// statements, their durations, sampled durations, and the statement of an
+// error.
+var quietSettings = map[string]string{
+	"log_statement":                    "none",
+	"log_min_duration_statement":       "-1",
+	"log_min_duration_sample":          "-1",
+	"log_min_error_statement":          "panic",
+	"pg_stat_statements.track_utility": "off",
+}
+
+// quietly runs fn with [quietSettings] SET LOCAL, then sets them back to
+// what they were (a failure rolls the transaction back, and them with it).
+// The statements that set them back are not logged either.
+func quietly(ctx context.Context, tx pgx.Tx, fn func() error) error {
+	var names, values []string
+	for name, value := range quietSettings {
+		names, values = append(names, name), append(values, value)
+	}
+	var old []pgtype.Text // NULL: pg_stat_statements is not loaded
+	if err := tx.QueryRow(ctx, `select array_agg(current_setting(n, true) order by i)
+		  from unnest($1::text[]) with ordinality as s(n, i)`, names).Scan(&old); err != nil {
+		return fmt.Errorf("read the log settings: %w", err)
+	}
+	set := "select set_config(n, v, true) from unnest($1::text[], $2::text[]) as s(n, v) where v is not null"
+	if _, err := tx.Exec(ctx, set, names, values); err != nil {
+		return fmt.Errorf("turn statement logging off: %w", err)
+	}
+	if err := fn(); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, set, names, old); err != nil {
+		return fmt.Errorf("turn statement logging back on: %w", err)
+	}
+	return nil
 }
 
 // setMapping makes the current user's mapping of the cluster hold exactly

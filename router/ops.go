@@ -22,11 +22,22 @@ type Shard struct {
 }
 
 // Shards lists the router's shards in partition order (SQL shards()). It
-// reads the router's catalog only.
+// reads the router's catalog only. A secret in a connection string
+// (password, sslpassword, written there by hand, since Install never
+// does) is shown as (not shown), and a string that cannot be parsed is not
+// shown at all.
 func Shards(ctx context.Context, db driver.DB) ([]Shard, error) {
 	out := []Shard{}
 	if err := value(ctx, db, &out, "shards", "select shards()::text"); err != nil {
 		return nil, err
+	}
+	for i, s := range out {
+		c, err := parseConninfo(s.Conninfo)
+		if err != nil {
+			out[i].Conninfo = "(not shown: it cannot be parsed, and may hold a password)"
+			continue
+		}
+		out[i].Conninfo = c.masked().String()
 	}
 	return out, nil
 }

@@ -29,13 +29,15 @@ func routerInstallCommand() *cli.Command {
 		Name:      "install",
 		Usage:     "make the database of --dsn a router over the shards, in schema --schema",
 		UsageText: "chunks router install --schema S [--dsn DSN] [--shard-schema S] --shard DSN --shard DSN ...",
-		Description: "In one transaction: the plproxy extension (in schema plproxy; it needs a superuser), the\n" +
+		Description: "Run it as a superuser. In one transaction: the plproxy extension (in schema plproxy), the\n" +
 			"PL/Proxy cluster chunks_SCHEMA with the partitions p0 ... pN-1 in the order of the --shard flags\n" +
-			"(N a power of 2) and a user mapping for you with the shards' user and password, and the routing\n" +
-			"functions in SCHEMA. Before it commits, every shard must answer and have chunks installed in\n" +
-			"--shard-schema (default: --schema); a failure names the shard and leaves nothing behind.\n" +
-			"Idempotent; run it again with other shards to reshard. The router's server connects to the\n" +
-			"shards, so each --shard names host, port and dbname as that server sees them.\n" +
+			"(N a power of 2) and a user mapping for you with the shards' user and password (written with\n" +
+			"the server's statement logging off), and the routing functions in SCHEMA. Before it commits,\n" +
+			"every shard must answer and have chunks installed in --shard-schema (default: --schema); a\n" +
+			"failure names the shard and leaves nothing behind. Idempotent; run it again with other shards\n" +
+			"to reshard. The router's server connects to the shards, so each --shard names host, port and\n" +
+			"dbname as that server sees them, and sslcert/sslkey name its files. A --shard may hold no\n" +
+			"secret but its password (sslpassword is refused: the user mapping cannot hold it).\n" +
 			"With --json it prints {\"schema\", \"shards\": [{\"shard\", \"conninfo\"}, ...]} (no passwords).\n\n" +
 			"Example:\n  chunks router install --dsn 'host=db0 dbname=router' --schema lab \\\n" +
 			"    --shard 'host=db1 dbname=shop' --shard 'host=db2 dbname=shop'",

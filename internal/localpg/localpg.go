@@ -230,7 +230,7 @@ var errNotStarted = errors.New("postgres did not start")
 // launch starts the postmaster on the server's folder and port and waits
 // until it accepts connections.
 func (s *Server) launch(ctx context.Context) error {
-	logFile, err := os.OpenFile(filepath.Join(s.Dir, "server.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o666)
+	logFile, err := os.OpenFile(s.LogFile(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o666)
 	if err != nil {
 		return errors.Join(errNotStarted, err)
 	}
@@ -303,8 +303,13 @@ func (s *Server) waitReady(ctx context.Context, p *process) error {
 	}
 }
 
+// LogFile is the server's log: what the postmaster and every server process
+// write to stderr (logging_collector is off), appended to by each
+// [Server.Restart].
+func (s *Server) LogFile() string { return filepath.Join(s.Dir, "server.log") }
+
 func (s *Server) logTail() string {
-	b, _ := os.ReadFile(filepath.Join(s.Dir, "server.log"))
+	b, _ := os.ReadFile(s.LogFile())
 	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
 	if len(lines) > 20 {
 		lines = lines[len(lines)-20:]

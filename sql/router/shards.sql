@@ -1,6 +1,7 @@
 -- The router's shards: the partitions p0 ... pN-1 of its PL/Proxy cluster,
 -- read from the foreign server's options, where chunks router install
--- wrote them. No password is there (the user mapping holds it).
+-- wrote them. No password is there (the user mapping holds it), unless a DBA
+-- wrote one there by hand: router.Shards masks it for output.
 create or replace function {{ .schema }}.shards() returns jsonb
 language sql stable security invoker
 set search_path = {{ .schema }}, pg_temp

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -133,6 +134,26 @@ func withConn(dsn string, fn func(*pgx.Conn) error) (err error) {
 	}
 	defer func() { err = errors.Join(err, conn.Close(ctx)) }()
 	return fn(conn)
+}
+
+// runChunks runs the chunks binary, with no CHUNKS_ or PG variables, and
+// returns what it printed; the test fails unless it exits wantCode.
+func runChunks(t *testing.T, wantCode int, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = pgtest.CleanEnv()
+	out, err := cmd.CombinedOutput()
+	code := 0
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if code != wantCode {
+		t.Fatalf("chunks %s: exit %d, want %d\n%s", strings.Join(args, " "), code, wantCode, out)
+	}
+	return string(out)
 }
 
 // shardOf is the shard of tenant, as the router names it.

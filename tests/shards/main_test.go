@@ -25,12 +25,14 @@ import (
 
 var ctx = context.Background()
 
-// The servers of the package: the router's, four shards, and a durable
-// spare shard that one test kills and restarts.
+// The servers of the package: the router's, four shards, a durable
+// spare shard that one test kills and restarts, and a second router's
+// server that logs every statement (loggedSettings).
 var (
 	routerServer *localpg.Server
 	shardServers []*localpg.Server
 	spareServer  *localpg.Server
+	loggedServer *localpg.Server
 	// noPlproxy says why the router's server has no plproxy; nil when it has.
 	noPlproxy error
 	// plproxyPackage is the Debian package that provides it for the
@@ -66,7 +68,7 @@ func run(m *testing.M) (code int) {
 		fmt.Fprintln(os.Stderr, "shards:", err)
 		return 1
 	}
-	routerServer, shardServers, spareServer = servers[0], servers[1:5], servers[5]
+	routerServer, shardServers, spareServer, loggedServer = servers[0], servers[1:5], servers[5], servers[6]
 	if noPlproxy, plproxyPackage, err = findPlproxy(routerServer); err != nil {
 		fmt.Fprintln(os.Stderr, "shards:", err)
 		return 1
@@ -76,8 +78,13 @@ func run(m *testing.M) (code int) {
 	return code
 }
 
-// startAll starts the six servers (from one initdb) and builds the binary,
-// at once.
+// loggedSettings make a server log every statement, with its parameters,
+// in every way PostgreSQL can: as statements, with their durations, and as
+// every statement of a sampled transaction (all of them).
+var loggedSettings = []string{"log_statement=all", "log_min_duration_statement=0", "log_transaction_sample_rate=1"}
+
+// startAll starts the seven servers (from one initdb) and builds the
+// binary, at once.
 func startAll(bin string) ([]*localpg.Server, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -87,8 +94,9 @@ func startAll(bin string) ([]*localpg.Server, error) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		opts := make([]localpg.Options, 6)
+		opts := make([]localpg.Options, 7)
 		opts[5].Durable = true // the spare shard is killed, and must keep its commits
+		opts[6].Settings = loggedSettings
 		servers, startErr = localpg.StartMany(ctx, opts...)
 	}()
 	go func() {

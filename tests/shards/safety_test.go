@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -182,19 +181,7 @@ func TestSafetyCLIThroughRouter(t *testing.T) {
 	}
 	chunks := func(wantCode int, args ...string) string {
 		t.Helper()
-		cmd := exec.Command(bin, append([]string{args[0], "--dsn", routerServer.DSN(), "--schema", c.schema}, args[1:]...)...)
-		out, err := cmd.CombinedOutput()
-		code := 0
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			code = exit.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if code != wantCode {
-			t.Fatalf("chunks %s: exit %d, want %d\n%s", strings.Join(args, " "), code, wantCode, out)
-		}
-		return string(out)
+		return runChunks(t, wantCode, append([]string{args[0], "--dsn", routerServer.DSN(), "--schema", c.schema}, args[1:]...)...)
 	}
 	expect := func(out string, lines ...string) {
 		t.Helper()
