@@ -18,6 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/childenv"
 	"github.com/chunks-dev/chunks/internal/localpg"
 )
 
@@ -337,12 +338,7 @@ func (d *demo) child(args ...string) *exec.Cmd {
 		self = os.Args[0]
 	}
 	cmd := exec.CommandContext(d.ctx, self, args...)
-	for _, kv := range os.Environ() {
-		if name, _, _ := strings.Cut(kv, "="); name != "CHUNKS_DSN" && name != "DATABASE_URL" && name != "CHUNKS_SCHEMA" {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "CHUNKS_DSN="+d.base, "CHUNKS_SCHEMA="+d.schema)
+	cmd.Env = childenv.Env(d.base, d.schema)
 	return cmd
 }
 
