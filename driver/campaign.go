@@ -330,11 +330,11 @@ func CreateCampaign(ctx context.Context, db DB, spec CampaignSpec, ct CampaignTa
 	return out, nil
 }
 
-// CampaignTargetsFromQuery runs the operator's query in a READ ONLY
-// transaction (REPEATABLE READ: one snapshot, the approval frozen at that
-// moment) and takes its rows, which must be exactly the integer columns
-// id, revision, qty, as the approval. Rows are named "row N" (1-based) in
-// errors.
+// CampaignTargetsFromQuery runs the operator's query, one statement (see
+// [QueryOne]), in a READ ONLY transaction (REPEATABLE READ: one snapshot,
+// the approval frozen at that moment) and takes its rows, which must be
+// exactly the integer columns id, revision, qty, as the approval. Rows are
+// named "row N" (1-based) in errors.
 func CampaignTargetsFromQuery(ctx context.Context, conn *pgx.Conn, query string) (ct CampaignTargets, err error) {
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead})
 	if err != nil {
@@ -345,7 +345,7 @@ func CampaignTargetsFromQuery(ctx context.Context, conn *pgx.Conn, query string)
 			err = rbErr
 		}
 	}()
-	rows, err := tx.Query(ctx, query)
+	rows, err := QueryOne(ctx, tx, "query", query)
 	if err != nil {
 		return CampaignTargets{}, MapError(err)
 	}

@@ -47,6 +47,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/chunks-dev/chunks/driver"
 )
 
 // Defaults and limits of a [Config].
@@ -438,11 +440,11 @@ func (p *Pacer) judge(now time.Time) State {
 	return st
 }
 
-// runThrottleQuery runs the operator's query in a READ ONLY transaction
-// and reads its one boolean.
+// runThrottleQuery runs the operator's query, one statement (see
+// [driver.QueryOne]), in a READ ONLY transaction and reads its one boolean.
 func (p *Pacer) runThrottleQuery(ctx context.Context) (hold bool, err error) {
 	err = pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, p.cfg.ThrottleQuery)
+		rows, err := driver.QueryOne(ctx, tx, "--throttle-query", p.cfg.ThrottleQuery)
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/urfave/cli/v2"
 
 	"github.com/chunks-dev/chunks/driver"
@@ -22,7 +21,9 @@ func benchCommand() *cli.Command {
 		UsageText: "chunks bench [--duration 3s] [--delay 1ms] [--scale=false] [--dsn DSN] [--json]",
 		Description: "Every figure comes from one run on one server, so the ratios hold on a noisy machine.\n" +
 			"Without --dsn it starts a throwaway local server with Postgres' default durability\n" +
-			"(fsync and synchronous_commit on). It works in new schemas and drops them at the end.\n" +
+			"(fsync and synchronous_commit on). Only a --dsn typed on this command line picks a server\n" +
+			"of yours ($CHUNKS_DSN and $DATABASE_URL are ignored). It works in new schemas and drops them\n" +
+			"at the end.\n" +
 			"BENCHMARKS.md explains each scenario.\n\n" +
 			"Example:\n  chunks bench\n  chunks bench --dsn 'postgres://me@db.internal/scratch' --duration 5s --json > bench.json",
 		Flags: []cli.Flag{
@@ -37,7 +38,10 @@ func benchCommand() *cli.Command {
 			if c.Duration("duration") <= 0 || c.Duration("delay") < 0 {
 				return &driver.Error{Kind: driver.ErrInvalid, Msg: "duration: must be positive, and delay not negative"}
 			}
-			dsnText := global(c, "dsn")
+			// Only a --dsn typed here picks the server: an exported
+			// $CHUNKS_DSN (the demo's, say) is not what "without --dsn, a
+			// throwaway durable server" promises.
+			dsnText, _ := typed(c, "dsn")
 			var startStandby func(context.Context) (func() error, error)
 			if dsnText == "" {
 				fmt.Fprintln(os.Stderr, "starting a throwaway PostgreSQL server (default durability: fsync on)")
@@ -56,9 +60,9 @@ func benchCommand() *cli.Command {
 					return standby.Stop, nil
 				}
 			}
-			cfg, err := pgx.ParseConfig(dsnText)
+			cfg, err := driver.ParseDSN(dsnText)
 			if err != nil {
-				return &driver.Error{Kind: driver.ErrInvalid, Msg: "dsn: " + err.Error(), Err: err}
+				return err
 			}
 			self, err := os.Executable()
 			if err != nil {

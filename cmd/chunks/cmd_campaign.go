@@ -99,7 +99,7 @@ func campaignCreateCommand() *cli.Command {
 			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
 				if query != "" {
 					if ct, err = driver.CampaignTargetsFromQuery(ctx, conn, query); err != nil {
-						return err
+						return fmt.Errorf("--from-query: %w", err)
 					}
 				}
 				out, err = driver.CreateCampaign(ctx, conn, spec, ct)

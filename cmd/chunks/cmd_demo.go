@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/childenv"
 	"github.com/chunks-dev/chunks/internal/localpg"
 )
 
@@ -32,13 +34,14 @@ func demoCommand() *cli.Command {
 			"once, and reports; then changes and deletes committed orders and reports the drift; at last\n" +
 			"it undoes the job (the orders still as it left them are pending again) and reports the undo.\n" +
 			"Without --dsn it starts a throwaway server (the PostgreSQL server binaries must be\n" +
-			"installed) and removes it at the end unless --keep is given. Only a --dsn typed on this\n" +
-			"command line makes it use a database of yours ($CHUNKS_DSN and $DATABASE_URL are ignored):\n" +
-			"then it works in a new schema (festival_demo_<random>, or --schema), leaves it there and\n" +
-			"says so; --keep is a usage error then.\n\n" +
+			"installed), not durable for speed, and removes it at the end; --keep keeps it, durable\n" +
+			"(Postgres' defaults), and says how to restart it as a crash would. Only a --dsn typed on\n" +
+			"this command line makes it use a database of yours ($CHUNKS_DSN and $DATABASE_URL are\n" +
+			"ignored): then it works in a new schema (festival_demo_<random>, or --schema), leaves it\n" +
+			"there and says so; --keep is a usage error then.\n\n" +
 			"Example:\n  chunks demo\n  chunks demo --dsn 'postgres://me@localhost/scratch'",
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "keep", Usage: "leave the throwaway server running and say how to connect (not with --dsn)"},
+			&cli.BoolFlag{Name: "keep", Usage: "leave the throwaway server running, durable, and say how to connect and crash-restart it (not with --dsn)"},
 		},
 		Action: func(c *cli.Context) (err error) {
 			if c.Args().Len() > 0 {
@@ -57,12 +60,21 @@ func demoCommand() *cli.Command {
 			var server *localpg.Server
 			if !onDSN {
 				step("Starting a throwaway PostgreSQL server")
-				server, err = localpg.Start(c.Context, localpg.Options{Detach: c.Bool("keep")})
+				// A kept server is for the README's experiments, crash drills
+				// included: Postgres' default durability. One removed at the
+				// end crashes no server: fast settings.
+				keep := c.Bool("keep")
+				server, err = localpg.Start(c.Context, localpg.Options{Detach: keep, Durable: keep})
 				if err != nil {
 					return err
 				}
 				base = server.DSN()
 				note("%s, data in %s", server, server.Dir)
+				if keep {
+					note("durable (fsync, synchronous_commit and full_page_writes on, Postgres' defaults): it is kept")
+				} else {
+					note("not durable (fsync, synchronous_commit and full_page_writes off, for speed): it is removed at the end")
+				}
 				if !c.Bool("keep") {
 					defer func() { err = errors.Join(err, server.Stop()) }()
 				}
@@ -92,8 +104,7 @@ func demoCommand() *cli.Command {
 				look(fmt.Sprintf("psql %q", base)) // the throwaway server's DSN holds no password
 				fmt.Println("See it on the status page (then open http://127.0.0.1:8080/):")
 				fmt.Printf("  chunks serve --dsn %q --schema %s --http 127.0.0.1:8080\n", base, schema)
-				fmt.Printf("Stop it and remove its data with:\n  %s\n", server.StopCommand())
-				fmt.Printf("To point chunks at it:\n  export CHUNKS_DSN=%s\n", shellWord(base))
+				return printKept(server, base)
 			case server != nil:
 				fmt.Println("The throwaway server is stopped and removed now, with its data.")
 				fmt.Println("To look at the data yourself, run chunks demo --keep: it leaves the server running and says how to connect.")
@@ -110,18 +121,33 @@ func demoCommand() *cli.Command {
 	}
 }
 
+// printKept says how to crash-restart the kept server, how to stop it and
+// how to point chunks at it.
+func printKept(server *localpg.Server, base string) error {
+	user, err := server.OSUser()
+	if err != nil {
+		return err
+	}
+	crash, err := server.CrashCommand()
+	if err != nil {
+		return err
+	}
+	stop, err := server.StopCommand()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Crash drill: restart it as a crash would (immediate shutdown, then crash recovery), as the OS user %s,\n"+
+		"on its data directory %s:\n  %s\n", user, server.DataDir(), crash)
+	fmt.Printf("Its new pid is then the first line of %s.\n", filepath.Join(server.DataDir(), "postmaster.pid"))
+	fmt.Printf("Stop it and remove its data with:\n  %s\n", stop)
+	fmt.Printf("To point chunks at it:\n  export CHUNKS_DSN=%s\n", localpg.ShellWord(base))
+	return nil
+}
+
 // psqlCommand is a psql command line for cfg's server, user and database,
 // without its password.
 func psqlCommand(cfg *pgx.ConnConfig) string {
-	return fmt.Sprintf("psql -h %s -p %d -U %s -d %s", shellWord(cfg.Host), cfg.Port, shellWord(cfg.User), shellWord(cfg.Database))
-}
-
-// shellWord quotes s for a POSIX shell when it needs it.
-func shellWord(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:@%+,-") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return fmt.Sprintf("psql -h %s -p %d -U %s -d %s", localpg.ShellWord(cfg.Host), cfg.Port, localpg.ShellWord(cfg.User), localpg.ShellWord(cfg.Database))
 }
 
 // demo is one telling of the story, on base (a DSN, parsed as admin) in
@@ -337,12 +363,7 @@ func (d *demo) child(args ...string) *exec.Cmd {
 		self = os.Args[0]
 	}
 	cmd := exec.CommandContext(d.ctx, self, args...)
-	for _, kv := range os.Environ() {
-		if name, _, _ := strings.Cut(kv, "="); name != "CHUNKS_DSN" && name != "DATABASE_URL" && name != "CHUNKS_SCHEMA" {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "CHUNKS_DSN="+d.base, "CHUNKS_SCHEMA="+d.schema)
+	cmd.Env = childenv.Env(d.base, d.schema)
 	return cmd
 }
 

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"time"
@@ -472,7 +471,7 @@ func drainMemory(ctx context.Context, o Options, schema string, seed *seeder) (f
 	if err != nil {
 		return 0, err
 	}
-	cmd := exec.CommandContext(ctx, o.Chunks, "drain", "--dsn", o.Conn.ConnString(), "--schema", schema, "--json", jobs[0])
+	cmd := child(ctx, o, schema, "drain", "--json", jobs[0])
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return 0, fmt.Errorf("chunks drain: %w\n%s", err, out)
 	}

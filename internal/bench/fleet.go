@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/chunks-dev/chunks/internal/childenv"
 )
 
 // Fleet mode: pickup latency (a job registered while workers sleep, to its
@@ -43,9 +45,7 @@ func workers(ctx context.Context, o Options, schema string, n int, poll time.Dur
 // startWorker starts one chunks worker process named id (its connections'
 // application_name too) and waits until it has logged that it is ready.
 func startWorker(ctx context.Context, o Options, schema, id string, poll time.Duration, extra ...string) (*exec.Cmd, error) {
-	args := append([]string{"worker", "--dsn", o.Conn.ConnString(), "--schema", schema,
-		"--poll", poll.String(), "--id", id}, extra...)
-	cmd := exec.CommandContext(ctx, o.Chunks, args...)
+	cmd := child(ctx, o, schema, append([]string{"worker", "--poll", poll.String(), "--id", id}, extra...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
@@ -190,4 +190,13 @@ func throughput(ctx context.Context, conn *pgx.Conn, seed *seeder, jobs int) (sa
 	}
 	chunksPerJob := (targetsPerJob + 9) / 10
 	return sample{elapsed: time.Since(start), chunks: jobs * chunksPerJob, orders: jobs * targetsPerJob, ownTxs: polls + 1}, nil
+}
+
+// child is the chunks binary run with args on schema. It gets the
+// connection string through its environment, never its argv, which anyone
+// on the machine can read (ps).
+func child(ctx context.Context, o Options, schema string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, o.Chunks, args...)
+	cmd.Env = childenv.Env(o.Conn.ConnString(), schema)
+	return cmd
 }

@@ -52,7 +52,8 @@ type Options struct {
 	// is even written, so a [Server.Crash] loses the commits of up to the
 	// last 600ms (three times wal_writer_delay), and a crash of the machine
 	// may corrupt the cluster.
-	// Use Durable for tests that crash the server and check committed data.
+	// Use Durable for tests that crash the server and check committed data,
+	// and for a server a person keeps (chunks demo --keep).
 	Durable bool
 	// Detach lets the server outlive this process (chunks demo --keep).
 	Detach bool
@@ -169,14 +170,14 @@ func startCluster(ctx context.Context, opts Options, template string) (*Server, 
 
 	if template != "" {
 		// cp -a keeps the owner and the modes postgres insists on.
-		if out, err := exec.CommandContext(ctx, "cp", "-a", template, s.dataDir()).CombinedOutput(); err != nil {
+		if out, err := exec.CommandContext(ctx, "cp", "-a", template, s.DataDir()).CombinedOutput(); err != nil {
 			return fail(fmt.Errorf("copy the template cluster: %w\n%s", err, out))
 		}
-	} else if err := initdb(ctx, bin, s.cred, s.dataDir()); err != nil {
+	} else if err := initdb(ctx, bin, s.cred, s.DataDir()); err != nil {
 		return fail(err)
 	}
 	conf := append([]setting{{"max_connections", "200"}}, durability(opts.Durable)...)
-	if err := appendConf(filepath.Join(s.dataDir(), "postgresql.conf"), append(conf, settings...)); err != nil {
+	if err := appendConf(filepath.Join(s.DataDir(), "postgresql.conf"), append(conf, settings...)); err != nil {
 		return fail(err)
 	}
 
@@ -214,7 +215,8 @@ func durability(durable bool) []setting {
 	return []setting{{"fsync", v}, {"synchronous_commit", v}, {"full_page_writes", v}}
 }
 
-func (s *Server) dataDir() string { return filepath.Join(s.Dir, "data") }
+// DataDir is the cluster's data directory (PGDATA): data/ in Dir.
+func (s *Server) DataDir() string { return filepath.Join(s.Dir, "data") }
 
 // chown gives path to the user the server runs as.
 func (s *Server) chown(path string) error {
@@ -237,7 +239,7 @@ func (s *Server) launch(ctx context.Context) error {
 	if err := s.chown(logFile.Name()); err != nil {
 		return errors.Join(errNotStarted, err, logFile.Close())
 	}
-	cmd := exec.Command(filepath.Join(s.BinDir, "postgres"), "-D", s.dataDir(), "-p", strconv.Itoa(s.Port),
+	cmd := exec.Command(filepath.Join(s.BinDir, "postgres"), "-D", s.DataDir(), "-p", strconv.Itoa(s.Port),
 		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+s.Dir)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true}
@@ -429,12 +431,6 @@ func waitGroupGone(pgid int) error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// StopCommand is a shell command that stops a detached server and removes
-// its folder.
-func (s *Server) StopCommand() string {
-	return fmt.Sprintf("kill -INT %d && sleep 2 && rm -rf %s", s.PID(), s.Dir)
 }
 
 func freePort() (int, error) {

@@ -45,7 +45,7 @@ func StartMany(ctx context.Context, opts ...Options) (servers []*Server, err err
 	if err := tmpl.chown(dir); err != nil {
 		return nil, err
 	}
-	if err := initdb(ctx, bin, cred, tmpl.dataDir()); err != nil {
+	if err := initdb(ctx, bin, cred, tmpl.DataDir()); err != nil {
 		return nil, err
 	}
 	servers = make([]*Server, len(opts))

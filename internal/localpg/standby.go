@@ -106,7 +106,7 @@ func (s *Server) StartStandby(ctx context.Context, opts StandbyOptions) (*Server
 	if err := sb.chown(dir); err != nil {
 		return fail(err)
 	}
-	args := []string{"-D", sb.dataDir(), "-h", "127.0.0.1", "-p", strconv.Itoa(s.Port), "-U", "postgres",
+	args := []string{"-D", sb.DataDir(), "-h", "127.0.0.1", "-p", strconv.Itoa(s.Port), "-U", "postgres",
 		"-X", "stream", "-c", "fast", "--no-manifest"}
 	durable, err := s.showBool(ctx, "fsync")
 	if err != nil {
@@ -128,17 +128,17 @@ func (s *Server) StartStandby(ctx context.Context, opts StandbyOptions) (*Server
 	if opts.Durable != nil {
 		conf = append(conf, durability(*opts.Durable)...)
 	}
-	if err := appendConf(filepath.Join(sb.dataDir(), "postgresql.conf"), append(conf, settings...)); err != nil {
+	if err := appendConf(filepath.Join(sb.DataDir(), "postgresql.conf"), append(conf, settings...)); err != nil {
 		return fail(err)
 	}
 	conninfo := fmt.Sprintf("host=127.0.0.1 port=%d user=postgres application_name=%s", s.Port, name)
-	if err := rewriteAutoConf(filepath.Join(sb.dataDir(), "postgresql.auto.conf"), []setting{
+	if err := rewriteAutoConf(filepath.Join(sb.DataDir(), "postgresql.auto.conf"), []setting{
 		{"primary_conninfo", conninfo},
 		{"recovery_min_apply_delay", strconv.FormatInt(opts.ApplyDelay.Milliseconds(), 10) + "ms"},
 	}); err != nil {
 		return fail(err)
 	}
-	signal := filepath.Join(sb.dataDir(), "standby.signal")
+	signal := filepath.Join(sb.DataDir(), "standby.signal")
 	if err := os.WriteFile(signal, nil, 0o600); err != nil {
 		return fail(err)
 	}

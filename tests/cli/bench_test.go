@@ -11,11 +11,23 @@ import (
 
 // TestBenchSmoke runs chunks bench very briefly on the test database: it
 // asserts what the benchmark counts and checks (round trips, the
-// baseline's equivalence, every scenario present), never a timing.
+// baseline's equivalence, every scenario present), never a timing. Its
+// worker and drain processes get the DSN, which carries a password (the
+// test server does not ask for it), through their environment: none shows
+// it in its argv.
 func TestBenchSmoke(t *testing.T) {
 	t.Parallel()
-	r := runWith(t, opts{timeout: 3 * time.Minute}, "bench", "--dsn", pgtest.DSN(), "--duration", "100ms", "--scale=false", "--json")
+	secret := "SECRETPW-" + pgtest.NewSchemaName(t)
+	dsn := pgtest.DSN() + " password=" + secret
+	r, kids := watchChildren(t, start(t, opts{timeout: 3 * time.Minute}, "bench", "--dsn", dsn, "--duration", "100ms", "--scale=false", "--json"))
 	report := decode[bench.Report](t, r)
+	if len(kids) < 8 {
+		t.Errorf("saw %d child processes of the bench, want its workers and its drain: %v", len(kids), kids)
+	}
+	wantDSNInEnvironment(t, kids, dsn, secret)
+	if strings.Contains(r.stdout+r.stderr, secret) {
+		t.Errorf("the bench printed the password:\n%v", r)
+	}
 	if !report.Equivalent {
 		t.Fatal("the baseline does not leave what RunChunk leaves")
 	}
@@ -54,5 +66,23 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	if report.DrainPeakRSSMB <= 0 {
 		t.Errorf("drain peak memory %.1f MB", report.DrainPeakRSSMB)
+	}
+}
+
+// chunks bench without --dsn runs on a throwaway durable server of its own,
+// whatever $CHUNKS_DSN and $DATABASE_URL say (a newcomer may have exported
+// the demo's); a --dsn it cannot parse is refused without being shown.
+func TestBenchTypedDSNOnly(t *testing.T) {
+	t.Parallel()
+	r := runWith(t, opts{timeout: 3 * time.Minute, env: []string{"CHUNKS_DSN=" + unreachableDSN, "DATABASE_URL=" + unreachableDSN}},
+		"bench", "--duration", "100ms", "--scale=false", "--json")
+	report := decode[bench.Report](t, r)
+	if s := report.Settings; s["fsync"] != "on" || s["synchronous_commit"] != "on" || s["full_page_writes"] != "on" || !report.Equivalent {
+		t.Fatalf("bench without --dsn: settings %v, equivalent %t; want its own durable server", s, report.Equivalent)
+	}
+	r = run(t, "bench", "--dsn", "host=h password = TopSecret port=abc")
+	wantFailure(t, r, 2, "dsn: ", "the connection string is not shown")
+	if strings.Contains(r.stderr, "TopSecret") {
+		t.Fatalf("bench shows the password of a DSN it cannot parse: %v", r)
 	}
 }

@@ -9,8 +9,11 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/user"
+	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -83,6 +86,9 @@ func TestDemo(t *testing.T) {
 	if m == nil || !strings.Contains(r.stdout, "throwaway server is stopped and removed") {
 		t.Fatalf("the demo does not say where its server was and that it is gone:\n%v", r)
 	}
+	if !strings.Contains(r.stdout, "not durable (fsync, synchronous_commit and full_page_writes off, for speed): it is removed at the end") {
+		t.Fatalf("the demo does not say that its throwaway server is not durable:\n%v", r)
+	}
 	if strings.Contains(r.stdout, "psql") || !strings.Contains(r.stdout, "run chunks demo --keep") {
 		t.Fatalf("without --keep the demo must not offer a psql command for a server that is gone, and must point to --keep:\n%v", r)
 	}
@@ -91,21 +97,27 @@ func TestDemo(t *testing.T) {
 	}
 }
 
-// TestDemoKeep runs chunks demo --keep: the server stays, the psql command
-// it prints reaches the story's data, and its stop command removes it.
+// TestDemoKeep runs chunks demo --keep: the server stays, durable (the
+// README sends newcomers there for every experiment, crash drills
+// included); the psql command it prints reaches the story's data; the
+// crash drill it prints restarts the server through crash recovery, as the
+// user that owns its data, with nothing committed lost; and its stop
+// command removes it, after that restart too.
 func TestDemoKeep(t *testing.T) {
 	t.Parallel()
 	_, err := localpg.FindBinDir()
 	pgtest.RequireTool(t, err, "the PostgreSQL server binaries (chunks demo starts a server)", "postgresql")
 	r := runWith(t, opts{timeout: 60 * time.Second}, "demo", "--keep")
 	wantDemo(t, r)
-	m := regexp.MustCompile(`(?s)The server keeps running \(pid \d+\)\.\nLook at the data yourself:\n  psql "([^"]+)" -c '([^']+)'\n` +
+	m := regexp.MustCompile(`(?s)The server keeps running \(pid (\d+)\)\.\nLook at the data yourself:\n  psql "([^"]+)" -c '([^']+)'\n` +
 		`See it on the status page \(then open http://127\.0\.0\.1:8080/\):\n  chunks serve --dsn "([^"]+)" --schema (\S+) --http 127\.0\.0\.1:8080\n` +
+		`Crash drill: restart it as a crash would \(immediate shutdown, then crash recovery\), as the OS user (\S+),\non its data directory (\S+):\n  (.+)\n` +
+		`Its new pid is then the first line of (\S+)\.\n` +
 		`Stop it and remove its data with:\n  (.+)\n`).FindStringSubmatch(r.stdout)
 	if m == nil {
-		t.Fatalf("the demo --keep does not say, in this order, that the server runs, how to look, how to see the page, how to stop it:\n%v", r)
+		t.Fatalf("the demo --keep does not say, in this order, that the server runs, how to look, how to see the page, how to crash it, how to stop it:\n%v", r)
 	}
-	dsn, query, serveDSN, schema, stop := m[1], m[2], m[3], m[4], m[5]
+	pid, dsn, query, serveDSN, schema, osUser, dataDir, crash, pidFile, stop := m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8], m[9], m[10]
 	if export := regexp.MustCompile(`To point chunks at it:\n  export CHUNKS_DSN='([^']+)'\n`).FindStringSubmatch(r.stdout); export == nil || export[1] != dsn {
 		t.Fatalf("the demo --keep does not give the same connection string as an export CHUNKS_DSN line:\n%v", r)
 	}
@@ -120,12 +132,52 @@ func TestDemoKeep(t *testing.T) {
 			t.Errorf("after %q the folder %s is still there (%v)", stop, dir[1], err)
 		}
 	})
+	if !strings.Contains(r.stdout, "durable (fsync, synchronous_commit and full_page_writes on, Postgres' defaults): it is kept") {
+		t.Fatalf("the demo --keep does not say its server is durable:\n%v", r)
+	}
+	durable := func() string {
+		conn := pgtest.Connect(t, dsn)
+		return mustText(t, conn, "select concat_ws(' ', current_setting('fsync'), current_setting('synchronous_commit'), current_setting('full_page_writes'))")
+	}
+	if got := durable(); got != "on on on" {
+		t.Fatalf("fsync, synchronous_commit, full_page_writes of the kept server: %s, want on on on", got)
+	}
 	wantStatusPage(t, serveDSN, schema)
+
+	// The crash drill, as printed: as the user that owns the data directory.
+	if pidFile != filepath.Join(dataDir, "postmaster.pid") {
+		t.Fatalf("the new pid is in %s, not in the data directory %s", pidFile, dataDir)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(dataDir, &st); err != nil {
+		t.Fatal(err)
+	}
+	owner, err := user.LookupId(strconv.FormatUint(uint64(st.Uid), 10))
+	if err != nil || owner.Username != osUser {
+		t.Fatalf("the data directory %s belongs to %v (%v), the demo says to act as %s", dataDir, owner, err, osUser)
+	}
+	if out, err := exec.Command("sh", "-c", crash).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", crash, err, out)
+	}
+	text, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newPID, _, _ := strings.Cut(string(text), "\n")
+	if n, err := strconv.Atoi(newPID); err != nil || newPID == pid || syscall.Kill(n, 0) != nil {
+		t.Fatalf("after the crash drill the first line of %s is %q (%v), the old pid %s", pidFile, newPID, err, pid)
+	}
+	if log, err := os.ReadFile(filepath.Join(filepath.Dir(dataDir), "server.log")); err != nil || !strings.Contains(string(log), "automatic recovery in progress") {
+		t.Fatalf("the crash drill did not end in crash recovery (%v):\n%s", err, log)
+	}
+	if got := durable(); got != "on on on" {
+		t.Fatalf("after the crash drill fsync, synchronous_commit, full_page_writes: %s, want on on on", got)
+	}
 	_, err = exec.LookPath("psql")
 	pgtest.RequireTool(t, err, "psql", "postgresql-client")
 	out, err := exec.Command("psql", dsn, "-At", "-c", query).CombinedOutput()
 	if rows := strings.Split(strings.TrimSpace(string(out)), "\n"); err != nil || len(rows) != 40+37 {
-		t.Fatalf("the printed psql command on the kept server: %v, %d rows, want the 40 audit rows of the job and the 37 of its undo:\n%s",
+		t.Fatalf("the printed psql command on the kept server, after the crash drill: %v, %d rows, want the 40 audit rows of the job and the 37 of its undo:\n%s",
 			err, len(rows), out)
 	}
 }

@@ -105,34 +105,12 @@ func TestDemoKeepsPasswordsOut(t *testing.T) {
 		cannotRun(t, "this test needs an event trigger (superuser): %v", err)
 	}
 
-	p := start(t, opts{timeout: 90 * time.Second}, "demo", "--dsn", dsn)
-	seen := map[int]string{} // child pid: its argv
-	environ := map[int]string{}
-	demoPID := p.cmd.Process.Pid
-	done := make(chan result)
-	go func() { done <- p.wait(t) }()
-	var r result
-	for watching := true; watching; {
-		select {
-		case r = <-done:
-			watching = false
-		default:
-			children(demoPID, seen, environ)
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	r, seen := watchChildren(t, start(t, opts{timeout: 90 * time.Second}, "demo", "--dsn", dsn))
 	wantDemo(t, r)
 	if len(seen) < 3 {
 		t.Fatalf("saw %d child processes of the demo, want the crash drill and two drains: %v", len(seen), seen)
 	}
-	for pid, argv := range seen {
-		if strings.Contains(argv, secret) {
-			t.Errorf("child %d has the password in its argv: %q", pid, argv)
-		}
-		if !strings.Contains(environ[pid], "\x00CHUNKS_DSN="+dsn+"\x00") {
-			t.Errorf("child %d (%q) does not get the DSN through its environment", pid, argv)
-		}
-	}
+	wantDSNInEnvironment(t, seen, dsn, secret)
 	if strings.Contains(r.stdout+r.stderr, secret) {
 		t.Fatalf("the demo printed the password:\n%v", r)
 	}
@@ -150,9 +128,46 @@ func TestDemoKeepsPasswordsOut(t *testing.T) {
 	}
 }
 
+// child is what /proc showed of a child process.
+type child struct {
+	argv    string // its argv, joined by spaces
+	environ string // its environment, each VAR=value between NULs
+}
+
+// watchChildren waits for p, recording every child it starts as it runs.
+func watchChildren(t testing.TB, p *proc) (result, map[int]child) {
+	t.Helper()
+	seen := map[int]child{}
+	done := make(chan result)
+	go func() { done <- p.wait(t) }()
+	for {
+		select {
+		case r := <-done:
+			return r, seen
+		default:
+			children(p.cmd.Process.Pid, seen)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+// wantDSNInEnvironment fails unless every child got dsn through its
+// environment (CHUNKS_DSN) and none shows secret in its argv.
+func wantDSNInEnvironment(t testing.TB, seen map[int]child, dsn, secret string) {
+	t.Helper()
+	for pid, c := range seen {
+		if strings.Contains(c.argv, secret) {
+			t.Errorf("child %d has the password in its argv: %q", pid, c.argv)
+		}
+		if !strings.Contains(c.environ, "\x00CHUNKS_DSN="+dsn+"\x00") {
+			t.Errorf("child %d (%q) does not get the DSN through its environment", pid, c.argv)
+		}
+	}
+}
+
 // children records the argv and environment of every live child of parent
 // that has exec'd (until then a child shows its parent's).
-func children(parent int, argv, environ map[int]string) {
+func children(parent int, seen map[int]child) {
 	own, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(parent), "cmdline"))
 	if err != nil {
 		return
@@ -166,7 +181,7 @@ func children(parent int, argv, environ map[int]string) {
 		if err != nil {
 			continue
 		}
-		if _, known := argv[pid]; known {
+		if _, known := seen[pid]; known {
 			continue
 		}
 		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
@@ -183,7 +198,6 @@ func children(parent int, argv, environ map[int]string) {
 		if err1 != nil || err2 != nil || len(cmdline) == 0 || bytes.Equal(cmdline, own) {
 			continue // gone already, or not exec'd yet
 		}
-		argv[pid] = strings.ReplaceAll(string(cmdline), "\x00", " ")
-		environ[pid] = "\x00" + string(env)
+		seen[pid] = child{strings.ReplaceAll(string(cmdline), "\x00", " "), "\x00" + string(env)}
 	}
 }

@@ -185,3 +185,43 @@ func TestCampaignCreateKilledLeavesNothing(t *testing.T) {
 		t.Fatalf("created %+v", c)
 	}
 }
+
+// --from-query cannot step out of its READ ONLY transaction, even when the
+// DSN asks pgx for the simple protocol (default_query_exec_mode=
+// simple_protocol), which would send "select ...; commit; delete ..." as
+// three statements: the query goes through the extended protocol, which
+// takes one statement. Several are refused naming the flag (exit 2), before
+// anything is written; one write is refused by the READ ONLY transaction.
+func TestFromQueryIsOneReadOnlyStatement(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	seedCampaignOrders(t, l, 1, 20)
+	// The operator may delete orders: only the transaction stands in the way.
+	l.Exec(t, "grant select, delete on orders to "+pgx.Identifier{l.operator.Name}.Sanitize())
+	orders := pgx.Identifier{l.Name, "orders"}.Sanitize()
+	create := append(l.simpleProtocol(), "--json", "campaign", "create", "--tenant", "acme", "--chunk-size", "10", "--allow-partial", "--from-query")
+	for _, tc := range []struct {
+		query string
+		code  int
+		want  string
+	}{
+		{"select 1999 as id, 0 as revision, 1 as qty; commit; delete from " + orders + " where id = 20", 2,
+			"chunks: --from-query: invalid: query: must be one statement, got several"},
+		{"select 1999 as id, 0 as revision, 1 as qty; commit", 2, "chunks: --from-query: invalid: query: must be one statement, got several"},
+		{"delete from " + orders + " where id = 20 returning id, revision, qty", 1,
+			"chunks: --from-query: ERROR: cannot execute DELETE in a read-only transaction (SQLSTATE 25006)"},
+	} {
+		if r := run(t, append(create, tc.query, "escape")...); r.code != tc.code || !strings.HasPrefix(r.stderr, tc.want) {
+			t.Errorf("want exit %d and %q, got %v", tc.code, tc.want, r)
+		}
+	}
+	if got := mustString(t, l.Conn, `select format('%s %s %s', (select count(*) from orders), (select count(*) from campaigns),
+	    (select count(*) from jobs))`); got != "20 0 0" {
+		t.Fatalf("orders, campaigns, jobs after the refusals: %s", got)
+	}
+	// One select is fine under the same DSN.
+	r := run(t, append(create, "select id, revision, qty from "+orders, "fest")...)
+	if r.code != 0 || !strings.Contains(r.stdout, `"targets":20`) {
+		t.Fatalf("%v", r)
+	}
+}

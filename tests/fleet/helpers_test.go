@@ -271,16 +271,28 @@ func (l *lab) globalsAs(app string) []string {
 	if dsn == "" {
 		dsn = pgtest.DSN()
 	}
-	dsn = l.operator.DSN(dsn)
+	return []string{"--dsn", withParam(l.operator.DSN(dsn), "application_name", app), "--schema", l.Name}
+}
+
+// withParam is dsn (key=value or a URL) with one more parameter.
+func withParam(dsn, key, value string) string {
 	switch {
 	case !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://"):
-		dsn += " application_name=" + app
+		return dsn + " " + key + "=" + value
 	case strings.Contains(dsn, "?"):
-		dsn += "&application_name=" + app
+		return dsn + "&" + key + "=" + value
 	default:
-		dsn += "?application_name=" + app
+		return dsn + "?" + key + "=" + value
 	}
-	return []string{"--dsn", dsn, "--schema", l.Name}
+}
+
+// simpleProtocol is globals with default_query_exec_mode=simple_protocol,
+// as pgx is often set up behind PgBouncer: every query is one text, so
+// "select 1; commit; delete ..." would run as three statements.
+func (l *lab) simpleProtocol() []string {
+	g := l.globals()
+	g[1] = withParam(g[1], "default_query_exec_mode", "simple_protocol")
+	return g
 }
 
 // chunks runs "chunks --dsn D --schema S args..." to its end.

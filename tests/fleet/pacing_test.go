@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -169,6 +170,28 @@ func TestThrottleQuery(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // six checks: every one of them held
 	if got := l.nextIndex(t, k.ID); got != 0 {
 		t.Fatalf("next_index %d while the throttle query fails", got)
+	}
+	stopWorkers(t, w)
+}
+
+// A --throttle-query that would step out of its READ ONLY transaction
+// ("select false; commit; insert ...") under a DSN asking for the simple
+// protocol is refused by the extended protocol it is sent with: the worker
+// holds and logs why, naming the flag, and nothing is inserted.
+func TestThrottleQueryIsOneReadOnlyStatement(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	l.Exec(t, "create table probe (n int)")
+	l.Exec(t, "grant insert on probe to "+pgx.Identifier{l.operator.Name}.Sanitize()) // only the transaction stands in the way
+	j := newSeeder(l, 47).job(t, "held", 3, 1)
+	l.register(t, j)
+	query := "select false; commit; insert into " + pgx.Identifier{l.Name, "probe"}.Sanitize() + " values (1)"
+	args := append(l.simpleProtocol(), "worker", "--id", "w1", "--verbose", "--throttle-query", query, "--check-interval", "50ms", "--poll", "100ms")
+	w := start(t, "w1", args...)
+	w.waitLine(t, 0, 20*time.Second, "throttling: holding new chunks", "throttle query failed", "--throttle-query", "must be one statement, got several")
+	time.Sleep(300 * time.Millisecond) // six checks: every one of them held
+	if got := fmt.Sprintf("%d %d", l.nextIndex(t, j.ID), mustInt(t, l.Conn, "select count(*) from probe")); got != "0 0" {
+		t.Fatalf("next_index, rows inserted by the throttle query: %s", got)
 	}
 	stopWorkers(t, w)
 }
