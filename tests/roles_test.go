@@ -423,3 +423,81 @@ func TestRolesApplicationKeepsItsOrders(t *testing.T) {
 		t.Fatalf("order 1: %s", got)
 	}
 }
+
+// Any role that can connect can take the advisory lock key that says "a
+// chunk of this job is in flight" (run_lock_key is no secret). Such a lock
+// decides nothing: a plain role's lock on every job's key leaves a queued
+// job queued and a paused one paused, in job_status, status_page (its jobs
+// and its counts, which the metrics read) and campaign_status. A paused job
+// stays paused even under the lock of a role that may run chunks; an
+// unpaused job under such a lock (what a chunk in flight holds) is running.
+func TestRolesForeignLockIsNoChunk(t *testing.T) {
+	t.Parallel()
+	r := newRoles(t)
+	registerJob(t, r.Schema, "q", "acme", 1, 4, 2)
+	registerJob(t, r.Schema, "p", "acme", 11, 4, 2)
+	seedOrders(t, r.Schema, "acme", 21, 4)
+	op := r.connect(t, r.operator)
+	if _, err := fleet.Pause(ctx, op, "p"); err != nil {
+		t.Fatal(err)
+	}
+	mustString(t, op, "select campaign_create('c', 'acme', 1, array[21, 22], array[3, 3], array[2, 2])::text")
+	mustString(t, op, "select campaign_create('d', 'acme', 1, array[23, 24], array[3, 3], array[2, 2])::text")
+	mustString(t, op, "select campaign_pause('d')::text")
+	jobs := []string{
+		mustString(t, r.Conn, "select job_id from campaign_jobs where campaign = 'c'"),
+		mustString(t, r.Conn, "select job_id from campaign_jobs where campaign = 'd'"),
+		"q", "p",
+	}
+
+	// states is what status says of every job, with running_in, and what
+	// campaign_status counts.
+	states := func() string {
+		t.Helper()
+		return mustString(t, r.Conn, `select jsonb_build_object(
+		    'job_status', (select jsonb_object_agg(j ->> 'job_id', concat(j ->> 'state', ' ', j ->> 'running_in')) from jsonb_array_elements(job_status()) as j),
+		    'status_page', (select jsonb_object_agg(j ->> 'job_id', concat(j ->> 'state', ' ', j ->> 'running_in')) from jsonb_array_elements(status_page(null, 10) -> 'jobs') as j),
+		    'counts', status_page(null, 0) -> 'counts',
+		    'campaigns', (select jsonb_object_agg(c, jsonb_build_object('running', s -> 'jobs_running', 'paused', s -> 'jobs_paused', 'queued', s -> 'jobs_queued'))
+		                    from unnest(array['c', 'd']) as c, campaign_status(c) as s))::text`)
+	}
+	want := fmt.Sprintf(`{"job_status": {"p": "paused ", "q": "queued ", %[1]q: "queued ", %[2]q: "paused "},
+	  "status_page": {"p": "paused ", "q": "queued ", %[1]q: "queued ", %[2]q: "paused "},
+	  "counts": {"paused": 2, "queued": 2},
+	  "campaigns": {"c": {"running": 0, "paused": 0, "queued": 1}, "d": {"running": 0, "paused": 1, "queued": 0}}}`, jobs[0], jobs[1])
+	sameJSON(t, "before any lock", states(), want)
+
+	// lockAll takes, on conn, every job's key (computed here: run_lock_key
+	// is a helper that no caller may execute, but the key is no secret).
+	lockAll := func(conn *pgx.Conn) {
+		t.Helper()
+		for _, job := range jobs {
+			key := mustString(t, r.Conn, "select run_lock_key($1)::text", job)
+			if _, err := conn.Exec(ctx, "select pg_advisory_lock($1::bigint)", key); err != nil {
+				t.Fatalf("lock %s: %v", job, err)
+			}
+		}
+	}
+	// A role with no chunks access at all: it can CONNECT, so it can lock.
+	plain := pgtest.NewRole(t, pgtest.DSN(), "plain")
+	stranger := pgtest.Connect(t, plain.DSN(pgtest.DSN()+" application_name=fake-worker"))
+	lockAll(stranger)
+	if got := mustString(t, r.Conn, "select count(*)::text from pg_locks where locktype = 'advisory' and pid = $1", stranger.PgConn().PID()); got != "4" {
+		t.Fatalf("the plain role holds %s advisory locks, want 4", got)
+	}
+	sameJSON(t, "under a plain role's locks", states(), want)
+	if _, err := stranger.Exec(ctx, "select pg_advisory_unlock_all()"); err != nil {
+		t.Fatal(err)
+	}
+
+	// An operator's lock (it may run chunks) says running, but never over a pause.
+	lockAll(op)
+	sameJSON(t, "under an operator's locks", states(), fmt.Sprintf(`{
+	  "job_status": {"p": "paused ", "q": "running %[3]s", %[1]q: "running %[3]s", %[2]q: "paused "},
+	  "status_page": {"p": "paused ", "q": "running %[3]s", %[1]q: "running %[3]s", %[2]q: "paused "},
+	  "counts": {"paused": 2, "running": 2},
+	  "campaigns": {"c": {"running": 1, "paused": 0, "queued": 0}, "d": {"running": 0, "paused": 1, "queued": 0}}}`, jobs[0], jobs[1], "pid "+fmt.Sprint(op.PgConn().PID())))
+	if _, err := op.Exec(ctx, "select pg_advisory_unlock_all()"); err != nil {
+		t.Fatal(err)
+	}
+}
