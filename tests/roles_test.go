@@ -501,3 +501,64 @@ func TestRolesForeignLockIsNoChunk(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The schema's owner is the role every function runs as: grant refuses to
+// give it or take from it anything (before, revoking its viewer took its own
+// USAGE and EXECUTE, and every call of every role failed as if chunks were
+// not installed). And migrate gives back what the owner lost all the same
+// (a REVOKE by hand), so running it repairs the install.
+func TestRolesOwnerKeepsItsPrivileges(t *testing.T) {
+	t.Parallel()
+	r := newRoles(t)
+	registerJob(t, r.Schema, "j", "acme", 1, 4, 1)
+	owner := r.connect(t, r.owner)
+	// Its privileges: USAGE, SELECT and UPDATE on jobs, and the number of
+	// functions of the schema it may not execute.
+	privileges := func() string {
+		t.Helper()
+		return mustString(t, r.Conn, `select jsonb_build_object(
+		    'usage', has_schema_privilege($1, $2, 'USAGE'),
+		    'jobs', has_table_privilege($1, $2 || '.jobs', 'SELECT, UPDATE'),
+		    'functions', (select count(*) from pg_proc where pronamespace = $2::regnamespace and not has_function_privilege($1, oid, 'EXECUTE')))::text`,
+			r.owner.Name, r.Name)
+	}
+	const owned = `{"usage": true, "jobs": true, "functions": 0}`
+	sameJSON(t, "the owner's privileges", privileges(), owned)
+	for _, c := range []struct {
+		conn   *pgx.Conn
+		access driver.Access
+		revoke bool
+	}{{owner, driver.Viewer, true}, {owner, driver.Operator, true}, {owner, driver.Viewer, false}, {r.Conn, driver.Viewer, true}} {
+		_, err := driver.Grant(ctx, c.conn, r.owner.Name, c.access, c.revoke)
+		if !errors.Is(err, driver.ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("role: %q owns schema %s, and every chunks function runs with its privileges", r.owner.Name, r.Name)) {
+			t.Fatalf("grant %s (revoke %v) to the owner: %v", c.access, c.revoke, err)
+		}
+	}
+	sameJSON(t, "the owner's privileges after the refused grants", privileges(), owned)
+
+	// What grant --revoke --viewer did to the owner before, done by hand.
+	for _, sql := range []string{
+		"revoke all on table %[1]s.jobs, %[1]s.job_audit from %[2]s",
+		"revoke execute on function %[1]s.run_chunk(text), %[1]s.report(text), %[1]s.change_orders(text, integer[], integer[], integer[], text) from %[2]s",
+		"revoke usage on schema %[1]s from %[2]s",
+	} {
+		if _, err := owner.Exec(ctx, fmt.Sprintf(sql, r.Name, pgx.Identifier{r.owner.Name}.Sanitize())); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	sameJSON(t, "the owner's privileges revoked by hand", privileges(), `{"usage": false, "jobs": false, "functions": 3}`)
+	op := r.connect(t, r.operator)
+	if _, err := driver.RunChunk(ctx, op, "j", nil); err == nil {
+		t.Fatal("a chunk ran with the owner's privileges revoked")
+	}
+	if err := driver.Migrate(ctx, pgtest.Connect(t, pgtest.DSN()), r.Name); err != nil {
+		t.Fatal(err)
+	}
+	sameJSON(t, "the owner's privileges after migrate", privileges(), owned)
+	if res, err := driver.RunChunk(ctx, op, "j", nil); err != nil || res.NextIndex != 1 {
+		t.Fatalf("a chunk after migrate: %+v, %v", res, err)
+	}
+	if rep, err := driver.Report(ctx, op, "j"); err != nil || len(rep.Matching) != 1 {
+		t.Fatalf("report after migrate: %+v, %v", rep, err)
+	}
+}

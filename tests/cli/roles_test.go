@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -42,6 +43,25 @@ func TestGrant(t *testing.T) {
 	if executes(alice.Name, "run_chunk(text)") != "false" || executes(alice.Name, "report(text)") != "true" {
 		t.Fatal("revoking operator must leave a viewer")
 	}
+	// --json names the role as pg_roles spells it, not as an SQL identifier.
+	mixed := pgtest.NewRole(t, pgtest.DSN(), "Mixed Case")
+	g = decode[driver.Granted](t, l.chunks(t, "--json", "grant", "--viewer", mixed.Name))
+	if g.Role != mixed.Name || g.Access != driver.Viewer || g.Revoked || len(g.Functions) != 9 {
+		t.Fatalf("grant --json to %q: %+v", mixed.Name, g)
+	}
+	if out := wantOK(t, l.chunks(t, "grant", "--revoke", "--viewer", mixed.Name)); out != "revoked viewer from "+mixed.Name+": EXECUTE on 26 functions, SELECT on 9 tables\n" {
+		t.Fatalf("grant --revoke: %q", out)
+	}
+	// The schema's owner (here the test's superuser) is refused, revoke or
+	// grant, naming it.
+	owner := mustText(t, l.Conn, "select pg_get_userbyid(nspowner)::text from pg_namespace where nspname = $1", l.Name)
+	for _, flag := range []string{"--viewer", "--operator"} {
+		for _, revoke := range [][]string{{"--revoke"}, nil} {
+			args := append(append([]string{"grant"}, revoke...), flag, owner)
+			wantFailure(t, l.chunks(t, args...), 2, fmt.Sprintf("role: %q owns schema %s, and every chunks function runs with its privileges", owner, l.Name))
+		}
+	}
+
 	// A viewer runs nothing: the CLI says what to do about it.
 	wantFailure(t, run(t, "--dsn", bob.DSN(pgtest.DSN()), "--schema", l.Name, "run", "nojob"), 1,
 		"permission denied for function run_chunk (SQLSTATE 42501)", "chunks grant --operator ROLE")
