@@ -104,3 +104,35 @@ func TestMigrateOwner(t *testing.T) {
 		t.Fatalf("migrate --owner a superuser: %v", r)
 	}
 }
+
+// A role that was never granted access has no USAGE on the schema, so the
+// functions look missing (42883) to it: status and a worker say it is a
+// missing grant (42501) and which one, not that chunks is not installed.
+func TestNoGrantSaysWhichGrant(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	nobody := pgtest.NewRole(t, pgtest.DSN(), "nogrant")
+	as := []string{"--dsn", nobody.DSN(pgtest.DSN()), "--schema", l.Name}
+	owner := mustText(t, l.Conn, "select pg_get_userbyid(nspowner)::text from pg_namespace where nspname = $1", l.Name)
+	want := func(grant string) []string {
+		return []string{fmt.Sprintf("permission denied for schema %s (SQLSTATE 42501)", l.Name),
+			fmt.Sprintf("role %s has no chunks access", nobody.Name),
+			fmt.Sprintf("the schema's owner (%s) grants it: chunks grant --schema %s %s %s", owner, l.Name, grant, nobody.Name)}
+	}
+	for _, args := range [][]string{{"status"}, {"report", "nojob"}} {
+		r := run(t, append(as, args...)...)
+		wantFailure(t, r, 1, want("--viewer")...)
+		if strings.Contains(r.stderr, "migrate") {
+			t.Fatalf("%s says to migrate: %v", args[0], r)
+		}
+	}
+	r := run(t, append(as, "worker", "--id", "w1")...)
+	if r.code != 1 || !strings.Contains(r.stderr, "cannot start") || strings.Contains(r.stderr, "migrate") {
+		t.Fatalf("a worker without a grant: %v", r)
+	}
+	for _, part := range want("--operator") {
+		if !strings.Contains(r.stderr, part) {
+			t.Fatalf("a worker without a grant does not say %q: %v", part, r)
+		}
+	}
+}
