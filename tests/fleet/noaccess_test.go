@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
@@ -25,4 +26,27 @@ func TestServeWithoutGrantSaysWhichGrant(t *testing.T) {
 		!strings.Contains(r.body, grant) || strings.Contains(r.body, "migrate") {
 		t.Errorf("GET /readyz without a grant: %d %q", r.code, r.body)
 	}
+}
+
+// A worker whose access is revoked while it runs logs, at error level, the
+// grant that is missing, not that chunks is not installed.
+func TestWorkerAccessRevokedSaysWhichGrant(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	w := l.worker(t, "w1", "--poll", "100ms")
+	if _, err := driver.Grant(ctx, l.Conn, l.operator.Name, driver.Viewer, true); err != nil {
+		t.Fatal(err)
+	}
+	from := w.lineCount()
+	for _, msg := range []string{"pass failed", "heartbeat failed"} {
+		i := w.waitLine(t, from, 20*time.Second, "level=ERROR", msg, "SQLSTATE 42501",
+			fmt.Sprintf("chunks grant --schema %s --operator %s", l.Name, l.operator.Name))
+		if line := w.snapshot()[i]; strings.Contains(line, "migrate") {
+			t.Errorf("the worker says to migrate: %s", line)
+		}
+	}
+	if _, err := driver.Grant(ctx, l.Conn, l.operator.Name, driver.Operator, false); err != nil {
+		t.Fatal(err)
+	}
+	stopWorkers(t, w)
 }
