@@ -165,7 +165,51 @@ func install(ctx context.Context, tx pgx.Tx, schema, owner, versionTable string,
 	if _, err := tx.Exec(ctx, functions); err != nil {
 		return fmt.Errorf("install functions: %w", err)
 	}
-	return hand(ctx, tx, schema, owner)
+	if err := hand(ctx, tx, schema, owner); err != nil {
+		return err
+	}
+	return restoreOwner(ctx, tx, schema)
+}
+
+// restoreOwner gives the schema's owner back every privilege of its own that
+// it lost (a REVOKE it ran on itself): on the schema, on the tables it owns
+// there and EXECUTE on its functions. Those privileges are what every
+// SECURITY DEFINER function runs with. Nothing is granted that it holds.
+func restoreOwner(ctx context.Context, tx pgx.Tx, schema string) error {
+	return execAll(ctx, tx, "owner's privileges", `
+	  with o as (select nspowner as r, pg_get_userbyid(nspowner) as name from pg_namespace where nspname = $1)
+	  select format('grant all on schema %I to %I', $1::text, o.name)
+	    from o
+	   where not (has_schema_privilege(o.r, $1::text, 'USAGE') and has_schema_privilege(o.r, $1::text, 'CREATE'))
+	  union all
+	  select format('grant all on table %I.%I to %I', $1::text, c.relname, o.name)
+	    from o join pg_class as c on c.relowner = o.r
+	   where c.relnamespace = $1::regnamespace and c.relkind in ('r', 'p')
+	     and exists (select from unnest(array['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) as k
+	                  where not has_table_privilege(o.r, c.oid, k))
+	  union all
+	  select format('grant execute on function %I.%I(%s) to %I', $1::text, p.proname, pg_get_function_identity_arguments(p.oid), o.name)
+	    from o join pg_proc as p on p.proowner = o.r
+	   where p.pronamespace = $1::regnamespace and not has_function_privilege(o.r, p.oid, 'EXECUTE')`, schema)
+}
+
+// execAll runs, one by one, the statements that query (with args) returns.
+// what names them in an error.
+func execAll(ctx context.Context, tx pgx.Tx, what, query string, args ...any) error {
+	rows, err := tx.Query(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	statements, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	for _, sql := range statements {
+		if _, err := tx.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("%s: %s: %w", what, sql, err)
+		}
+	}
+	return nil
 }
 
 // hand makes owner ("": the schema's owner) own schema and every table,
@@ -191,7 +235,7 @@ func hand(ctx context.Context, tx pgx.Tx, schema, owner string) error {
 	// (a table takes its indexes and the sequences of its columns along).
 	// What a third role owns (an application's orders, made before chunks
 	// came) stays that role's: the owner is granted what the functions need.
-	rows, err := tx.Query(ctx, `
+	return execAll(ctx, tx, "owner", `
 	  with mine as (select current_user::regrole as r union select nspowner from pg_namespace where nspname = $1)
 	  select format('alter schema %I owner to %s', n.nspname, $2::text)
 	    from pg_namespace as n
@@ -213,17 +257,4 @@ func hand(ctx context.Context, tx pgx.Tx, schema, owner string) error {
 	  select format('alter function %I.%I(%s) owner to %s', $1::text, p.proname, pg_get_function_identity_arguments(p.oid), $2::text)
 	    from pg_proc as p
 	   where p.pronamespace = $1::regnamespace and p.proowner <> $2::regrole and p.proowner in (select r from mine)`, schema, owner)
-	if err != nil {
-		return fmt.Errorf("owner: %w", err)
-	}
-	statements, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return fmt.Errorf("owner: %w", err)
-	}
-	for _, sql := range statements {
-		if _, err := tx.Exec(ctx, sql); err != nil {
-			return fmt.Errorf("owner: %s: %w", sql, err)
-		}
-	}
-	return nil
 }

@@ -35,8 +35,9 @@ func (e errReadOnly) Error() string {
 // Permanent: an invalid connection string, authentication (SQLSTATE class
 // 28: no such role, a wrong password, pg_hba.conf), an unknown database
 // (3D000), and the SQL itself refused (class 42: chunks not installed in
-// the schema, or an older version of it, or missing privileges). Waiting
-// never fixes these.
+// the schema, or an older version of it, or missing privileges, and a
+// [*driver.AccessError]: a role with no chunks grant). Waiting never fixes
+// these.
 //
 // Transient, everything else, in particular: connection refused and other
 // network errors, a lost connection (class 08, or an end of file), no free
@@ -51,9 +52,12 @@ func Classify(err error) (transient bool, reason string) {
 	var parseErr *pgconn.ParseConfigError
 	var readOnly errReadOnly
 	var netErr net.Error
+	var access *driver.AccessError
 	switch {
 	case err == nil:
 		return false, "no error"
+	case errors.As(err, &access):
+		return false, "a missing chunks grant"
 	case errors.Is(err, ErrNotInstalled):
 		return false, "chunks is not installed in this schema: run chunks migrate"
 	case errors.As(err, &parseErr), errors.Is(err, driver.ErrInvalid):
@@ -161,6 +165,10 @@ func (r *runner) check(ctx context.Context) (string, error) {
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UndefinedFunction:
+		var access *driver.AccessError
+		if errors.As(driver.ExplainMissing(ctx, r.pool, err, driver.Operator), &access) {
+			return "", access // the functions are there, the role may not use them
+		}
 		return "", fmt.Errorf("%w (%s)", ErrNotInstalled, pgErr.Message)
 	case err != nil:
 		return "", err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"time"
+
+	"github.com/chunks-dev/chunks/driver"
 )
 
 // heartbeatEvery is how often a worker updates its row in workers.
@@ -40,6 +42,7 @@ func (r *runner) heartbeat(stop, abort context.Context) {
 		}
 		if err == nil {
 			_, err = r.pool.Exec(ctx, sql, args...)
+			err = driver.ExplainMissing(ctx, r.pool, err, driver.Operator) // access revoked while it runs
 		}
 		if err != nil {
 			r.w.progress.putBack(seen)

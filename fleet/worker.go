@@ -459,7 +459,8 @@ func (r *runner) runNext(ctx context.Context) (*Pass, error) {
 		return nil, err
 	}
 	defer conn.Release() // a connection that RunNext had to close is dropped by the pool
-	return RunNext(ctx, conn.Conn(), r.id, r.rateDelay, r.retryDelay)
+	p, err := RunNext(ctx, conn.Conn(), r.id, r.rateDelay, r.retryDelay)
+	return p, driver.ExplainMissing(ctx, conn.Conn(), err, driver.Operator) // access revoked while it runs
 }
 
 // hidden reports whether r is a control character or an invisible format

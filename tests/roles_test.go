@@ -423,3 +423,142 @@ func TestRolesApplicationKeepsItsOrders(t *testing.T) {
 		t.Fatalf("order 1: %s", got)
 	}
 }
+
+// Any role that can connect can take the advisory lock key that says "a
+// chunk of this job is in flight" (run_lock_key is no secret). Such a lock
+// decides nothing: a plain role's lock on every job's key leaves a queued
+// job queued and a paused one paused, in job_status, status_page (its jobs
+// and its counts, which the metrics read) and campaign_status. A paused job
+// stays paused even under the lock of a role that may run chunks; an
+// unpaused job under such a lock (what a chunk in flight holds) is running.
+func TestRolesForeignLockIsNoChunk(t *testing.T) {
+	t.Parallel()
+	r := newRoles(t)
+	registerJob(t, r.Schema, "q", "acme", 1, 4, 2)
+	registerJob(t, r.Schema, "p", "acme", 11, 4, 2)
+	seedOrders(t, r.Schema, "acme", 21, 4)
+	op := r.connect(t, r.operator)
+	if _, err := fleet.Pause(ctx, op, "p"); err != nil {
+		t.Fatal(err)
+	}
+	mustString(t, op, "select campaign_create('c', 'acme', 1, array[21, 22], array[3, 3], array[2, 2])::text")
+	mustString(t, op, "select campaign_create('d', 'acme', 1, array[23, 24], array[3, 3], array[2, 2])::text")
+	mustString(t, op, "select campaign_pause('d')::text")
+	jobs := []string{
+		mustString(t, r.Conn, "select job_id from campaign_jobs where campaign = 'c'"),
+		mustString(t, r.Conn, "select job_id from campaign_jobs where campaign = 'd'"),
+		"q", "p",
+	}
+
+	// states is what status says of every job, with running_in, and what
+	// campaign_status counts.
+	states := func() string {
+		t.Helper()
+		return mustString(t, r.Conn, `select jsonb_build_object(
+		    'job_status', (select jsonb_object_agg(j ->> 'job_id', concat(j ->> 'state', ' ', j ->> 'running_in')) from jsonb_array_elements(job_status()) as j),
+		    'status_page', (select jsonb_object_agg(j ->> 'job_id', concat(j ->> 'state', ' ', j ->> 'running_in')) from jsonb_array_elements(status_page(null, 10) -> 'jobs') as j),
+		    'counts', status_page(null, 0) -> 'counts',
+		    'campaigns', (select jsonb_object_agg(c, jsonb_build_object('running', s -> 'jobs_running', 'paused', s -> 'jobs_paused', 'queued', s -> 'jobs_queued'))
+		                    from unnest(array['c', 'd']) as c, campaign_status(c) as s))::text`)
+	}
+	want := fmt.Sprintf(`{"job_status": {"p": "paused ", "q": "queued ", %[1]q: "queued ", %[2]q: "paused "},
+	  "status_page": {"p": "paused ", "q": "queued ", %[1]q: "queued ", %[2]q: "paused "},
+	  "counts": {"paused": 2, "queued": 2},
+	  "campaigns": {"c": {"running": 0, "paused": 0, "queued": 1}, "d": {"running": 0, "paused": 1, "queued": 0}}}`, jobs[0], jobs[1])
+	sameJSON(t, "before any lock", states(), want)
+
+	// lockAll takes, on conn, every job's key (computed here: run_lock_key
+	// is a helper that no caller may execute, but the key is no secret).
+	lockAll := func(conn *pgx.Conn) {
+		t.Helper()
+		for _, job := range jobs {
+			key := mustString(t, r.Conn, "select run_lock_key($1)::text", job)
+			if _, err := conn.Exec(ctx, "select pg_advisory_lock($1::bigint)", key); err != nil {
+				t.Fatalf("lock %s: %v", job, err)
+			}
+		}
+	}
+	// A role with no chunks access at all: it can CONNECT, so it can lock.
+	plain := pgtest.NewRole(t, pgtest.DSN(), "plain")
+	stranger := pgtest.Connect(t, plain.DSN(pgtest.DSN()+" application_name=fake-worker"))
+	lockAll(stranger)
+	if got := mustString(t, r.Conn, "select count(*)::text from pg_locks where locktype = 'advisory' and pid = $1", stranger.PgConn().PID()); got != "4" {
+		t.Fatalf("the plain role holds %s advisory locks, want 4", got)
+	}
+	sameJSON(t, "under a plain role's locks", states(), want)
+	if _, err := stranger.Exec(ctx, "select pg_advisory_unlock_all()"); err != nil {
+		t.Fatal(err)
+	}
+
+	// An operator's lock (it may run chunks) says running, but never over a pause.
+	lockAll(op)
+	sameJSON(t, "under an operator's locks", states(), fmt.Sprintf(`{
+	  "job_status": {"p": "paused ", "q": "running %[3]s", %[1]q: "running %[3]s", %[2]q: "paused "},
+	  "status_page": {"p": "paused ", "q": "running %[3]s", %[1]q: "running %[3]s", %[2]q: "paused "},
+	  "counts": {"paused": 2, "running": 2},
+	  "campaigns": {"c": {"running": 1, "paused": 0, "queued": 0}, "d": {"running": 0, "paused": 1, "queued": 0}}}`, jobs[0], jobs[1], "pid "+fmt.Sprint(op.PgConn().PID())))
+	if _, err := op.Exec(ctx, "select pg_advisory_unlock_all()"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The schema's owner is the role every function runs as: grant refuses to
+// give it or take from it anything (before, revoking its viewer took its own
+// USAGE and EXECUTE, and every call of every role failed as if chunks were
+// not installed). And migrate gives back what the owner lost all the same
+// (a REVOKE by hand), so running it repairs the install.
+func TestRolesOwnerKeepsItsPrivileges(t *testing.T) {
+	t.Parallel()
+	r := newRoles(t)
+	registerJob(t, r.Schema, "j", "acme", 1, 4, 1)
+	owner := r.connect(t, r.owner)
+	// Its privileges: USAGE, SELECT and UPDATE on jobs, and the number of
+	// functions of the schema it may not execute.
+	privileges := func() string {
+		t.Helper()
+		return mustString(t, r.Conn, `select jsonb_build_object(
+		    'usage', has_schema_privilege($1, $2, 'USAGE'),
+		    'jobs', has_table_privilege($1, $2 || '.jobs', 'SELECT, UPDATE'),
+		    'functions', (select count(*) from pg_proc where pronamespace = $2::regnamespace and not has_function_privilege($1, oid, 'EXECUTE')))::text`,
+			r.owner.Name, r.Name)
+	}
+	const owned = `{"usage": true, "jobs": true, "functions": 0}`
+	sameJSON(t, "the owner's privileges", privileges(), owned)
+	for _, c := range []struct {
+		conn   *pgx.Conn
+		access driver.Access
+		revoke bool
+	}{{owner, driver.Viewer, true}, {owner, driver.Operator, true}, {owner, driver.Viewer, false}, {r.Conn, driver.Viewer, true}} {
+		_, err := driver.Grant(ctx, c.conn, r.owner.Name, c.access, c.revoke)
+		if !errors.Is(err, driver.ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("role: %q owns schema %s, and every chunks function runs with its privileges", r.owner.Name, r.Name)) {
+			t.Fatalf("grant %s (revoke %v) to the owner: %v", c.access, c.revoke, err)
+		}
+	}
+	sameJSON(t, "the owner's privileges after the refused grants", privileges(), owned)
+
+	// What grant --revoke --viewer did to the owner before, done by hand.
+	for _, sql := range []string{
+		"revoke all on table %[1]s.jobs, %[1]s.job_audit from %[2]s",
+		"revoke execute on function %[1]s.run_chunk(text), %[1]s.report(text), %[1]s.change_orders(text, integer[], integer[], integer[], text) from %[2]s",
+		"revoke usage on schema %[1]s from %[2]s",
+	} {
+		if _, err := owner.Exec(ctx, fmt.Sprintf(sql, r.Name, pgx.Identifier{r.owner.Name}.Sanitize())); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	sameJSON(t, "the owner's privileges revoked by hand", privileges(), `{"usage": false, "jobs": false, "functions": 3}`)
+	op := r.connect(t, r.operator)
+	if _, err := driver.RunChunk(ctx, op, "j", nil); err == nil {
+		t.Fatal("a chunk ran with the owner's privileges revoked")
+	}
+	if err := driver.Migrate(ctx, pgtest.Connect(t, pgtest.DSN()), r.Name); err != nil {
+		t.Fatal(err)
+	}
+	sameJSON(t, "the owner's privileges after migrate", privileges(), owned)
+	if res, err := driver.RunChunk(ctx, op, "j", nil); err != nil || res.NextIndex != 1 {
+		t.Fatalf("a chunk after migrate: %+v, %v", res, err)
+	}
+	if rep, err := driver.Report(ctx, op, "j"); err != nil || len(rep.Matching) != 1 {
+		t.Fatalf("report after migrate: %+v, %v", rep, err)
+	}
+}

@@ -19,7 +19,8 @@ func grantCommand() *cli.Command {
 			"the status page, metrics). Neither can write a table of chunks or needs any privilege on orders:\n" +
 			"the functions are SECURITY DEFINER and act as the schema's owner. Run it as that owner (or a\n" +
 			"superuser). --revoke takes the access back: revoking --operator leaves a viewer, revoking\n" +
-			"--viewer takes everything. The roles must exist (CREATE ROLE).\n\n" +
+			"--viewer takes everything. The roles must exist (CREATE ROLE). The schema's owner is refused:\n" +
+			"every function runs with its privileges (chunks migrate restores any it lost).\n\n" +
 			"With --json it prints one {\"role\", \"access\", \"revoked\", \"functions\", \"tables\"} per role.\n\n" +
 			"Example:\n  chunks grant --schema lab --operator alice --operator fleet --viewer grafana",
 		Flags: []cli.Flag{

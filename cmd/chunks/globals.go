@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -121,7 +122,9 @@ func poolConfig(c *cli.Context) (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
-// withConn runs fn on a connection and closes it, keeping both errors.
+// withConn runs fn on a connection and closes it, keeping both errors. A
+// function that looks missing because the role has no access to the schema
+// is said to be that (driver.ExplainMissing).
 func withConn(c *cli.Context, fn func(ctx context.Context, conn *pgx.Conn) error) (err error) {
 	conn, err := connect(c)
 	if err != nil {
@@ -132,5 +135,16 @@ func withConn(c *cli.Context, fn func(ctx context.Context, conn *pgx.Conn) error
 			err = cerr
 		}
 	}()
-	return fn(c.Context, conn)
+	return driver.ExplainMissing(c.Context, conn, fn(c.Context, conn), commandAccess(c))
+}
+
+// viewerCommands are the commands that only read: a viewer may run them.
+var viewerCommands = []string{"inspect", "report", "status", "serve"}
+
+// commandAccess is the access the command of c needs.
+func commandAccess(c *cli.Context) driver.Access {
+	if slices.Contains(viewerCommands, c.Command.Name) {
+		return driver.Viewer
+	}
+	return driver.Operator
 }

@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -39,12 +41,50 @@ func NewRole(t testing.TB, base, suffix string) Role {
 	}
 	if base == DSN() {
 		t.Cleanup(func() {
+			// The test's connections of the role are closed by now, but
+			// their backends may still be exiting, dropping their temporary
+			// tables: DROP OWNED racing that fails with "could not open
+			// relation with OID" (XX000).
+			if err := waitGone(base, r.Name); err != nil {
+				t.Errorf("drop role %s: %v", r.Name, err)
+				return
+			}
 			if err := runOn(base, "reassign owned by "+id+" to current_user", "drop owned by "+id, "drop role "+id); err != nil {
 				t.Errorf("drop role %s: %v", r.Name, err)
 			}
 		})
 	}
 	return r
+}
+
+// sessionsGoneTimeout bounds how long a Role's clean-up waits for the
+// backends of its closed sessions to exit.
+const sessionsGoneTimeout = 30 * time.Second
+
+// waitGone waits until no backend of role is left on the server of dsn,
+// and says which are left after sessionsGoneTimeout.
+func waitGone(dsn, role string) (err error) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, conn.Close(ctx)) }()
+	deadline := time.Now().Add(sessionsGoneTimeout)
+	for {
+		var pids []int32
+		if err := conn.QueryRow(ctx, `select coalesce(array_agg(pid order by pid), '{}') from pg_stat_activity
+		  where usename = $1 and pid <> pg_backend_pid()`, role).Scan(&pids); err != nil {
+			return err
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the backends %v of the role still run after %s: a connection of the test was left open", pids, sessionsGoneTimeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // runOn runs statements on a connection of its own.

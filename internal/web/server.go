@@ -231,6 +231,9 @@ func (s *Server) Ready(ctx context.Context) error {
 		return fmt.Errorf("the database does not answer: %w", err)
 	}
 	if !installed {
+		if err := driver.CheckAccess(ctx, s.DB, driver.Viewer); err != nil {
+			return err // a role without access sees no chunks
+		}
 		return ErrNotInstalled
 	}
 	return nil

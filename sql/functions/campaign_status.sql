@@ -8,17 +8,14 @@ declare
   v_status jsonb;
 begin
   perform check_name(campaign_status.name, 'name');
-  with running as materialized (
-    select (l.classid::bigint << 32) | l.objid::bigint as key
-      from pg_locks as l
-     where l.locktype = 'advisory' and l.objsubid = 1 and l.granted
-       and l.database = (select d.oid from pg_database as d where d.datname = current_database())
-  ), per_job as (
+  -- job_state's rules, but a job without a queue row is waiting here.
+  with running as materialized (select rc.key from running_chunks() as rc),
+  per_job as (
     select j.next_index, jsonb_array_length(j.targets) as n,
            case
              when j.next_index >= jsonb_array_length(j.targets) then 'done'
-             when exists (select from running as r where r.key = run_lock_key(j.job_id)) then 'running'
              when q.paused then 'paused'
+             when exists (select from running as r where r.key = run_lock_key(j.job_id)) then 'running'
              when q.job_id is null then 'waiting'
              else 'queued'
            end as state

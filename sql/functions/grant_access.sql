@@ -52,6 +52,7 @@ set search_path = {{ .schema }}, pg_temp
 as $$
 declare
   v_role regrole;
+  v_owns text;
   v_fn regprocedure;
   v_table regclass;
   v_functions jsonb := '[]'::jsonb;
@@ -68,6 +69,20 @@ begin
   end if;
   if grant_access.revoke is null then
     raise exception 'revoke: must be true or false, got null' using errcode = '22023';
+  end if;
+  -- The owner's privileges are what the SECURITY DEFINER functions run
+  -- with: revoking them would break chunks for every role, and granting
+  -- them adds nothing.
+  select case
+           when exists (select from pg_namespace as n where n.nspname = '{{ .schema }}' and n.nspowner = v_role)
+             then 'schema {{ .schema }}'
+           when exists (select from access_functions('operator') as f join pg_proc as p on p.oid = f where p.proowner = v_role)
+             then 'the functions of schema {{ .schema }}'
+         end
+    into v_owns;
+  if v_owns is not null then
+    raise exception 'role: % owns %, and every chunks function runs with its privileges: grant neither gives nor takes them (chunks migrate restores any it lost); name another role',
+      excerpt(grant_access.role, true), v_owns using errcode = '22023';
   end if;
 
   if not grant_access.revoke then
@@ -98,7 +113,7 @@ begin
     end loop;
     execute format('revoke usage on schema %I from %s', '{{ .schema }}', v_role);
   end if;
-  return jsonb_build_object('role', v_role::text, 'access', grant_access.access, 'revoked', grant_access.revoke,
+  return jsonb_build_object('role', grant_access.role, 'access', grant_access.access, 'revoked', grant_access.revoke,
                             'functions', v_functions, 'tables', v_tables);
 end
 $$;
@@ -110,5 +125,6 @@ every function that changes something (access_functions('operator')). Every one 
 functions is SECURITY DEFINER, so neither needs a privilege on orders or may write any table.
 Levels: revoking operator leaves a viewer; revoking viewer takes everything, the schema's
 USAGE included. Run it as the owner of the schema (or a superuser): it is SECURITY INVOKER, and
-GRANT needs the grant option. Returns {"role", "access", "revoked", "functions", "tables"}.
-Errors: 22023 bad ACCESS or REVOKE, or no such ROLE.$c$;
+GRANT needs the grant option. Returns {"role" (the name as pg_roles spells it, unquoted), "access", "revoked", "functions",
+"tables"}. Errors: 22023 bad ACCESS or REVOKE, no such ROLE, or a ROLE that owns the schema or its
+functions (their privileges are what every function runs with; migrate restores any it lost).$c$;

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -42,6 +43,25 @@ func TestGrant(t *testing.T) {
 	if executes(alice.Name, "run_chunk(text)") != "false" || executes(alice.Name, "report(text)") != "true" {
 		t.Fatal("revoking operator must leave a viewer")
 	}
+	// --json names the role as pg_roles spells it, not as an SQL identifier.
+	mixed := pgtest.NewRole(t, pgtest.DSN(), "Mixed Case")
+	g = decode[driver.Granted](t, l.chunks(t, "--json", "grant", "--viewer", mixed.Name))
+	if g.Role != mixed.Name || g.Access != driver.Viewer || g.Revoked || len(g.Functions) != 9 {
+		t.Fatalf("grant --json to %q: %+v", mixed.Name, g)
+	}
+	if out := wantOK(t, l.chunks(t, "grant", "--revoke", "--viewer", mixed.Name)); out != "revoked viewer from "+mixed.Name+": EXECUTE on 26 functions, SELECT on 9 tables\n" {
+		t.Fatalf("grant --revoke: %q", out)
+	}
+	// The schema's owner (here the test's superuser) is refused, revoke or
+	// grant, naming it.
+	owner := mustText(t, l.Conn, "select pg_get_userbyid(nspowner)::text from pg_namespace where nspname = $1", l.Name)
+	for _, flag := range []string{"--viewer", "--operator"} {
+		for _, revoke := range [][]string{{"--revoke"}, nil} {
+			args := append(append([]string{"grant"}, revoke...), flag, owner)
+			wantFailure(t, l.chunks(t, args...), 2, fmt.Sprintf("role: %q owns schema %s, and every chunks function runs with its privileges", owner, l.Name))
+		}
+	}
+
 	// A viewer runs nothing: the CLI says what to do about it.
 	wantFailure(t, run(t, "--dsn", bob.DSN(pgtest.DSN()), "--schema", l.Name, "run", "nojob"), 1,
 		"permission denied for function run_chunk (SQLSTATE 42501)", "chunks grant --operator ROLE")
@@ -82,5 +102,37 @@ func TestMigrateOwner(t *testing.T) {
 	r := run(t, append(g, "migrate", "--owner", mustText(t, admin, "select current_user::text"))...)
 	if r.code != 0 || !superuserWarning.MatchString(r.stderr) {
 		t.Fatalf("migrate --owner a superuser: %v", r)
+	}
+}
+
+// A role that was never granted access has no USAGE on the schema, so the
+// functions look missing (42883) to it: status and a worker say it is a
+// missing grant (42501) and which one, not that chunks is not installed.
+func TestNoGrantSaysWhichGrant(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	nobody := pgtest.NewRole(t, pgtest.DSN(), "nogrant")
+	as := []string{"--dsn", nobody.DSN(pgtest.DSN()), "--schema", l.Name}
+	owner := mustText(t, l.Conn, "select pg_get_userbyid(nspowner)::text from pg_namespace where nspname = $1", l.Name)
+	want := func(grant string) []string {
+		return []string{fmt.Sprintf("permission denied for schema %s (SQLSTATE 42501)", l.Name),
+			fmt.Sprintf("role %s has no chunks access", nobody.Name),
+			fmt.Sprintf("the schema's owner (%s) grants it: chunks grant --schema %s %s %s", owner, l.Name, grant, nobody.Name)}
+	}
+	for _, args := range [][]string{{"status"}, {"report", "nojob"}} {
+		r := run(t, append(as, args...)...)
+		wantFailure(t, r, 1, want("--viewer")...)
+		if strings.Contains(r.stderr, "migrate") {
+			t.Fatalf("%s says to migrate: %v", args[0], r)
+		}
+	}
+	r := run(t, append(as, "worker", "--id", "w1")...)
+	if r.code != 1 || !strings.Contains(r.stderr, "cannot start") || strings.Contains(r.stderr, "migrate") {
+		t.Fatalf("a worker without a grant: %v", r)
+	}
+	for _, part := range want("--operator") {
+		if !strings.Contains(r.stderr, part) {
+			t.Fatalf("a worker without a grant does not say %q: %v", part, r)
+		}
 	}
 }

@@ -1,0 +1,52 @@
+package fleet
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/pgtest"
+)
+
+// chunks serve as a role that was never granted access: /readyz says 503
+// with the grant that is missing (42501), not that chunks is not installed,
+// and so does the start-up warning.
+func TestServeWithoutGrantSaysWhichGrant(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	nobody := pgtest.NewRole(t, pgtest.DSN(), "nogrant")
+	p := start(t, "serve without a grant", "--dsn", nobody.DSN(pgtest.DSN()), "--schema", l.Name, "serve", "--http", "127.0.0.1:0")
+	base := servedURL(t, p)
+	grant := fmt.Sprintf("chunks grant --schema %s --viewer %s", l.Name, nobody.Name)
+	p.waitLine(t, 0, 10*time.Second, "level=WARN", "cannot show the fleet yet", "SQLSTATE 42501", grant)
+	r := fetch(t, "GET", base+"readyz")
+	if r.code != 503 || !strings.Contains(r.body, "permission denied for schema "+l.Name+" (SQLSTATE 42501)") ||
+		!strings.Contains(r.body, grant) || strings.Contains(r.body, "migrate") {
+		t.Errorf("GET /readyz without a grant: %d %q", r.code, r.body)
+	}
+}
+
+// A worker whose access is revoked while it runs logs, at error level, the
+// grant that is missing, not that chunks is not installed.
+func TestWorkerAccessRevokedSaysWhichGrant(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	w := l.worker(t, "w1", "--poll", "100ms")
+	if _, err := driver.Grant(ctx, l.Conn, l.operator.Name, driver.Viewer, true); err != nil {
+		t.Fatal(err)
+	}
+	from := w.lineCount()
+	for _, msg := range []string{"pass failed", "heartbeat failed"} {
+		i := w.waitLine(t, from, 20*time.Second, "level=ERROR", msg, "SQLSTATE 42501",
+			fmt.Sprintf("chunks grant --schema %s --operator %s", l.Name, l.operator.Name))
+		if line := w.snapshot()[i]; strings.Contains(line, "migrate") {
+			t.Errorf("the worker says to migrate: %s", line)
+		}
+	}
+	if _, err := driver.Grant(ctx, l.Conn, l.operator.Name, driver.Operator, false); err != nil {
+		t.Fatal(err)
+	}
+	stopWorkers(t, w)
+}
