@@ -5,6 +5,8 @@ import (
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/chunks-dev/chunks/driver"
 )
 
 // The reasons an answer gives for a database error: a fixed few, chosen
@@ -14,6 +16,7 @@ import (
 const (
 	reasonUnavailable = "database unavailable"
 	reasonNoAccess    = "chunks is not installed, is older than this binary, or this role lacks access"
+	reasonNoGrant     = "this role has no chunks access: the schema's owner grants it with chunks grant"
 	reasonFailed      = "database error"
 )
 
@@ -26,6 +29,9 @@ func reason(err error) string {
 func classify(err error) string {
 	if errors.Is(err, ErrNotInstalled) {
 		return reasonNoAccess
+	}
+	if _, ok := errors.AsType[*driver.AccessError](err); ok {
+		return reasonNoGrant // the role and schema it names are for the log
 	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {

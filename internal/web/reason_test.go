@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/chunks-dev/chunks/driver"
 )
 
 // Every database error is told as one of a few reasons, by its SQLSTATE's
@@ -34,6 +36,7 @@ func TestReason(t *testing.T) {
 		{pg("22021"), reasonFailed},
 		{pg("XX000"), reasonFailed},
 		{fmt.Errorf("the database does not answer: %w", ErrNotInstalled), reasonNoAccess},
+		{fmt.Errorf("ready: %w", &driver.AccessError{Role: "alice", Schema: "payroll", Owner: "bob", Need: driver.Viewer}), reasonNoGrant},
 		{fmt.Errorf("%s: %w", secret, context.DeadlineExceeded), reasonUnavailable},
 		{errors.New(secret + ": dial tcp: connection refused"), reasonUnavailable},
 	} {
