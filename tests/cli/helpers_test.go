@@ -40,6 +40,7 @@ type result struct {
 	stderr string
 	code   int            // the exit status, or -1 when a signal killed it
 	signal syscall.Signal // the signal that killed it, or 0
+	maxRSS int64          // the process's peak resident memory, in bytes
 }
 
 func (r result) String() string {
@@ -108,6 +109,7 @@ func (p *proc) wait(t testing.TB) result {
 	if status.Signaled() {
 		r.signal = status.Signal()
 	}
+	r.maxRSS = p.cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // Linux counts KiB
 	return r
 }
 
