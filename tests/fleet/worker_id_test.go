@@ -74,6 +74,7 @@ func TestWorkerIDOfALiveWorkerIsRefused(t *testing.T) {
 		!strings.Contains(r.stderr, "give each worker its own id (chunks worker --id)") {
 		t.Fatalf("a second worker w1: want exit 2 naming the live one (pid %s), got %v", pid, r)
 	}
+	t.Logf("the second w1: %s", r.stderr)
 	var gone bool
 	if err := l.Conn.QueryRow(ctx, "select worker_gone('w1')").Scan(&gone); err != nil || gone {
 		t.Fatalf("worker_gone('w1') from another session: %v, %v; want false", gone, err)
