@@ -40,7 +40,6 @@ type result struct {
 	stderr string
 	code   int            // the exit status, or -1 when a signal killed it
 	signal syscall.Signal // the signal that killed it, or 0
-	maxRSS int64          // the process's peak resident memory, in bytes
 }
 
 func (r result) String() string {
@@ -57,6 +56,7 @@ type opts struct {
 	stdin   string
 	timeout time.Duration // processTimeout when zero
 	stderr  io.Writer     // where stderr goes instead of the result (a terminal, say)
+	under   []string      // a command that runs chunks (its args then chunks and its args), such as /usr/bin/time
 }
 
 // proc is a started chunks process.
@@ -77,7 +77,8 @@ func start(t testing.TB, o opts, args ...string) *proc {
 	}
 	p := &proc{args: args, timeout: o.timeout}
 	p.ctx, p.cancel = context.WithTimeout(ctx, o.timeout)
-	p.cmd = exec.CommandContext(p.ctx, bin, args...)
+	cmd := append(append(o.under[:len(o.under):len(o.under)], bin), args...)
+	p.cmd = exec.CommandContext(p.ctx, cmd[0], cmd[1:]...)
 	p.cmd.Env = append(pgtest.CleanEnv(), o.env...)
 	p.cmd.Stdin = strings.NewReader(o.stdin)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
@@ -109,7 +110,6 @@ func (p *proc) wait(t testing.TB) result {
 	if status.Signaled() {
 		r.signal = status.Signal()
 	}
-	r.maxRSS = p.cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // Linux counts KiB
 	return r
 }
 
