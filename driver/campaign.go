@@ -4,12 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -21,7 +19,7 @@ const (
 	MaxCampaignTargets = 1_000_000
 	MaxCampaignNameLen = MaxNameLen - 7 // job ids add -NNNNNN
 	DefaultQueueWindow = 16             // a campaign's jobs in the fleet's queue at once
-	maxCampaignLine    = 4096           // bytes of one JSON Lines entry
+	maxCampaignLine    = 4096           // bytes of one entry: a JSON Lines line, an element of the array
 )
 
 // CampaignSpec is what a campaign is, besides its targets.
@@ -116,9 +114,11 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 // ReadCampaignTargets reads a campaign's approval: a JSON array of targets
 // or JSON Lines (one target per line; empty lines are skipped), each target
 // under a job's strict rules ({"id", "revision", "qty"}, exactly those keys,
-// integers in range). At most [MaxCampaignInput] bytes and
-// [MaxCampaignTargets] targets; it decodes as it reads, so memory follows
-// the targets, not the text. A bad entry, a duplicate id (naming both
+// integers in range). At most [MaxCampaignInput] bytes,
+// [MaxCampaignTargets] targets and 4096 bytes per entry (a line, or an
+// element of the array); it decodes one entry at a time as it reads and
+// streams the whitespace between entries, so memory follows the targets,
+// not the text. A bad entry, a duplicate id (naming both
 // places) or an empty approval is an [ErrInvalid] naming the line or index.
 func ReadCampaignTargets(r io.Reader) (CampaignTargets, error) {
 	br := bufio.NewReaderSize(&boundedReader{r: r, n: MaxCampaignInput}, 64<<10)
@@ -138,51 +138,104 @@ func ReadCampaignTargets(r io.Reader) (CampaignTargets, error) {
 	return ct, ct.check()
 }
 
+// firstByte is the first byte that is not whitespace, still unread.
 func firstByte(br *bufio.Reader) (byte, error) {
+	b, err := skipSpace(br)
+	if err == io.EOF {
+		return 0, invalidf("targets: the approval is empty")
+	}
+	return b, err
+}
+
+// skipSpace discards whitespace, a buffer at a time, and returns the next
+// byte (still unread), or io.EOF.
+func skipSpace(br *bufio.Reader) (byte, error) {
 	for {
-		b, err := br.ReadByte()
-		if err == io.EOF {
-			return 0, invalidf("targets: the approval is empty")
+		if _, err := br.Peek(1); err != nil {
+			return 0, err
 		}
+		buf, err := br.Peek(br.Buffered())
 		if err != nil {
 			return 0, err
 		}
-		if b != ' ' && b != '\t' && b != '\r' && b != '\n' {
-			return b, br.UnreadByte()
+		n := 0
+		for n < len(buf) && isSpace(buf[n]) {
+			n++
+		}
+		if _, err := br.Discard(n); err != nil {
+			return 0, err
+		}
+		if n < len(buf) {
+			return buf[n], nil // Discard moved past it, and left the buffer as it was
 		}
 	}
 }
 
+// readArray reads a JSON array one entry at a time: it splits the text at
+// the array's own commas (outside strings and nested values), skipping the
+// whitespace between entries as it streams, and decodes each entry as
+// JSON Lines does one line, so no more than one entry of at most
+// maxCampaignLine bytes is ever held, whatever the text holds.
 func readArray(br *bufio.Reader) (CampaignTargets, error) {
-	dec := json.NewDecoder(br)
-	dec.UseNumber()
-	if _, err := dec.Token(); err != nil { // '['
-		return CampaignTargets{}, tooLargeOr(err, invalidf("targets: invalid JSON: %v", err))
+	if _, err := br.ReadByte(); err != nil { // '[', as firstByte saw
+		return CampaignTargets{}, err
 	}
-	root := &jsonPath{key: "targets"}
 	var items []Target
-	for dec.More() {
-		if len(items) == MaxCampaignTargets {
-			return CampaignTargets{}, invalidf("targets: more than %d", MaxCampaignTargets)
+	entry := make([]byte, 0, maxCampaignLine)
+	depth, inString, escaped := 0, false, false
+	for {
+		if len(entry) == 0 { // between entries: the whitespace is streamed, not held
+			if _, err := skipSpace(br); err != nil && err != io.EOF {
+				return CampaignTargets{}, err
+			}
 		}
-		path := &jsonPath{parent: root, index: len(items), isIndex: true}
-		v, err := decodeValue(dec, path, 1, nil)
-		if err != nil {
-			return CampaignTargets{}, tooLargeOr(err, err)
+		b, err := br.ReadByte()
+		if err == io.EOF {
+			return CampaignTargets{}, invalidf("targets: invalid JSON: unexpected end of input")
 		}
-		t, err := targetFrom(path.String(), v)
 		if err != nil {
 			return CampaignTargets{}, err
 		}
-		items = append(items, t)
+		switch {
+		case inString:
+			inString = escaped || b != '"'
+			escaped = !escaped && b == '\\'
+		case b == '"':
+			inString = true
+		case b == '{' || b == '[':
+			depth++
+		case (b == '}' || b == ']') && depth > 0:
+			depth--
+		case b == ']' || b == ',' && depth == 0:
+			if b == ']' && len(items) == 0 && len(entry) == 0 {
+				return arrayEnd(br, items) // []: refused as empty by check
+			}
+			if items, err = appendTarget(items, fmt.Sprintf("targets[%d]", len(items)), entry); err != nil {
+				return CampaignTargets{}, err
+			}
+			entry = entry[:0]
+			if b == ']' {
+				return arrayEnd(br, items)
+			}
+			continue
+		}
+		if len(entry) == maxCampaignLine {
+			return CampaignTargets{}, invalidf("targets[%d]: longer than %d bytes", len(items), maxCampaignLine)
+		}
+		entry = append(entry, b)
 	}
-	if _, err := dec.Token(); err != nil { // ']'
-		return CampaignTargets{}, tooLargeOr(err, invalidf("targets: invalid JSON: %v", err))
+}
+
+// arrayEnd reads what follows the array's closing bracket: whitespace only.
+func arrayEnd(br *bufio.Reader, items []Target) (CampaignTargets, error) {
+	switch _, err := skipSpace(br); err {
+	case io.EOF:
+		return CampaignTargets{Targets: items, where: func(i int) string { return fmt.Sprintf("targets[%d]", i) }}, nil
+	case nil:
+		return CampaignTargets{}, invalidf("targets: must be a single JSON array, found more after it")
+	default:
+		return CampaignTargets{}, err
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return CampaignTargets{}, tooLargeOr(err, invalidf("targets: must be a single JSON array, found more after it"))
-	}
-	return CampaignTargets{Targets: items, where: func(i int) string { return fmt.Sprintf("targets[%d]", i) }}, nil
 }
 
 func readLines(br *bufio.Reader) (CampaignTargets, error) {
@@ -196,23 +249,11 @@ func readLines(br *bufio.Reader) (CampaignTargets, error) {
 		if err != nil && err != io.EOF {
 			return CampaignTargets{}, err
 		}
-		if trimmed := bytes.TrimSpace(text); len(trimmed) > 0 {
-			if len(items) == MaxCampaignTargets {
-				return CampaignTargets{}, invalidf("line %d: more than %d targets", line, MaxCampaignTargets)
+		if len(bytes.TrimSpace(text)) > 0 {
+			var aerr error
+			if items, aerr = appendTarget(items, fmt.Sprintf("line %d", line), text); aerr != nil {
+				return CampaignTargets{}, aerr
 			}
-			where := fmt.Sprintf("line %d", line)
-			if !utf8.Valid(trimmed) {
-				return CampaignTargets{}, invalidf("%s: is not valid UTF-8", where)
-			}
-			v, derr := decodeStrict(where, trimmed, nil)
-			if derr != nil {
-				return CampaignTargets{}, derr
-			}
-			t, terr := targetFrom(where, v)
-			if terr != nil {
-				return CampaignTargets{}, terr
-			}
-			items = append(items, t)
 			lines = append(lines, int32(line))
 		}
 		if err == io.EOF {
@@ -222,14 +263,29 @@ func readLines(br *bufio.Reader) (CampaignTargets, error) {
 	return CampaignTargets{Targets: items, where: func(i int) string { return fmt.Sprintf("line %d", lines[i]) }}, nil
 }
 
-// tooLargeOr is the bound's refusal when err came from it, else other.
-func tooLargeOr(err, other error) error {
-	var e *Error
-	if errors.As(err, &e) && e.Msg == errTooLarge.Error() {
-		return e
+// appendTarget decodes one entry of a campaign file (where names it) under
+// a job's strict rules and appends it, refusing more than
+// [MaxCampaignTargets].
+func appendTarget(items []Target, where string, text []byte) ([]Target, error) {
+	if len(items) == MaxCampaignTargets {
+		return nil, invalidf("%s: more than %d targets", where, MaxCampaignTargets)
 	}
-	return other
+	text = bytes.TrimSpace(text)
+	if len(text) == 0 {
+		return nil, invalidf("%s: invalid JSON: a missing value", where)
+	}
+	v, err := decodeStrict(where, text, nil)
+	if err != nil {
+		return nil, err
+	}
+	t, err := targetFrom(where, v)
+	if err != nil {
+		return nil, err
+	}
+	return append(items, t), nil
 }
+
+func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\r' || b == '\n' }
 
 // check refuses an empty approval or a duplicate id, naming both places.
 func (ct CampaignTargets) check() error {

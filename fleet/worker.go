@@ -11,8 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -32,7 +30,7 @@ const (
 	MaxDuration       = 24 * time.Hour // of Poll, RetryDelay and the delay 1/Rate
 	MaxRate           = 1000           // chunks per second per job
 	MinRate           = 1.0 / 86400    // one chunk a day: the queue stores delays of up to a day
-	MaxIDLen          = 200
+	MaxIDLen          = 63             // bytes of application_name that PostgreSQL keeps
 )
 
 // firstListenWait bounds how long Run waits for its first LISTEN before
@@ -53,16 +51,20 @@ type Worker struct {
 	// Pool is where every query goes; its connections' search_path must
 	// reach the chunks schema. Each pass holds one connection for one round
 	// trip, so MaxConns >= Concurrency keeps every pass busy. The LISTEN
-	// connection is a separate one, opened with Pool's connection config.
+	// connection and the heartbeat's (which holds the worker's id on the
+	// server) are separate ones, opened with Pool's connection config.
 	// Give its connections application_name = ID, and chunks status shows
 	// which worker runs a chunk. A pass sends COMMIT with its chunk, so for
 	// an abort to roll the chunks in flight back, give them a
 	// [pgconn.CancelRequestContextWatcherHandler] (chunks worker does): pgx's
 	// default only closes the connection, and the server then commits.
 	Pool *pgxpool.Pool
-	// ID names this worker in the queue (paused_by, after a conflict) and
-	// in the log: 1 to 200 characters, no control or Unicode format
-	// characters. Empty: [DefaultID], hostname:pid.
+	// ID names this worker in the queue (paused_by, after a conflict), in
+	// the log and in the worker list: 1 to 63 printable ASCII characters,
+	// all that PostgreSQL keeps of an application_name, so the session a
+	// chunk runs in names the same worker (see [CheckID]). While the worker
+	// runs, no other worker can run with its ID on the same server: Run
+	// refuses it. Empty: [DefaultID], hostname:pid.
 	ID string
 	// Concurrency is the number of passes at once, 1 to 64. Zero: 1.
 	Concurrency int
@@ -125,13 +127,28 @@ func (w *Worker) Stats() Stats {
 	return Stats{Chunks: w.chunks.Load(), JobsDone: w.jobsDone.Load(), Conflicts: w.conflicts.Load(), Failures: w.failures.Load()}
 }
 
-// DefaultID is hostname:pid.
+// DefaultID is hostname:pid, the host name cut so that it fits in
+// [MaxIDLen] ("localhost" when it is not printable ASCII).
 func DefaultID() string {
+	pid := fmt.Sprintf(":%d", os.Getpid())
 	host, err := os.Hostname()
-	if err != nil || host == "" {
+	if err != nil || host == "" || CheckID("id", host) != nil {
 		host = "localhost"
 	}
-	return fmt.Sprintf("%s:%d", host, os.Getpid())
+	return host[:min(len(host), MaxIDLen-len(pid))] + pid
+}
+
+// CheckID refuses a worker id that application_name would not keep as it
+// is: anything but 1 to [MaxIDLen] printable ASCII characters (PostgreSQL
+// cuts an application_name at 63 bytes and turns every other character
+// into ?). The error is an [driver.ErrInvalid] that names the field as
+// field (the CLI's "--id").
+func CheckID(field, id string) error {
+	if len(id) < 1 || len(id) > MaxIDLen || strings.IndexFunc(id, func(r rune) bool { return r < ' ' || r > '~' }) >= 0 {
+		return invalidf("%s: must be 1 to %d printable ASCII characters (all that application_name keeps), got %s",
+			field, MaxIDLen, driver.Excerpt(id, true))
+	}
+	return nil
 }
 
 // runner is one Run: the worker's settings with the defaults applied.
@@ -159,8 +176,8 @@ func (w *Worker) runner() (*runner, error) {
 	if r.id == "" {
 		r.id = DefaultID()
 	}
-	if utf8.RuneCountInString(r.id) > MaxIDLen || !utf8.ValidString(r.id) || strings.IndexFunc(r.id, hidden) >= 0 {
-		return nil, invalidf("id: must be 1 to %d characters without control or format characters, got %s", MaxIDLen, driver.Excerpt(r.id, true))
+	if err := CheckID("id", r.id); err != nil {
+		return nil, err
 	}
 	if r.passes == 0 {
 		r.passes = 1
@@ -233,7 +250,10 @@ func (w *Worker) runner() (*runner, error) {
 // its reason and trying again after 100 ms, then twice as long each time, up
 // to 5 s; when ctx ends meanwhile, it returns nil (ErrAborted if abort ended
 // too). A permanent fault (authentication, an unknown database, the SQL
-// refused) is returned at once. Run does not migrate: it returns
+// refused) is returned at once. Then its first heartbeat takes its ID on
+// the server (a session-level lock its heartbeat connection holds): when a
+// live worker holds that ID, Run returns an [driver.ErrInvalid] naming it,
+// before any pass. Run does not migrate: it returns
 // [ErrNotInstalled] at once when the queue is not on the search_path. Once
 // passes run, every error, transient or permanent, is logged and retried:
 // a permanent one at error level, again every minute while it lasts.
@@ -262,6 +282,12 @@ func (w *Worker) Run(ctx, abort context.Context) error {
 		return nil
 	}
 
+	// The first heartbeat takes the worker's id on the server: a live
+	// worker holding it refuses this one, before anything runs.
+	heart := r.newHeart()
+	if err := heart.first(abort); err != nil {
+		return err
+	}
 	var wg, passes sync.WaitGroup
 	started := make(chan bool, 1) // the first LISTEN attempt: true when it listens
 	wg.Go(func() { r.listen(stop, channel, started) })
@@ -269,7 +295,7 @@ func (w *Worker) Run(ctx, abort context.Context) error {
 	// progress of the chunks that were in flight when the worker stopped.
 	beats, stopBeats := context.WithCancel(context.WithoutCancel(stop))
 	defer stopBeats()
-	wg.Go(func() { r.heartbeat(beats, abort) })
+	wg.Go(func() { heart.run(beats, abort) })
 	listening := false
 	select { // the first LISTEN attempt, bounded: polling works without it
 	case listening = <-started:
@@ -462,11 +488,6 @@ func (r *runner) runNext(ctx context.Context) (*Pass, error) {
 	p, err := RunNext(ctx, conn.Conn(), r.id, r.rateDelay, r.retryDelay)
 	return p, driver.ExplainMissing(ctx, conn.Conn(), err, driver.Operator) // access revoked while it runs
 }
-
-// hidden reports whether r is a control character or an invisible format
-// character (Unicode Cf: bidi overrides, zero-width marks), which a worker
-// id must not hold.
-func hidden(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
 
 // logFault logs an error of a pass or of the LISTEN connection with what
 // [Classify] makes of it: a transient one as a warning, a permanent one as an

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -134,12 +135,22 @@ func TestCampaignBadInput(t *testing.T) {
 		{`[{"id": 7, "revision": 0, "qty": 1}, {"id": 2, "revision": 0, "qty": 1}, {"id": 7, "revision": 1, "qty": 1}]`, "invalid: targets[2]: duplicate id 7 (first at targets[0])"},
 		{`[{"id": 1, "revision": 0, "qty": 1001}]`, "invalid: targets[0].qty: must be between 1 and 1000, got 1001"},
 		{`[{"id": 1, "revision": 0, "qty": 1}] []`, "invalid: targets: must be a single JSON array, found more after it"},
+		{`[{"id": 1, "revision": 0, "qty": 1},]`, "invalid: targets[1]: invalid JSON: a missing value"},
+		{`[{"id": 1, "revision": 0, "qty": 1}`, "invalid: targets: invalid JSON: unexpected end of input"},
+		{`[{"id": 1, "revision": 0, "qty": 1} {"id": 2, "revision": 0, "qty": 1}]`, "invalid: targets[0]: must be a single JSON value, found more after it"},
+		{`[{"id": 1, "revision": 0, "qty": 1, "x": ["a\"],", {"b": "}"}]}]`, "invalid: targets[0]: must have exactly the keys id, revision, qty, got id, revision, qty, x"},
+		{"[{\"id\": 1, \"revision\": 0, \"qty\": 1, \"x\": \"\xff\"}]", "invalid: targets[0]: is not valid UTF-8"},
+		{"[{\"id\": 1, \"revision\": 0, \"qty\": 1, \"x\": \"" + strings.Repeat("y", 4096) + "\"}]", "invalid: targets[0]: longer than 4096 bytes"},
 		{"{\"id\": 1, \"revision\": 0}\n", "invalid: line 1: must have exactly the keys id, revision, qty, got id, revision"},
 	} {
 		_, err := driver.ReadCampaignTargets(strings.NewReader(tc.in))
 		if !errors.Is(err, driver.ErrInvalid) || err.Error() != tc.msg {
 			t.Errorf("%q: want %q, got %v", tc.in, tc.msg, err)
 		}
+	}
+	pretty := readTargets(t, "\n[\n  {\"id\": 9,\n   \"revision\": 0, \"qty\": 1} ,\n\t{ \"id\" : 8, \"revision\": 2, \"qty\": 3 }\r\n]\n\n")
+	if want := []driver.Target{{ID: 9, Revision: 0, Qty: 1}, {ID: 8, Revision: 2, Qty: 3}}; !slices.Equal(pretty.Targets, want) {
+		t.Errorf("a pretty-printed array: got %+v, want %+v", pretty.Targets, want)
 	}
 	big := strings.NewReader("[" + strings.Repeat(" ", driver.MaxCampaignInput) + "]")
 	if _, err := driver.ReadCampaignTargets(big); !errors.Is(err, driver.ErrInvalid) || !strings.Contains(err.Error(), "larger than 128 MiB") {

@@ -19,6 +19,7 @@ var inlined = map[string]struct{ call, shows string }{
 	"targets_look_normal": {"(e) from jsonb_array_elements('[[]]') e", "~"},
 	"excerpt":             {"(e::text, true) from jsonb_array_elements('[1]') e", "length("},
 	"run_lock_key":        {"(j) from unnest(array['a']) j", "hashtextextended"},
+	"worker_lock_key":     {"(w) from unnest(array['a']) w", "hashtextextended"},
 	"job_state":           {"(i, 2, false, true, false) from unnest(array[1]) i", "CASE WHEN"},
 	"order_matches":       {"('a', 1, 'cancelled', 2, 'a', e, 1, k) from unnest(array[1], array['cancel']) as x(e, k)", "CASE k WHEN"},
 	"campaign_job_id":     {"(j, i) from unnest(array['a'], array[0]) as x(j, i)", "lpad"},

@@ -56,7 +56,7 @@ func campaignCreateCommand() *cli.Command {
 		Usage:     "register a campaign from a file of targets or from a query",
 		UsageText: "chunks campaign create --tenant T --chunk-size N --allow-partial [--queue-window W] NAME (FILE | --from-query SQL)",
 		Description: "FILE (- for stdin) is a JSON array or JSON Lines of {\"id\", \"revision\", \"qty\"}, read strictly\n" +
-			"as a job's targets (at most 1,000,000 targets and 128 MiB). --from-query runs SQL in a READ ONLY\n" +
+			"as a job's targets (at most 1,000,000 targets, 4096 bytes per entry and 128 MiB). --from-query runs SQL in a READ ONLY\n" +
 			"transaction and takes its rows (id, revision, qty) as the approval, frozen at that moment.\n" +
 			"A bad entry, a duplicate id or an empty approval is refused before anything is written, naming\n" +
 			"the line, index or row (exit 2). Re-creating the identical campaign changes nothing; a different\n" +

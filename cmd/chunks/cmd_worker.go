@@ -31,7 +31,8 @@ func workerCommand() *cli.Command {
 			"Idle passes wake on NOTIFY and otherwise poll every --poll.\n\n" +
 			"At start it waits for the database while it is down, starting up, out of connection slots or a\n" +
 			"standby not yet promoted, logging every attempt (100 ms, doubling to 5 s); a wrong user, password\n" +
-			"or database, or a schema without chunks, exits 1 at once. Once running it never stops on a\n" +
+			"or database, or a schema without chunks, exits 1 at once; an --id that a live worker holds on\n" +
+			"the server exits 2, naming it. Once running it never stops on a\n" +
 			"database error: it logs it and tries again.\n\n" +
 			"Run chunks migrate first: the worker never migrates. The log goes to stderr (JSON lines with\n" +
 			"--json; every chunk with --verbose); \"msg=ready\" says it is running. SIGTERM or SIGINT\n" +
@@ -52,7 +53,7 @@ func workerCommand() *cli.Command {
 			&cli.DurationFlag{Name: "poll", Value: fleet.DefaultPoll, Usage: fmt.Sprintf("how often (`D`) an idle pass looks at the queue without a notification, %v to %v (0: the default)", fleet.MinPoll, fleet.MaxDuration)},
 			&cli.Float64Flag{Name: "rate", Value: 0, Usage: fmt.Sprintf("at most `R` chunks per second per job, 1/86400 to %d (0: no limit)", fleet.MaxRate)},
 			&cli.DurationFlag{Name: "retry-delay", Value: fleet.DefaultRetryDelay, Usage: fmt.Sprintf("how long (`D`) a job rests after its chunk failed with an error that is not a conflict, 1ms to %v (0: the default)", fleet.MaxDuration)},
-			&cli.StringFlag{Name: "id", Usage: "the worker's name (`ID`) in the log, in chunks status and in a pause it makes (default, also when empty: hostname:pid)"},
+			&cli.StringFlag{Name: "id", Usage: "the worker's name (`ID`) in the log, in chunks status and in a pause it makes: 1 to 63 printable ASCII characters, one live worker per id (default, also when empty: hostname:pid)"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log every chunk"},
 		}, append(paceFlagDefs(), httpFlagDefs(false)...)...),
 		Action: func(c *cli.Context) error {
@@ -63,15 +64,18 @@ func workerCommand() *cli.Command {
 			if n < 1 || n > fleet.MaxConcurrency {
 				return &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf("concurrency: must be between 1 and %d, got %d", fleet.MaxConcurrency, n)}
 			}
-			cfg, err := poolConfig(c) // with the connect timeout, and cancel requests: an aborting worker's chunks roll back
-			if err != nil {
-				return err
-			}
-			cfg.MaxConns = int32(n) + 1 // each pass holds one connection at a time; one more for the heartbeat and pacing
 			id := c.String("id")
 			if id == "" {
 				id = fleet.DefaultID()
 			}
+			if err := fleet.CheckID("--id", id); err != nil {
+				return err
+			}
+			cfg, err := poolConfig(c) // with the connect timeout, and cancel requests: an aborting worker's chunks roll back
+			if err != nil {
+				return err
+			}
+			cfg.MaxConns = int32(n) + 1 // each pass holds one connection at a time; one more for pacing (the heartbeat has its own)
 			// chunks status shows which worker runs a chunk by this name,
 			// unless the DSN names the connections itself.
 			if cfg.ConnConfig.RuntimeParams["application_name"] == "" {

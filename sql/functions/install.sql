@@ -30,6 +30,8 @@
 {{ template "resume_job.sql" . }}
 {{ template "job_state.sql" . }}
 {{ template "running_chunks.sql" . }}
+{{ template "worker_lock_key.sql" . }}
+{{ template "worker_locks.sql" . }}
 {{ template "worker_status.sql" . }}
 {{ template "job_rows.sql" . }}
 {{ template "job_status.sql" . }}

@@ -112,5 +112,5 @@ with the reason (pause_reason, paused_at, paused_by = WORKER): {"job_id", "sqlst
 "error", "paused": true}. Any other error of the chunk (55P03 lock wait over 500 ms, 57014
 statement timeout, ...) rolls the chunk back and rests the job RETRY_DELAY_MS:
 {"job_id", "sqlstate", "error", "rest_ms"}.
-Errors: 22023 bad worker (1 to 200 characters, no control or format characters) or delays
+Errors: 22023 bad worker (1 to 63 printable ASCII characters) or delays
 (0 to 86400000 ms).$c$;

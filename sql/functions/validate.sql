@@ -135,23 +135,23 @@ comment on function {{ .schema }}.targets_look_normal(jsonb) is
   'chunks helper: whether stored TARGETS have the shape of a normalized list (objects of exactly id, qty, revision as plain integers); ranges and order are checked by the caller.';
 
 -- A worker's id, as it is stored in the queue (paused_by) and shown by
--- chunks status: 1 to 200 characters, none of them a control character or
--- an invisible format character (Unicode Cf: bidi overrides, zero-width
--- marks...) that could disguise what a terminal shows. A bad value is echoed
--- as an excerpt.
+-- chunks status: 1 to 63 printable ASCII characters, all that
+-- application_name keeps (PostgreSQL cuts it at 63 bytes and turns every
+-- other character into ?), so that the session a chunk runs in ("running
+-- in") names the worker the worker list shows. No control or invisible
+-- character can disguise what a terminal shows. A bad value is echoed as
+-- an excerpt.
 create or replace function {{ .schema }}.check_worker(worker text) returns void
 language plpgsql immutable security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
 begin
-  if check_worker.worker is null or length(check_worker.worker) not between 1 and 200
-     or check_worker.worker ~ '[[:cntrl:]\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]'
-     or check_worker.worker ~ '[\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]' then
-    raise exception 'worker: must be 1 to 200 characters without control or format characters, got %',
+  if check_worker.worker is null or check_worker.worker !~ '^[\x20-\x7e]{1,63}$' then
+    raise exception 'worker: must be 1 to 63 printable ASCII characters (all that application_name keeps), got %',
       excerpt(check_worker.worker, true)
       using errcode = '22023';
   end if;
 end
 $$;
 comment on function {{ .schema }}.check_worker(text) is
-  'chunks helper: raises 22023 unless WORKER is 1 to 200 characters without control or Unicode format (Cf) characters.';
+  'chunks helper: raises 22023 unless WORKER is 1 to 63 printable ASCII characters (what application_name keeps).';

@@ -56,6 +56,7 @@ type opts struct {
 	stdin   string
 	timeout time.Duration // processTimeout when zero
 	stderr  io.Writer     // where stderr goes instead of the result (a terminal, say)
+	under   []string      // a command that runs chunks (its args then chunks and its args), such as /usr/bin/time
 }
 
 // proc is a started chunks process.
@@ -76,7 +77,8 @@ func start(t testing.TB, o opts, args ...string) *proc {
 	}
 	p := &proc{args: args, timeout: o.timeout}
 	p.ctx, p.cancel = context.WithTimeout(ctx, o.timeout)
-	p.cmd = exec.CommandContext(p.ctx, bin, args...)
+	cmd := append(append(o.under[:len(o.under):len(o.under)], bin), args...)
+	p.cmd = exec.CommandContext(p.ctx, cmd[0], cmd[1:]...)
 	p.cmd.Env = append(pgtest.CleanEnv(), o.env...)
 	p.cmd.Stdin = strings.NewReader(o.stdin)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr

@@ -86,6 +86,7 @@ func TestHumanOutputEscapes(t *testing.T) {
 		values ($1, now(), true, 'order 1: state is paid', now(), $2)`, evilJob, evilWorker)
 	l.Exec(t, `insert into workers (worker_id, host, pid, started_at, last_seen, state, reason)
 		values ($1, $2, 1, now(), now(), 'throttled', $3)`, evilWorker, "host\u202e", "throttle query said \x1b[5m")
+	l.Exec(t, "select pg_advisory_lock(worker_lock_key($1))", evilWorker) // alive: this session holds its lock, as a worker's would
 	raw := []string{"\x1b", "\x07", "\u202e"}
 	wantEscaped := func(r result, escaped ...string) {
 		t.Helper()
