@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
 // campaignMemoryBound is the most a campaign create that reads a
@@ -80,8 +81,8 @@ func TestCampaignFileMemoryBounded(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			args := append(l.globals(), "campaign", "create", "--tenant", "acme", "--chunk-size", "10", "--allow-partial", "big", c.path)
 			if _, err := os.Stat(timeCmd); err != nil {
-				wantFailure(t, run(t, args...), 2, c.msg)
-				t.Skipf("refused as it should be, but its memory is not measured without %s (Debian's package time): %v", timeCmd, err)
+				wantFailure(t, run(t, args...), 2, c.msg) // refused as it should be; its memory needs GNU time
+				pgtest.RequireTool(t, err, timeCmd, "time")
 			}
 			rss := filepath.Join(dir, "rss")
 			wantFailure(t, runWith(t, opts{under: []string{timeCmd, "--format", "%M", "--output", rss}}, args...), 2, c.msg)
