@@ -71,35 +71,32 @@ func argCount(names []string) string {
 // argList shows a command line's arguments in an error, bounded.
 func argList(args []string) string { return driver.Excerpt(fmt.Sprintf("%q", args), false) }
 
-// fileArg returns the one positional file argument (- for stdin).
-func fileArg(c *cli.Context, name string) (string, error) {
-	args, err := positional(c, fileParam(name))
+// oneArg returns the command's one positional argument.
+func oneArg(c *cli.Context, p param) (string, error) {
+	args, err := positional(c, p)
 	if err != nil {
 		return "", err
 	}
 	return args[0], nil
 }
+
+// fileArg returns the one positional file argument (- for stdin).
+func fileArg(c *cli.Context, name string) (string, error) { return oneArg(c, fileParam(name)) }
+
+// nameArg returns the one positional NAME argument of a campaign command.
+func nameArg(c *cli.Context) (string, error) { return oneArg(c, nameParam) }
 
 // jobArg returns the one positional JOB argument, a valid job id, checked
 // before any connection.
 func jobArg(c *cli.Context) (string, error) {
-	args, err := positional(c, jobParam)
+	jobID, err := oneArg(c, jobParam)
+	if err == nil {
+		err = driver.CheckJobID(jobID)
+	}
 	if err != nil {
 		return "", err
 	}
-	if err := driver.CheckJobID(args[0]); err != nil {
-		return "", err
-	}
-	return args[0], nil
-}
-
-// nameArg returns the one positional NAME argument of a campaign command.
-func nameArg(c *cli.Context) (string, error) {
-	args, err := positional(c, nameParam)
-	if err != nil {
-		return "", err
-	}
-	return args[0], nil
+	return jobID, nil
 }
 
 // requireFlags refuses a command line without every one of the named

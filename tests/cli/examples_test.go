@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -52,9 +51,7 @@ import (
 // page that answers), and exit 0.
 func TestHelpExamples(t *testing.T) {
 	t.Parallel()
-	_, err := localpg.FindBinDir()
-	pgtest.RequireTool(t, err, "the PostgreSQL server binaries", "postgresql")
-	_, err = exec.LookPath("jq")
+	_, err := exec.LookPath("jq")
 	pgtest.RequireTool(t, err, "jq (chunks status --help pipes to it)", "jq")
 	_, err = exec.LookPath("bash")
 	pgtest.RequireTool(t, err, "bash", "bash")
@@ -166,17 +163,7 @@ func (w *exampleWorld) dsn(db string) string { return w.srv.DSN() + " dbname=" +
 
 func newExampleWorld(t *testing.T) *exampleWorld {
 	t.Helper()
-	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	srv, err := localpg.Start(startCtx, localpg.Options{})
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
+	srv := ownServer(t)
 	w := &exampleWorld{srv: srv, dir: t.TempDir()}
 	admin := pgtest.Connect(t, srv.DSN())
 	var plproxy bool
@@ -192,8 +179,7 @@ func newExampleWorld(t *testing.T) *exampleWorld {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
-	w.env = append(pgtest.CleanEnv(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"ROUTER="+w.dsn("router"), "SHARD0="+w.dsn("shard0"), "SHARD1="+w.dsn("shard1"))
+	w.env = shellEnv("ROUTER="+w.dsn("router"), "SHARD0="+w.dsn("shard0"), "SHARD1="+w.dsn("shard1"))
 
 	targets := func(from, to int) []driver.Target {
 		var list []driver.Target
