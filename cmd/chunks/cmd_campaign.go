@@ -36,20 +36,6 @@ func campaignCommand() *cli.Command {
 	}
 }
 
-// nameArg returns the one positional NAME argument, refusing flags after it.
-func nameArg(c *cli.Context) (string, error) {
-	args := c.Args().Slice()
-	if len(args) == 0 {
-		return "", usagef("campaign %s needs a NAME argument (chunks campaign %s --help)", c.Command.Name, c.Command.Name)
-	}
-	for _, a := range args[1:] {
-		if strings.HasPrefix(a, "-") {
-			return "", usagef("flag %s after the campaign name: put flags before it (chunks campaign %s [flags] NAME ...)", a, c.Command.Name)
-		}
-	}
-	return args[0], nil
-}
-
 func campaignCreateCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "create",
@@ -63,35 +49,44 @@ func campaignCreateCommand() *cli.Command {
 			"one under NAME is a conflict naming the first difference (exit 3). --queue-window is how many of\n" +
 			"its jobs the fleet's queue holds at once (default 16), so a job registered later is not starved.\n\n" +
 			"Example:\n  chunks --schema lab campaign create --tenant alien-desert --chunk-size 10 --allow-partial \\\n" +
-			"    festival --from-query \"select id, revision, qty from orders where state = 'pending'\"",
+			"    --from-query \"select id, revision, qty from orders where state = 'pending'\" festival\n" +
+			"  chunks --schema lab campaign create --tenant alien-desert --chunk-size 10 --allow-partial \\\n" +
+			"    spring - < targets.jsonl",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "tenant", Required: true, Usage: "the tenant of every target"},
-			&cli.IntFlag{Name: "chunk-size", Required: true, Usage: "orders per chunk, 1 to 10"},
-			&cli.BoolFlag{Name: "allow-partial", Required: true, Usage: "must be given: each chunk commits on its own"},
+			&cli.StringFlag{Name: "tenant", Usage: "the tenant of every target (required)"},
+			&cli.IntFlag{Name: "chunk-size", Usage: "orders per chunk, 1 to 10 (required)"},
+			&cli.BoolFlag{Name: "allow-partial", Usage: "must be given: each chunk commits on its own (required)"},
 			&cli.IntFlag{Name: "queue-window", Value: driver.DefaultQueueWindow, Usage: "jobs of the campaign queued at once"},
 			&cli.StringFlag{Name: "from-query", Usage: "take the targets from this query's rows (id, revision, qty)"},
 		},
 		Action: func(c *cli.Context) error {
-			name, err := nameArg(c)
+			query := c.String("from-query")
+			params := []param{nameParam, fileParam("FILE")}
+			second := c.Args().Get(1) // FILE, - (stdin), or a flag typed after NAME
+			switch {
+			case query != "" && (second == "-" || second != "" && !strings.HasPrefix(second, "-")):
+				return usagef("campaign create takes FILE or --from-query, not both")
+			case query != "":
+				params = params[:1]
+			case c.Args().Len() == 1:
+				return usagef("campaign create takes NAME and one FILE (- for stdin), or NAME and --from-query SQL")
+			}
+			args, err := positional(c, params...)
 			if err != nil {
 				return err
 			}
+			if err := requireFlags(c, "tenant", "chunk-size", "allow-partial"); err != nil {
+				return err
+			}
+			name := args[0]
 			if !c.Bool("allow-partial") {
 				return usagef("--allow-partial must be given: each chunk commits on its own")
-			}
-			query := c.String("from-query")
-			args := c.Args().Slice()[1:]
-			switch {
-			case query != "" && len(args) > 0:
-				return usagef("campaign create takes FILE or --from-query, not both")
-			case query == "" && len(args) != 1:
-				return usagef("campaign create takes NAME and one FILE (- for stdin), or NAME and --from-query SQL")
 			}
 			spec := driver.CampaignSpec{Name: name, Tenant: c.String("tenant"), ChunkSize: c.Int("chunk-size"),
 				QueueWindow: c.Int("queue-window")}
 			var ct driver.CampaignTargets
 			if query == "" {
-				if ct, err = readCampaignFile(args[0]); err != nil {
+				if ct, err = readCampaignFile(args[1]); err != nil {
 					return err
 				}
 			}
@@ -219,9 +214,6 @@ func campaignPauseResumeCommand(verb string, op func(context.Context, driver.DB,
 			name, err := nameArg(c)
 			if err != nil {
 				return err
-			}
-			if len(c.Args().Slice()) > 1 {
-				return usagef("campaign %s takes one NAME argument", verb)
 			}
 			var ch driver.CampaignChange
 			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {

@@ -71,6 +71,12 @@ func drainCommand() *cli.Command {
 			if tenant != "" && !pacing.Off() {
 				return errRoutedPacing
 			}
+			change := changed(driver.KindCancel)
+			if !jsonOut(c) {
+				if change, err = jobChange(c, tenant, jobID); err != nil {
+					return err
+				}
+			}
 			ctx, interrupted, release := cancelOnSignal(c.Context)
 			defer release()
 			pacer, closePacer, err := newPacer(ctx, cfg, pacing)
@@ -110,7 +116,7 @@ func drainCommand() *cli.Command {
 				if err == nil {
 					done = doneSuffix(res.Done)
 				}
-				say("job %s: %s cancelled %s; next_index %d%s", jobID, plural(res.Calls, "call"), ids(res.Processed), res.NextIndex, done)
+				say("job %s: %s %s; next_index %d%s", jobID, plural(res.Calls, "call"), change(res.Processed), res.NextIndex, done)
 			}
 			return err
 		},

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -27,19 +26,11 @@ func manifestCommand() *cli.Command {
 			&cli.BoolFlag{Name: "allow-partial", Usage: "approve that each chunk commits on its own (required)"},
 		},
 		Action: func(c *cli.Context) error {
-			// Checked here, not by urfave/cli's Required, whose error is not a
-			// usage error (it would exit 1).
-			var missing []string
-			for _, name := range []string{"job-id", "tenant", "chunk-size"} {
-				if !c.IsSet(name) {
-					missing = append(missing, "--"+name)
-				}
-			}
-			if len(missing) > 0 {
-				return usagef("manifest needs %s (chunks manifest --help)", strings.Join(missing, ", "))
-			}
 			path, err := fileArg(c, "ITEMS.json")
 			if err != nil {
+				return err
+			}
+			if err := requireFlags(c, "job-id", "tenant", "chunk-size"); err != nil {
 				return err
 			}
 			data, err := readInput(path)

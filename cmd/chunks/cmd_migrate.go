@@ -31,8 +31,8 @@ func migrateCommand() *cli.Command {
 			&cli.StringFlag{Name: "owner", Usage: "the role that owns SCHEMA, its tables and functions (default: the schema's owner, or you)"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.Args().Len() > 0 {
-				return usagef("migrate takes no arguments, got %s", argList(c.Args().Slice()))
+			if _, err := positional(c); err != nil {
+				return err
 			}
 			schema := global(c, "schema")
 			if schema == "" {

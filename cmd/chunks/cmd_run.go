@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -47,6 +48,12 @@ func runCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			change := changed(driver.KindCancel)
+			if !jsonOut(c) {
+				if change, err = jobChange(c, tenant, jobID); err != nil {
+					return err
+				}
+			}
 			var res driver.ChunkResult
 			if tenant != "" {
 				res, err = routedChunk(c, tenant, jobID)
@@ -69,11 +76,34 @@ func runCommand() *cli.Command {
 			} else if len(res.Processed) == 0 {
 				say("job %s is already done (next_index %d); nothing to do", jobID, res.NextIndex)
 			} else {
-				say("job %s: cancelled %s; next_index %d%s", jobID, ids(res.Processed), res.NextIndex, doneSuffix(res.Done))
+				say("job %s: %s; next_index %d%s", jobID, change(res.Processed), res.NextIndex, doneSuffix(res.Done))
 			}
 			return err
 		},
 	}
+}
+
+// jobChange is what the job's chunks do, read on a connection of its own
+// (through the router with a tenant): a job registered by chunks register
+// cancels its orders, an undo (chunks undo) restores them.
+func jobChange(c *cli.Context, tenant, jobID string) (func(processed []int64) string, error) {
+	kind := driver.KindCancel // an unknown job: its chunk says so
+	err := withConn(c, func(ctx context.Context, conn *pgx.Conn) error {
+		l, err := jobLineage(ctx, conn, tenant, jobID)
+		if l != nil {
+			kind = l.Kind
+		}
+		return err
+	})
+	return changed(kind), err
+}
+
+// changed says what chunks of a job of kind did to the orders processed.
+func changed(kind string) func(processed []int64) string {
+	if kind == driver.KindRestore {
+		return func(processed []int64) string { return "restored " + ids(processed) + " to pending" }
+	}
+	return func(processed []int64) string { return "cancelled " + ids(processed) }
 }
 
 func doneSuffix(done bool) string {

@@ -34,8 +34,8 @@ func serveCommand() *cli.Command {
 			"Example:\n  chunks --schema lab serve --http 127.0.0.1:8080     # then open http://127.0.0.1:8080/",
 		Flags: httpFlagDefs(true),
 		Action: func(c *cli.Context) error {
-			if c.Args().Len() > 0 {
-				return usagef("serve takes no arguments, got %q (flags go before arguments)", c.Args().Slice())
+			if _, err := positional(c); err != nil {
+				return err
 			}
 			if c.String("http") == "" {
 				return usagef("serve needs --http ADDR, e.g. --http 127.0.0.1:8080")

@@ -35,8 +35,8 @@ func statusCommand() *cli.Command {
 			"--json prints {\"jobs\": [...], \"workers\": [...]}.\n\n" +
 			"Example:\n  chunks --schema lab status\n  chunks --schema lab status --json | jq '.jobs[] | select(.state == \"paused\")'",
 		Action: func(c *cli.Context) error {
-			if c.Args().Len() > 0 {
-				return usagef("status takes no arguments, got %s", argList(c.Args().Slice()))
+			if _, err := positional(c); err != nil {
+				return err
 			}
 			var ov *fleet.Overview
 			err := withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgerrcode"
@@ -25,8 +26,19 @@ func usagef(format string, args ...any) error {
 
 // onUsageError is urfave/cli's own refusal of a command line ("flag
 // provided but not defined: -x"), bounded: the line echoes what was typed.
+// A flag's bad value (Go's "invalid value "010" for flag -after: why")
+// says --after 010: why, the value bounded and the reason whole.
 func onUsageError(_ *cli.Context, err error, _ bool) error {
-	return usageError{driver.Excerpt(err.Error(), false)}
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "invalid value "); ok {
+		if i := strings.LastIndex(rest, " for flag -"); i >= 0 {
+			name, reason, _ := strings.Cut(rest[i+len(" for flag -"):], ": ")
+			if value, qerr := strconv.Unquote(rest[:i]); qerr == nil {
+				return usagef("--%s %s: %s", driver.Excerpt(name, false), driver.Excerpt(value, true), driver.Excerpt(reason, false))
+			}
+		}
+	}
+	return usageError{driver.Excerpt(msg, false)}
 }
 
 func exitCode(err error) int {
@@ -69,44 +81,4 @@ func hint(err error) string {
 // oneLine keeps an error message on one line.
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
-}
-
-// argList shows a command line's arguments in an error, bounded.
-func argList(args []string) string { return driver.Excerpt(fmt.Sprintf("%q", args), false) }
-
-// fileArg returns the one positional file argument (- for stdin), refusing
-// a flag typed after it as jobArg does.
-func fileArg(c *cli.Context, what string) (string, error) {
-	args := c.Args().Slice()
-	for _, a := range args[min(1, len(args)):] {
-		if strings.HasPrefix(a, "-") {
-			return "", usagef("flag %s after %s: put flags before it (chunks %s [flags] %s)", driver.Excerpt(a, false), what, c.Command.Name, what)
-		}
-	}
-	if len(args) != 1 {
-		return "", usagef("%s takes one %s argument (- for stdin)", c.Command.Name, what)
-	}
-	return args[0], nil
-}
-
-// jobArg returns the one positional JOB argument, a valid job id. A flag
-// typed after it would be ignored by the flag parser, so it is refused
-// instead.
-func jobArg(c *cli.Context) (string, error) {
-	args := c.Args().Slice()
-	if len(args) == 0 {
-		return "", usagef("%s needs a JOB argument (chunks %s --help)", c.Command.Name, c.Command.Name)
-	}
-	for _, a := range args[1:] {
-		if strings.HasPrefix(a, "-") {
-			return "", usagef("flag %s after the job id: put flags before the job id (chunks %s [flags] JOB)", driver.Excerpt(a, false), c.Command.Name)
-		}
-	}
-	if len(args) > 1 {
-		return "", usagef("%s takes one JOB argument, got %d: %s", c.Command.Name, len(args), driver.Excerpt(strings.Join(args, " "), false))
-	}
-	if err := driver.CheckJobID(args[0]); err != nil {
-		return "", err // before any connection
-	}
-	return args[0], nil
 }

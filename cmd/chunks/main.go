@@ -55,6 +55,7 @@ func newApp() *cli.App {
 		DisableSliceFlagSeparator: true,
 	}
 	addGlobalFlags(app.Commands)
+	decimalFlags(app.Commands)
 	return app
 }
 

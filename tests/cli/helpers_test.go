@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/localpg"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
@@ -435,6 +436,34 @@ func (l *lab) waitUnlocked(t testing.TB) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// ownServer starts a throwaway server of the test's own (roles and
+// databases are a cluster's: a test that makes them needs one), stopped
+// when the test ends. Without the server binaries the test is skipped, or
+// fails under CI.
+func ownServer(t testing.TB) *localpg.Server {
+	t.Helper()
+	_, err := localpg.FindBinDir()
+	pgtest.RequireTool(t, err, "the PostgreSQL server binaries", "postgresql")
+	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	srv, err := localpg.Start(startCtx, localpg.Options{})
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return srv
+}
+
+// shellEnv is the environment of a shell that runs the README's or the
+// help's chunks command lines: the chunks under test first on PATH.
+func shellEnv(vars ...string) []string {
+	return append(append(pgtest.CleanEnv(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH")), vars...)
 }
 
 // cannotRun skips a test whose machine lacks what it needs (a pseudo-terminal,

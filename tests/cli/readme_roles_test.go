@@ -2,20 +2,16 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/chunks-dev/chunks/internal/localpg"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
@@ -29,9 +25,7 @@ import (
 // for the application).
 func TestREADMERoles(t *testing.T) {
 	t.Parallel()
-	_, err := localpg.FindBinDir()
-	pgtest.RequireTool(t, err, "the PostgreSQL server binaries", "postgresql")
-	_, err = exec.LookPath("psql")
+	_, err := exec.LookPath("psql")
 	pgtest.RequireTool(t, err, "psql", "postgresql-client")
 	blocks := pgtest.ReadmeBlocks(t, filepath.Join("..", "..", "README.md"), "<!-- tests TestREADMERoles")
 	if len(blocks) != 6 {
@@ -39,19 +33,9 @@ func TestREADMERoles(t *testing.T) {
 	}
 	session, setup, operator, viewer, cliBlock, privileges := blocks[0], blocks[1], blocks[2], blocks[3], blocks[4], blocks[5]
 
-	startCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	srv, err := localpg.Start(startCtx, localpg.Options{})
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
+	srv := ownServer(t)
 	dsn := srv.DSN() // key=value, like the demo's export CHUNKS_DSN=... line
-	env := append(pgtest.CleanEnv(), "CHUNKS_DSN="+dsn, "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	env := shellEnv("CHUNKS_DSN=" + dsn)
 	sh := func(script string) (string, error) {
 		cmd := exec.Command("sh", "-e", "-c", script)
 		cmd.Env = env
