@@ -32,8 +32,8 @@ func benchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "scale", Value: true, Usage: "run the scale scenario (seeds 1,000,000 orders and 10,000 jobs)"},
 		},
 		Action: func(c *cli.Context) (err error) {
-			if c.Args().Len() > 0 {
-				return usagef("bench takes no arguments")
+			if _, err := positional(c); err != nil {
+				return err
 			}
 			if c.Duration("duration") <= 0 || c.Duration("delay") < 0 {
 				return &driver.Error{Kind: driver.ErrInvalid, Msg: "duration: must be positive, and delay not negative"}

@@ -44,8 +44,8 @@ func demoCommand() *cli.Command {
 			&cli.BoolFlag{Name: "keep", Usage: "leave the throwaway server running, durable, and say how to connect and crash-restart it (not with --dsn)"},
 		},
 		Action: func(c *cli.Context) (err error) {
-			if c.Args().Len() > 0 {
-				return usagef("demo takes no arguments")
+			if _, err := positional(c); err != nil {
+				return err
 			}
 			base, onDSN := typed(c, "dsn")
 			if onDSN && c.Bool("keep") {

@@ -46,8 +46,8 @@ func routerInstallCommand() *cli.Command {
 			&cli.StringFlag{Name: "shard-schema", Usage: "the chunks `SCHEMA` on the shards (default: --schema)"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.Args().Len() > 0 {
-				return usagef("router install takes no arguments, got %s", argList(c.Args().Slice()))
+			if _, err := positional(c); err != nil {
+				return err
 			}
 			schema := global(c, "schema")
 			if schema == "" {
@@ -90,8 +90,8 @@ func routerShardsCommand() *cli.Command {
 			"(as this machine reaches it). Read from the router's catalog; no shard is asked.\n\n" +
 			"Example:\n  chunks --schema lab router shards",
 		Action: func(c *cli.Context) error {
-			if c.Args().Len() > 0 {
-				return usagef("router shards takes no arguments, got %s", argList(c.Args().Slice()))
+			if _, err := positional(c); err != nil {
+				return err
 			}
 			var shards []router.Shard
 			err := withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
