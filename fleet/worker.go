@@ -262,6 +262,7 @@ func (w *Worker) Run(ctx, abort context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer r.pacer.Close()
 	if abort == nil {
 		abort = context.Background()
 	}

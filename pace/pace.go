@@ -33,6 +33,14 @@
 // replay (a fraction of a second on a healthy standby; not reported as
 // throttling), and a standby that shows a replay_lag over the maximum
 // counts as slow from the start.
+//
+// # Who waits on the database
+//
+// Only the refresher, one goroutine per [Pacer]. It reads the signals
+// when a [Pacer.Wait] asks and at most every CheckInterval, each reading
+// in one READ ONLY transaction with a timeout, and publishes an immutable
+// snapshot. Everything that decides (judge, behind, calibrating, observe)
+// is a pure function of a snapshot and the time, tested on a fake clock.
 package pace
 
 import (
@@ -43,12 +51,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/chunks-dev/chunks/driver"
 )
 
 // Defaults and limits of a [Config].
@@ -120,50 +126,36 @@ type State struct {
 
 // Pacer decides, before each chunk, whether it may start. It is safe for
 // concurrent use by the passes of one worker.
+//
+// One goroutine of its own (the refresher, started by the first [Pacer.Wait]
+// and ended by [Pacer.Close]) reads the signals, each reading with a
+// timeout ([Pacer.ReadTimeout]); it publishes what it read as an immutable
+// snapshot. Wait, State and Committed never touch the database, so a slow
+// or stuck throttle query holds new chunks (a reading that times out is a
+// failed reading, and a failed reading holds) but never the heartbeat that
+// reports the hold.
 type Pacer struct {
-	cfg  Config
-	pool *pgxpool.Pool
-	log  *slog.Logger
+	cfg     Config
+	pool    *pgxpool.Pool
+	log     *slog.Logger
+	timeout time.Duration
 
-	mu        sync.Mutex
-	read      time.Time // when the signals were last read
-	standbys  []standby
-	samples   []sample           // primary positions read, oldest first
-	pending   []commit           // this process's chunks that some standby has not replayed yet, oldest first
-	slow      map[string]*replay // per standby: how long it took to replay our last chunk it replayed
-	query     error              // the throttle query's failure, if it failed
-	queryHold bool               // the throttle query's answer
-	state     State
-	since     time.Time // when the current throttling started
-}
+	snap  atomic.Pointer[snapshot] // the last reading's snapshot
+	state atomic.Pointer[State]    // the last decision
+	since atomic.Int64             // unix nanoseconds: when the current throttling started
 
-type standby struct {
-	name      string
-	replayLSN int64
-	replayLag time.Duration // -1: not shown
-}
+	mu     sync.Mutex  // guards unread only; never held across I/O
+	unread []time.Time // chunks committed since the last reading began
 
-type sample struct {
-	lsn int64
-	at  time.Time
-}
-
-// commit is a chunk of this process: when it committed, and the primary's
-// position in the first reading after it (0 until then).
-type commit struct {
-	at  time.Time
-	lsn int64
-}
-
-// replay is what the pacer knows of a standby's speed.
-type replay struct {
-	took  time.Duration // the replay time last measured (or the replay_lag shown before any)
-	slow  bool          // took > the maximum
-	timed bool          // took was measured on a chunk of ours
+	wake    chan struct{} // asks the refresher for a reading
+	started sync.Once
+	stop    context.CancelFunc
+	done    chan struct{} // closed when the refresher has returned
 }
 
 // New returns a pacer that reads the signals on pool and logs throttling
 // on log. A zero cfg makes a pacer that never holds and never queries.
+// Close it when done.
 func New(cfg Config, pool *pgxpool.Pool, log *slog.Logger) (*Pacer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -174,42 +166,72 @@ func New(cfg Config, pool *pgxpool.Pool, log *slog.Logger) (*Pacer, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Pacer{cfg: cfg, pool: pool, log: log, slow: map[string]*replay{}}, nil
+	p := &Pacer{cfg: cfg, pool: pool, log: log, timeout: max(cfg.CheckInterval, MinReadTimeout),
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	p.snap.Store(&snapshot{replaced: make(chan struct{})})
+	p.state.Store(&State{})
+	return p, nil
 }
 
-// State is the last decision; a nil pacer never throttles.
+// MinReadTimeout is the shortest timeout of a reading of the signals: a
+// check interval of 100 ms must not fail a throttle query of 150 ms.
+const MinReadTimeout = time.Second
+
+// ReadTimeout is how long one reading of the signals may take: the check
+// interval, at least [MinReadTimeout]. A reading that takes longer is
+// cancelled (statement_timeout on its transaction), logged, and holds new
+// chunks like any failed reading, until a reading succeeds.
+func (p *Pacer) ReadTimeout() time.Duration { return p.timeout }
+
+// State is the last decision; a nil pacer never throttles. It never waits.
 func (p *Pacer) State() State {
 	if p == nil {
 		return State{}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.state
+	return *p.state.Load()
 }
 
 // Committed tells the pacer that a chunk of this process just committed.
+// It never waits.
 func (p *Pacer) Committed() {
 	if p.cfg.Off() {
 		return
 	}
 	p.mu.Lock()
-	if len(p.pending) < 10000 {
-		p.pending = append(p.pending, commit{at: time.Now()})
+	if len(p.unread) < maxKept {
+		p.unread = append(p.unread, time.Now())
 	}
 	p.mu.Unlock()
 }
 
 // Wait returns when a new chunk may start, or with ctx's error when ctx
-// ends first. While it holds, it reads the signals again every
-// CheckInterval, and it logs once when throttling starts and once when it
-// ends, with the time spent. onHold, when not nil, is called with the
+// ends first (at once, even while a reading is in flight). It decides on a
+// reading at most CheckInterval old: on an older one it asks the refresher
+// for a new reading and waits for it. While it holds, it decides again
+// after each reading, and it logs once when throttling starts and once when
+// it ends, with the time spent. onHold, when not nil, is called with the
 // state each time Wait decides to hold (for a progress bar or a heartbeat).
 func (p *Pacer) Wait(ctx context.Context, onHold func(State)) error {
 	if p.cfg.Off() {
 		return ctx.Err()
 	}
+	p.started.Do(p.start)
 	for {
-		st := p.decide(ctx)
+		s := p.snap.Load()
+		if s.read.IsZero() || time.Since(s.read) >= p.cfg.CheckInterval {
+			select {
+			case p.wake <- struct{}{}:
+			default: // a reading is asked for already
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-s.replaced:
+			}
+			continue
+		}
+		st := judge(p.cfg, s, p.unreadCommits(), time.Now())
+		p.decided(ctx, st)
 		if !st.Throttled && !st.calibrating {
 			return ctx.Err()
 		}
@@ -221,257 +243,58 @@ func (p *Pacer) Wait(ctx context.Context, onHold func(State)) error {
 		case <-ctx.Done():
 			timer.Stop()
 			return ctx.Err()
+		case <-s.replaced:
+			timer.Stop()
 		case <-timer.C:
 		}
 	}
 }
 
-// decide reads the signals when the last reading is older than
-// CheckInterval, and judges them.
-func (p *Pacer) decide(ctx context.Context) State {
+// Close stops the refresher, cancelling a reading in flight, and returns
+// when it has stopped. A nil pacer, or one never waited on, has nothing to
+// stop.
+func (p *Pacer) Close() {
+	if p == nil {
+		return
+	}
+	p.started.Do(func() { close(p.done) }) // never started: nothing to stop
+	if p.stop != nil {
+		p.stop()
+	}
+	<-p.done
+}
+
+// unreadCommits is a copy of the chunks committed since the last reading
+// began.
+func (p *Pacer) unreadCommits() []time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := time.Now()
-	if now.Sub(p.read) >= p.cfg.CheckInterval {
-		p.refresh(ctx, now)
-	}
-	st := p.judge(time.Now())
+	return slices.Clone(p.unread)
+}
+
+// decided records st as the last decision and logs when throttling starts,
+// ends or changes its reason.
+func (p *Pacer) decided(ctx context.Context, st State) {
+	was := *p.state.Swap(&st)
 	switch {
-	case st.Throttled && !p.state.Throttled:
-		p.since = time.Now()
+	case st.Throttled && !was.Throttled:
+		p.since.Store(time.Now().UnixNano())
 		level := slog.LevelInfo
-		if p.query != nil {
+		if st.Cause == CauseCheckFailed {
 			level = slog.LevelError // a signal that cannot be read holds: say it loudly
 		}
 		p.log.Log(ctx, level, "throttling: holding new chunks", "reason", st.Reason)
-	case !st.Throttled && p.state.Throttled:
-		p.log.Info("throttling ended", "held_ms", time.Since(p.since).Milliseconds(), "was", p.state.Reason)
-	case st.Throttled && reasonKind(st.Reason) != reasonKind(p.state.Reason):
+	case !st.Throttled && was.Throttled:
+		p.log.Info("throttling ended", "held_ms", time.Since(time.Unix(0, p.since.Load())).Milliseconds(), "was", was.Reason)
+	case st.Throttled && reasonKind(st.Reason) != reasonKind(was.Reason):
 		p.log.Info("throttling: still holding, for another reason", "reason", st.Reason)
 	}
-	p.state = st
-	return st
 }
 
 // reasonKind is the reason without its figures, so that a lag that grows
 // is not logged as a new reason.
 func reasonKind(reason string) string {
 	kind, _, _ := strings.Cut(reason, " is ")
+	kind, _, _ = strings.Cut(kind, " after ")
 	return kind
-}
-
-// refresh reads the signals. A failure to read them is kept as the reason
-// to hold: throttling fails safe.
-func (p *Pacer) refresh(ctx context.Context, now time.Time) {
-	p.read = now
-	p.query = nil
-	if p.cfg.MaxReplicaLag > 0 {
-		if err := p.readReplicas(ctx); err != nil {
-			p.query = fmt.Errorf("replica lag check failed: %w", err)
-			return
-		}
-	}
-	if p.cfg.ThrottleQuery != "" {
-		hold, err := p.runThrottleQuery(ctx)
-		if err != nil {
-			p.query = fmt.Errorf("throttle query failed: %w", err)
-			return
-		}
-		p.queryHold = hold
-	}
-}
-
-const replicasQuery = `
-select (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint,
-       (select count(*) from pg_stat_replication as r where r.state is null),
-       coalesce(array_agg(r.application_name::text order by r.application_name), '{}'),
-       coalesce(array_agg((r.replay_lsn - '0/0'::pg_lsn)::bigint order by r.application_name), '{}'),
-       coalesce(array_agg((extract(epoch from r.replay_lag) * 1000000)::bigint order by r.application_name), '{}')
-  from pg_stat_replication as r
- where r.state in ('streaming', 'catchup')`
-
-func (p *Pacer) readReplicas(ctx context.Context) error {
-	var current, hidden int64
-	var names []string
-	var lsns, lags []*int64
-	if err := p.pool.QueryRow(ctx, replicasQuery).Scan(&current, &hidden, &names, &lsns, &lags); err != nil {
-		return err
-	}
-	if hidden > 0 {
-		return fmt.Errorf("%d standbys in pg_stat_replication show no details to this role: grant it pg_monitor "+
-			"(GRANT pg_monitor TO role) to use --max-replica-lag", hidden)
-	}
-	p.standbys = p.standbys[:0]
-	for i, name := range names {
-		s := standby{name: name, replayLSN: -1, replayLag: -1}
-		if lsns[i] != nil {
-			s.replayLSN = *lsns[i]
-		}
-		if lags[i] != nil {
-			s.replayLag = time.Duration(*lags[i]) * time.Microsecond
-		}
-		p.standbys = append(p.standbys, s)
-	}
-	at := time.Now()
-	p.samples = append(p.samples, sample{lsn: current, at: at})
-	p.prune()
-	// Chunks committed before this reading are covered by its position.
-	for i := range p.pending {
-		if p.pending[i].lsn == 0 && p.pending[i].at.Before(at) {
-			p.pending[i].lsn = current
-		}
-	}
-	for _, s := range p.standbys {
-		r := p.slow[s.name]
-		if r == nil {
-			// First seen: judge by the replay_lag it shows.
-			r = &replay{took: max(s.replayLag, 0)}
-			r.slow = r.took > p.cfg.MaxReplicaLag
-			p.slow[s.name] = r
-		}
-		// Time the newest of our chunks it has replayed; a chunk it has
-		// not replayed for longer than the maximum makes it slow already.
-		for _, c := range p.pending {
-			switch {
-			case c.lsn != 0 && s.replayLSN >= c.lsn:
-				r.took = at.Sub(c.at)
-				r.slow, r.timed = r.took > p.cfg.MaxReplicaLag, true
-			case at.Sub(c.at) > p.cfg.MaxReplicaLag:
-				r.took, r.slow, r.timed = max(r.took, at.Sub(c.at)), true, true
-			}
-		}
-	}
-	// Forget the chunks every standby has replayed.
-	keep := p.pending[:0]
-	for _, c := range p.pending {
-		if c.lsn == 0 || slices.ContainsFunc(p.standbys, func(s standby) bool { return s.replayLSN < c.lsn }) {
-			keep = append(keep, c)
-		}
-	}
-	p.pending = keep
-	return nil
-}
-
-// prune keeps the samples that some standby still needs (the oldest one it
-// has not replayed, and the one before it), and at most 10,000.
-func (p *Pacer) prune() {
-	oldest := int64(-1)
-	for _, s := range p.standbys {
-		if oldest < 0 || s.replayLSN < oldest {
-			oldest = s.replayLSN
-		}
-	}
-	keep := 0
-	for keep < len(p.samples)-1 && p.samples[keep+1].lsn <= oldest {
-		keep++
-	}
-	p.samples = p.samples[keep:]
-	if len(p.samples) > 10000 {
-		p.samples = p.samples[len(p.samples)-10000:]
-	}
-}
-
-// calibrating reports whether s has not been timed on a chunk of ours yet
-// and has a chunk of ours to replay: the pacer then waits for that first
-// replay (a fraction of a second on a healthy standby), without calling it
-// throttling, rather than guess its speed and let a burst of chunks through.
-func (p *Pacer) calibrating(s standby) bool {
-	r := p.slow[s.name]
-	if r == nil || r.timed || r.slow {
-		return false
-	}
-	for _, c := range p.pending {
-		if c.lsn == 0 || c.lsn > s.replayLSN {
-			return true
-		}
-	}
-	return false
-}
-
-// behind is how far s is behind at now: the age of the oldest position
-// it has not replayed, of those read and of this process's chunks; and,
-// for a slow standby with a chunk of ours to replay, at least what its last
-// replay took.
-func (p *Pacer) behind(s standby, now time.Time) time.Duration {
-	var lag time.Duration
-	for _, x := range p.samples {
-		if x.lsn > s.replayLSN {
-			lag = now.Sub(x.at)
-			break
-		}
-	}
-	for _, c := range p.pending {
-		if c.lsn == 0 || c.lsn > s.replayLSN {
-			lag = max(lag, now.Sub(c.at))
-			if r := p.slow[s.name]; r != nil && r.slow {
-				lag = max(lag, r.took)
-			}
-			break
-		}
-	}
-	return lag
-}
-
-// judge decides from the last reading.
-func (p *Pacer) judge(now time.Time) State {
-	if p.query != nil {
-		return State{Throttled: true, Reason: p.query.Error(), Cause: CauseCheckFailed}
-	}
-	var st State
-	if p.cfg.MaxReplicaLag > 0 && len(p.samples) > 0 {
-		worst, worstName := time.Duration(0), ""
-		for _, s := range p.standbys {
-			if lag := p.behind(s, now); lag > worst {
-				worst, worstName = lag, s.name
-			}
-			if p.calibrating(s) {
-				st.calibrating = true
-			}
-		}
-		st.Lag = worst
-		if worst > p.cfg.MaxReplicaLag {
-			return State{Throttled: true, Lag: worst, Cause: CauseReplicaLag,
-				Reason: fmt.Sprintf("replica %s is %.1f s behind (max %v)", worstName, worst.Seconds(), p.cfg.MaxReplicaLag)}
-		}
-	}
-	if p.cfg.ThrottleQuery != "" && p.queryHold {
-		st.Throttled, st.Reason, st.Cause = true, "the throttle query returned true", CauseThrottleQuery
-	}
-	return st
-}
-
-// runThrottleQuery runs the operator's query, one statement (see
-// [driver.QueryOne]), in a READ ONLY transaction and reads its one boolean.
-func (p *Pacer) runThrottleQuery(ctx context.Context) (hold bool, err error) {
-	err = pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		rows, err := driver.QueryOne(ctx, tx, "--throttle-query", p.cfg.ThrottleQuery)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		n := 0
-		for rows.Next() {
-			n++
-			vals, err := rows.Values()
-			if err != nil {
-				return err
-			}
-			if len(vals) != 1 {
-				return fmt.Errorf("it must return one boolean, got %d columns", len(vals))
-			}
-			b, ok := vals[0].(bool)
-			if !ok {
-				return fmt.Errorf("it must return one boolean, got %T", vals[0])
-			}
-			hold = b
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if n != 1 {
-			return fmt.Errorf("it must return one row, got %d", n)
-		}
-		return nil
-	})
-	return hold, err
 }

@@ -67,8 +67,9 @@ func psReadCorpus(t *testing.T, dir string) []psSeed {
 			t.Fatalf("%s: not a `go test fuzz v1` file", e.Name())
 		}
 		value = strings.TrimSpace(value)
-		literal, ok := strings.CutPrefix(value, "[]byte(")
-		if literal, ok = strings.CutSuffix(literal, ")"); !ok || strings.Contains(literal, "\n") {
+		literal, prefixed := strings.CutPrefix(value, "[]byte(")
+		literal, suffixed := strings.CutSuffix(literal, ")")
+		if !prefixed || !suffixed || strings.Contains(literal, "\n") {
 			t.Fatalf("%s: want exactly one []byte(\"...\") value, got %q", e.Name(), value)
 		}
 		data, err := strconv.Unquote(literal)

@@ -52,5 +52,5 @@ func newPacer(ctx context.Context, cfg *pgx.ConnConfig, pacing pace.Config) (*pa
 		pool.Close()
 		return nil, nil, err
 	}
-	return p, pool.Close, nil
+	return p, func() { p.Close(); pool.Close() }, nil
 }

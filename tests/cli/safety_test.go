@@ -90,6 +90,14 @@ func TestCheck(t *testing.T) {
 		all.Targets = append(all.Targets, driver.TargetCheck{ID: target.ID, OK: true})
 	}
 	wantJSON(t, runWith(t, opts{stdin: string(data)}, append(j.lab.globals(), "check", "--json", "-")...), all)
+	// The three checks so far wrote nothing: no job second, festival as it was.
+	if after := j.state(t); !reflect.DeepEqual(after, before) {
+		t.Fatalf("check changed the database:\n%+v\n%+v", before, after)
+	}
+	var jobs int
+	if err := j.lab.Conn.QueryRow(ctx, "select count(*) from jobs where job_id = 'second'").Scan(&jobs); err != nil || jobs != 0 {
+		t.Fatalf("check of a free id created the job: %d rows (%v)", jobs, err)
+	}
 
 	// Two orders changed: exit 3, the table names them, one line on stderr.
 	gone, moved := j.Targets[1], j.Targets[5]

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -230,4 +231,56 @@ func TestMaxReplicaLagHoldsDrain(t *testing.T) {
 	}
 	l.Exec(t, "delete from job_queue") // drain does not use the queue
 	l.wantFinished(t, []job{j})
+}
+
+// A throttle query that does not return holds the worker without holding
+// its heartbeat: each reading is cut off after the read timeout (1 s here)
+// and counts as a hold, chunks status shows the worker throttled with the
+// reason while its heartbeat keeps beating, and SIGTERM stops it at once,
+// 30 s before the query would have ended.
+func TestStuckThrottleQueryHoldsButNotTheHeartbeat(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	j := newSeeder(l, 47).job(t, "stuck", 4, 1)
+	l.register(t, j)
+	w := l.worker(t, "w-stuck", "--throttle-query", "select pg_sleep(30) is not null", "--poll", "100ms")
+	w.waitLine(t, 0, 10*time.Second, "throttling: holding new chunks", "throttle query timed out after 1s")
+
+	type live struct {
+		Workers []fleetapi.WorkerStatus `json:"workers"`
+	}
+	var beats []time.Time
+	waitFor(t, 15*time.Second, "three heartbeats of the throttled worker", func() bool {
+		var st live
+		r := l.chunks(t, "--json", "status")
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+			t.Fatalf("status --json: %v: %s", err, r.stdout)
+		}
+		if len(st.Workers) != 1 {
+			t.Fatalf("status lists %d workers, want the one: %s", len(st.Workers), r.stdout)
+		}
+		ws := st.Workers[0]
+		if ws.State != "throttled" || ws.Reason == nil || !strings.Contains(*ws.Reason, "throttle query timed out") {
+			return false
+		}
+		if len(beats) == 0 || ws.LastSeen.After(beats[len(beats)-1]) {
+			beats = append(beats, ws.LastSeen)
+		}
+		time.Sleep(300 * time.Millisecond)
+		return len(beats) >= 3
+	})
+	if got := l.nextIndex(t, j.ID); got != 0 {
+		t.Fatalf("next_index %d while the throttle query never returned", got)
+	}
+	w.signal(t, syscall.SIGTERM)
+	stopped := time.Now()
+	if r := w.wait(t, 20*time.Second); r.code != 0 {
+		t.Fatalf("want exit 0 after SIGTERM, got %v", r)
+	}
+	if took := time.Since(stopped); took > 10*time.Second {
+		t.Fatalf("the worker took %v to stop after SIGTERM: it waited for the stuck throttle query", took)
+	}
+	if got := l.nextIndex(t, j.ID); got != 0 {
+		t.Fatalf("next_index %d after SIGTERM: a chunk started while throttled", got)
+	}
 }
