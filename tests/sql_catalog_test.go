@@ -124,25 +124,32 @@ func TestSQLFunctionCatalog(t *testing.T) {
 		t.Fatalf("functions %v, want %v", names, want)
 	}
 
-	// The documented signatures and return types of §6.
-	sameJSON(t, "signatures", mustString(t, s.Conn, `select jsonb_object_agg(p.proname,
+	// The documented signatures and return types of §6, and their
+	// tenant-scoped overloads, the router's signatures (§8).
+	sameJSON(t, "signatures", mustString(t, s.Conn, `select jsonb_object_agg(p.proname || '/' || p.pronargs,
 	    pg_get_function_identity_arguments(p.oid) || ' -> ' || pg_get_function_result(p.oid) || ' ' || p.provolatile::text)::text
 	  from pg_proc p where p.pronamespace = $1::regnamespace
 	   and p.proname in ('register', 'inspect_job', 'cancel_chunk', 'run_chunk', 'report')`, s.Name), `{
-	  "register": "plan jsonb -> boolean v",
-	  "inspect_job": "job_id text -> jsonb s",
-	  "cancel_chunk": "tenant text, items jsonb -> jsonb v",
-	  "run_chunk": "job_id text -> jsonb v",
-	  "report": "job_id text -> jsonb s"}`)
+	  "register/1": "plan jsonb -> boolean v",
+	  "inspect_job/1": "job_id text -> jsonb s",
+	  "inspect_job/2": "tenant text, job_id text -> jsonb s",
+	  "cancel_chunk/2": "tenant text, items jsonb -> jsonb v",
+	  "run_chunk/1": "job_id text -> jsonb v",
+	  "run_chunk/2": "tenant text, job_id text -> jsonb v",
+	  "report/1": "job_id text -> jsonb s",
+	  "report/2": "tenant text, job_id text -> jsonb s"}`)
 	// And those of the operator's safety functions (README "Safety").
-	sameJSON(t, "safety signatures", mustString(t, s.Conn, `select jsonb_object_agg(p.proname,
+	sameJSON(t, "safety signatures", mustString(t, s.Conn, `select jsonb_object_agg(p.proname || '/' || p.pronargs,
 	    pg_get_function_arguments(p.oid) || ' -> ' || pg_get_function_result(p.oid) || ' ' || p.provolatile::text)::text
 	  from pg_proc p where p.pronamespace = $1::regnamespace
 	   and p.proname in ('check_plan', 'register_undo', 'pause_job_after', 'job_lineage')`, s.Name), `{
-	  "check_plan": "plan jsonb -> jsonb s",
-	  "register_undo": "job_id text, new_job_id text DEFAULT NULL::text -> jsonb v",
-	  "pause_job_after": "job_id text, after integer -> boolean v",
-	  "job_lineage": "job_id text -> jsonb s"}`)
+	  "check_plan/1": "plan jsonb -> jsonb s",
+	  "register_undo/2": "job_id text, new_job_id text DEFAULT NULL::text -> jsonb v",
+	  "register_undo/3": "tenant text, job_id text, new_job_id text -> jsonb v",
+	  "pause_job_after/2": "job_id text, after integer -> boolean v",
+	  "pause_job_after/3": "tenant text, job_id text, after integer -> boolean v",
+	  "job_lineage/1": "job_id text -> jsonb s",
+	  "job_lineage/2": "tenant text, job_id text -> jsonb s"}`)
 
 	// The pinned search_path at work: a session whose search_path puts
 	// lookalike tables first (a temporary orders and jobs) still reaches the

@@ -3,7 +3,6 @@ package tests
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"regexp"
 	"slices"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/tern/v2/migrate"
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/pgtest"
@@ -70,20 +70,20 @@ func publicObjects(t testing.TB, conn *pgx.Conn) string {
 // (sql/functions/*.sql) creates.
 func shippedFunctions(t testing.TB) []string {
 	t.Helper()
-	var names []string
-	create := regexp.MustCompile(`(?i)create or replace function \{\{ \.schema \}\}\.([a-z0-9_]+)\(`)
-	err := fs.WalkDir(chunkssql.Functions(), ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		text, err := fs.ReadFile(chunkssql.Functions(), path)
-		for _, m := range create.FindAllStringSubmatch(string(text), -1) {
-			names = append(names, m[1])
-		}
-		return err
-	})
+	// The code package as migrate installs it: templates (tenant_call.sql)
+	// write some of the functions.
+	code, err := migrate.LoadCodePackage(chunkssql.Functions())
 	if err != nil {
 		t.Fatal(err)
+	}
+	text, err := code.Eval(map[string]any{"schema": "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	create := regexp.MustCompile(`(?i)create or replace function s\.([a-z0-9_]+)\(`)
+	for _, m := range create.FindAllStringSubmatch(text, -1) {
+		names = append(names, m[1])
 	}
 	slices.Sort(names)
 	for _, public := range []string{"cancel_chunk", "inspect_job", "register", "report", "run_chunk"} {

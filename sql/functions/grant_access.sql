@@ -9,6 +9,7 @@ as $$
   select f::regprocedure
     from unnest(array[
            '{{ .schema }}.inspect_job(text)', '{{ .schema }}.report(text)', '{{ .schema }}.job_lineage(text)',
+           '{{ .schema }}.inspect_job(text, text)', '{{ .schema }}.report(text, text)', '{{ .schema }}.job_lineage(text, text)',
            '{{ .schema }}.job_status()', '{{ .schema }}.status_page(text, integer)', '{{ .schema }}.worker_status()',
            '{{ .schema }}.campaign_status(text)', '{{ .schema }}.campaign_report(text)', '{{ .schema }}.queue_channel()'
          ]) as f
@@ -21,6 +22,9 @@ as $$
            '{{ .schema }}.run_next_chunk(text, integer, integer)',
            '{{ .schema }}.pause_job(text)', '{{ .schema }}.pause_job_after(text, integer)', '{{ .schema }}.resume_job(text)',
            '{{ .schema }}.register_undo(text, text)',
+           '{{ .schema }}.run_chunk(text, text)', '{{ .schema }}.pause_job(text, text)',
+           '{{ .schema }}.pause_job_after(text, text, integer)', '{{ .schema }}.resume_job(text, text)',
+           '{{ .schema }}.register_undo(text, text, text)',
            '{{ .schema }}.worker_heartbeat(text, text, integer, timestamptz, bigint, text, text)',
            '{{ .schema }}.worker_gone(text)', '{{ .schema }}.record_progress(jsonb)',
            '{{ .schema }}.campaign_create(text, text, integer, integer[], integer[], integer[], integer)',

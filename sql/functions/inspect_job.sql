@@ -17,3 +17,7 @@ $$;
 comment on function {{ .schema }}.inspect_job(text) is
 $c$The stored job as {"job_id", "tenant", "targets", "chunk_size", "next_index"}, or NULL when unknown.
 Read-only. Errors: 22023 when JOB_ID is not 1 to 64 ASCII letters, digits, _ or -.$c$;
+
+-- The signature of a router (the template is tenant_call.sql): the job of one tenant.
+{{ template "tenant_call.sql" (merge (dict "name" "inspect_job" "returns" "jsonb" "volatility" "stable" "missing" "null"
+  "comment" `the stored job, or NULL.`) .) }}

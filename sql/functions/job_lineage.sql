@@ -23,3 +23,7 @@ $c$A job's kind and its undo, as {"job_id", "kind", "undoes", "undone_by"}, or N
 kind is cancel (pending -> cancelled: a job made by register) or restore (cancelled ->
 pending: an undo made by register_undo); undoes is the job an undo undoes, undone_by the undo
 of this job (NULL when none). Read-only. Errors: 22023 bad job_id.$c$;
+
+-- The signature of a router (the template is tenant_call.sql): the job of one tenant.
+{{ template "tenant_call.sql" (merge (dict "name" "job_lineage" "returns" "jsonb" "volatility" "stable" "missing" "null"
+  "comment" `its kind and its undo, or NULL.`) .) }}

@@ -63,3 +63,9 @@ pause_job or resume_job drop a pending canary. Returns true when it changed the 
 when the same canary was already pending.
 Errors: 22023 bad job_id or AFTER; CH409 unknown or finished job, an undone job, or AFTER
 not below the chunks left (the job would finish instead of pausing).$c$;
+
+-- The signature of a router (the template is tenant_call.sql): the job of one tenant.
+{{ template "tenant_call.sql" (merge (dict "name" "pause_job_after" "returns" "boolean" "volatility" "volatile" "missing" "conflict"
+  "settings" (list "lock_timeout = '5s'")
+  "args" (list "after integer")
+  "comment" `the canary: AFTER more chunks, then paused.`) .) }}

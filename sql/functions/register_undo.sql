@@ -165,3 +165,9 @@ Errors: 22023 bad ids, or a default id that would not fit; CH409 an unknown job,
 (an undo is not undone), a job already undone by another id, NEW_JOB_ID taken by another
 job, an unsound job or one that is no longer its registered approval (job_approval), a job that can still make progress (unfinished and not paused: pause
 it first), or nothing to undo.$c$;
+
+-- The signature of a router (the template is tenant_call.sql): the job of one tenant.
+{{ template "tenant_call.sql" (merge (dict "name" "register_undo" "returns" "jsonb" "volatility" "volatile" "missing" "conflict"
+  "settings" (list "lock_timeout = '5s'")
+  "args" (list "new_job_id text")
+  "comment" `registers its undo as a job of TENANT (NEW_JOB_ID NULL: JOB_ID-undo).`) .) }}

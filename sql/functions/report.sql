@@ -66,3 +66,7 @@ register_undo) and the approved revision + 1; missing when no order has its id; 
 otherwise. One SELECT; changes nothing. Errors: 22023 bad job_id; CH409
 unknown job, a stored job whose targets or next_index cannot be read, or one that is no longer
 the approval register recorded (job_approval) or was never registered through chunks.$c$;
+
+-- The signature of a router (the template is tenant_call.sql): the job of one tenant.
+{{ template "tenant_call.sql" (merge (dict "name" "report" "returns" "jsonb" "volatility" "stable" "missing" "conflict"
+  "comment" `the report, read in one SELECT; changes nothing.`) .) }}

@@ -133,3 +133,8 @@ From psql in autocommit, SELECT run_chunk('job') is one transaction that commits
 Errors: 22023 bad job_id; CH409 unknown or unsound job, a job that is no longer its registered
 approval or was never registered (no job_approval record), or an order that does not match;
 55P03 lock timeout, naming the job and whether the job row or an order was locked.$c$;
+
+-- The signature of a router (the template is tenant_call.sql): the job of one tenant.
+{{ template "tenant_call.sql" (merge (dict "name" "run_chunk" "returns" "jsonb" "volatility" "volatile" "missing" "conflict"
+  "settings" (list "lock_timeout = '500ms'" "plan_cache_mode = force_generic_plan" "enable_seqscan = off")
+  "comment" `runs its next chunk.`) .) }}

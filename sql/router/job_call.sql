@@ -1,13 +1,12 @@
 {{- /*
-  A routed call of one job: <name>(tenant, job_id) on the router runs
-  <name>(job_id) on the tenant's shard, as one autocommit transaction there.
-  The job must be the tenant's: a job id is unique per shard only, and a
-  shard holds many tenants, so a job of another tenant of the same shard is
-  answered as missing. Parameters (with the install data): name, returns,
-  missing ("conflict": CH409 "job x: not found for tenant t";
-  "null": NULL, as inspect_job answers an unknown job), comment, and
-  optionally args: the function's parameters after job_id, each "name type"
-  or "name type default value" (pause_job_after(job_id, after integer) is
+  A routed call of one job: <name>(tenant, job_id, ...) on the router runs
+  the same call, <name>(tenant, job_id, ...), on the tenant's shard, as one
+  autocommit transaction there. The shard checks that the job is the
+  tenant's (sql/functions/tenant_call.sql: a job id is unique per shard
+  only, and a shard holds many tenants): a job of another tenant of the
+  same shard is answered as missing there, CH409 or NULL. Parameters (with
+  the install data): name, returns, comment, and optionally args: the
+  function's parameters after job_id, each "name type" (pause_job_after is
   (list "after integer")).
 */ -}}
 {{- $args := default (list) .args }}
@@ -16,11 +15,10 @@ language plproxy
 as $$
   cluster '{{ .cluster }}';
   run on hashtext(tenant);
-  select case when exists (select from {{ .shard_schema }}.jobs as j where j.job_id = job_id and j.tenant = tenant)
-              then {{ .shard_schema }}.{{ .name }}(job_id{{ range $args }}, {{ index (splitList " " .) 0 }}{{ end }}) end;
+  select {{ .shard_schema }}.{{ .name }}(tenant, job_id{{ range $args }}, {{ index (splitList " " .) 0 }}{{ end }});
 $$;
 comment on function {{ .schema }}.shard_{{ .name }}(text, text{{ range $args }}, {{ index (splitList " " .) 1 }}{{ end }}) is
-  'chunks router helper: {{ .name }}(JOB_ID) on the shard of TENANT (PL/Proxy, RUN ON hashtext(tenant)) when the job there is TENANT''s, else NULL; call {{ .name }}(tenant, job_id) instead.';
+  'chunks router helper: {{ .name }}(TENANT, JOB_ID) on the shard of TENANT (PL/Proxy, RUN ON hashtext(tenant)); call {{ .name }}(tenant, job_id) instead.';
 
 create or replace function {{ .schema }}.{{ .name }}(tenant text, job_id text{{ range $args }}, {{ . }}{{ end }}) returns {{ .returns }}
 language plpgsql volatile security invoker
@@ -43,11 +41,6 @@ begin
                             v_detail = pg_exception_detail, v_hint = pg_exception_hint;
     perform shard_error(shard_of({{ .name }}.tenant), v_state, v_message, v_detail, v_hint);
   end;
-{{- if eq .missing "conflict" }}
-  if v_result is null then
-    raise exception 'job %: not found for tenant %', {{ .name }}.job_id, {{ .name }}.tenant using errcode = 'CH409';
-  end if;
-{{- end }}
   return v_result;
 end
 $$;
