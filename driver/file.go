@@ -59,22 +59,26 @@ func dsnProblem(err error) string {
 // [RunChunk] on it and closes it again, on success, on error and on panic.
 // If the client dies after COMMIT but before hearing the answer, the next
 // call does the next chunk, never the finished one again.
+//
+// The contract fixes this signature; [ChunkFileConfig] takes a [JobRef].
 func ChunkFile(ctx context.Context, dsn, jobID string, fault Fault) (ChunkResult, error) {
-	if err := checkName("job_id", jobID); err != nil {
+	job := JobRef{ID: jobID}
+	if err := job.check(); err != nil {
 		return ChunkResult{}, err
 	}
 	cfg, err := ParseDSN(dsn)
 	if err != nil {
 		return ChunkResult{}, err
 	}
-	return ChunkFileConfig(ctx, cfg, jobID, fault)
+	return ChunkFileConfig(ctx, cfg, job, fault)
 }
 
 // ChunkFileConfig is [ChunkFile] on a parsed config (see [ParseDSN]). Its
 // connection has the 2 s connect timeout and cancels on the server when ctx
-// is cancelled, whatever cfg says; cfg itself is not changed.
-func ChunkFileConfig(ctx context.Context, cfg *pgx.ConnConfig, jobID string, fault Fault) (res ChunkResult, err error) {
-	if err := checkName("job_id", jobID); err != nil {
+// is cancelled, whatever cfg says; cfg itself is not changed. It runs
+// [JobRef.RunChunk] of job: on one server or through a chunks router.
+func ChunkFileConfig(ctx context.Context, cfg *pgx.ConnConfig, job JobRef, fault Fault) (res ChunkResult, err error) {
+	if err := job.check(); err != nil {
 		return ChunkResult{}, err
 	}
 	if cfg == nil {
@@ -92,7 +96,7 @@ func ChunkFileConfig(ctx context.Context, cfg *pgx.ConnConfig, jobID string, fau
 			err = errors.Join(err, fmt.Errorf("close: %w", cerr))
 		}
 	}()
-	return RunChunk(ctx, conn, jobID, fault)
+	return job.RunChunk(ctx, conn, fault)
 }
 
 // Drain runs the job's chunks one [ChunkFile] call at a time, at most
@@ -101,9 +105,11 @@ func ChunkFileConfig(ctx context.Context, cfg *pgx.ConnConfig, jobID string, fau
 // opened. Calls counts the calls that returned a result (an empty call that
 // only learns Done counts); Processed concatenates what this drain's calls
 // processed. Any error returns at once, with the result gathered so far and
-// no retry.
+// no retry. The contract fixes this signature; [DrainConfig] takes a
+// [JobRef] and a [Pacer].
 func Drain(ctx context.Context, dsn, jobID string, maxChunks int) (DrainResult, error) {
-	if err := checkName("job_id", jobID); err != nil {
+	job := JobRef{ID: jobID}
+	if err := job.check(); err != nil {
 		return DrainResult{}, err
 	}
 	if err := checkMaxChunks(maxChunks); err != nil {
@@ -113,7 +119,7 @@ func Drain(ctx context.Context, dsn, jobID string, maxChunks int) (DrainResult, 
 	if err != nil {
 		return DrainResult{}, err
 	}
-	return DrainConfig(ctx, cfg, jobID, maxChunks, nil)
+	return DrainConfig(ctx, cfg, job, maxChunks, nil)
 }
 
 // Pacer holds a drain's next call back while the database's health says
@@ -129,21 +135,13 @@ type Pacer interface {
 // a connection of its own ([ChunkFileConfig]). With a pacer, each call
 // waits for it first: waiting is not a call, so the counting and the "no
 // retry" rule are unchanged; a ctx that ends while waiting returns ctx's
-// error with the result so far.
-func DrainConfig(ctx context.Context, cfg *pgx.ConnConfig, jobID string, maxChunks int, pacer Pacer) (DrainResult, error) {
-	if err := checkName("job_id", jobID); err != nil {
+// error with the result so far. With job's tenant the drain runs through
+// a chunks router as well as on one server: each call is one transaction
+// on the tenant's shard, on a router connection of its own.
+func DrainConfig(ctx context.Context, cfg *pgx.ConnConfig, job JobRef, maxChunks int, pacer Pacer) (DrainResult, error) {
+	if err := job.check(); err != nil {
 		return DrainResult{}, err
 	}
-	return DrainFunc(ctx, maxChunks, pacer, func(ctx context.Context) (ChunkResult, error) {
-		return ChunkFileConfig(ctx, cfg, jobID, nil)
-	})
-}
-
-// DrainFunc is the loop of [DrainConfig] over any way of running one chunk
-// of one job (package router runs it through a router): call runs the next
-// chunk, at most maxChunks (1 to 64) times, stopping as soon as one returns
-// Done, with the same counting, pacing and "no retry" rule.
-func DrainFunc(ctx context.Context, maxChunks int, pacer Pacer, call func(context.Context) (ChunkResult, error)) (DrainResult, error) {
 	if err := checkMaxChunks(maxChunks); err != nil {
 		return DrainResult{}, err
 	}
@@ -154,7 +152,7 @@ func DrainFunc(ctx context.Context, maxChunks int, pacer Pacer, call func(contex
 				return out, err
 			}
 		}
-		r, err := call(ctx)
+		r, err := ChunkFileConfig(ctx, cfg, job, nil)
 		if err != nil {
 			return out, err
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -31,13 +30,21 @@ func Register(ctx context.Context, db DB, plan Plan) (bool, error) {
 }
 
 // InspectJob returns the stored job, or nil (and no error) when there is no
-// job with that id. The result is the caller's own copy.
+// job with that id. The result is the caller's own copy. It is
+// [JobRef.Inspect] of any tenant's job: the contract fixes this signature.
 func InspectJob(ctx context.Context, db DB, jobID string) (*Job, error) {
-	if err := checkName("job_id", jobID); err != nil {
+	return JobRef{ID: jobID}.Inspect(ctx, db)
+}
+
+// Inspect returns the stored job, or nil (and no error) when there is no
+// such job (of j's tenant, when j has one). The result is the caller's own
+// copy (SQL inspect_job).
+func (j JobRef) Inspect(ctx context.Context, db DB) (*Job, error) {
+	if err := j.check(); err != nil {
 		return nil, err
 	}
 	var job Job
-	if found, err := queryJSON(ctx, db, &job, "inspect_job", jobID); err != nil || !found {
+	if found, err := queryJSON(ctx, db, &job, "inspect_job", j.Args()...); err != nil || !found {
 		return nil, err
 	}
 	return &job, nil
@@ -47,12 +54,8 @@ func InspectJob(ctx context.Context, db DB, jobID string) (*Job, error) {
 // jsonb result into out. It says whether there was one (false for SQL
 // NULL); a server error comes back through [MapError].
 func queryJSON(ctx context.Context, db DB, out any, fn string, args ...any) (bool, error) {
-	params := make([]string, len(args))
-	for i := range args {
-		params[i] = fmt.Sprintf("$%d", i+1)
-	}
 	var body []byte
-	if err := db.QueryRow(ctx, "select "+fn+"("+strings.Join(params, ", ")+")::text", args...).Scan(&body); err != nil {
+	if err := db.QueryRow(ctx, "select "+fn+"("+params(len(args))+")::text", args...).Scan(&body); err != nil {
 		return false, MapError(err)
 	}
 	if body == nil {
@@ -67,12 +70,20 @@ func queryJSON(ctx context.Context, db DB, out any, fn string, args ...any) (boo
 // Report reads, in one SELECT on the server, which of the job's approved ids
 // are committed or remaining, and whether each committed order is still
 // matching, has drifted or is missing. An unknown job is an [ErrConflict].
+// It is [JobRef.Report] of any tenant's job: the contract fixes this
+// signature.
 func Report(ctx context.Context, db DB, jobID string) (JobReport, error) {
-	if err := checkName("job_id", jobID); err != nil {
+	return JobRef{ID: jobID}.Report(ctx, db)
+}
+
+// Report is [Report] of the job (SQL report): a job that is not j's
+// tenant's is an [ErrConflict] too.
+func (j JobRef) Report(ctx context.Context, db DB) (JobReport, error) {
+	if err := j.check(); err != nil {
 		return JobReport{}, err
 	}
 	var r JobReport
-	if _, err := queryJSON(ctx, db, &r, "report", jobID); err != nil {
+	if _, err := queryJSON(ctx, db, &r, "report", j.Args()...); err != nil {
 		return JobReport{}, err
 	}
 	return r, nil

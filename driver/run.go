@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/chunks-dev/chunks/internal/chunktx"
 )
@@ -44,8 +43,24 @@ import (
 // (what [ChunkFile] and [Drain] use) the server cancels the statement and
 // the chunk rolls back, unless it had already finished. A closed connection
 // is the only failure that does not leave conn open.
-func RunChunk(ctx context.Context, conn *pgx.Conn, jobID string, fault Fault) (res ChunkResult, err error) {
-	if err := checkName("job_id", jobID); err != nil {
+//
+// It is [JobRef.RunChunk] of any tenant's job: the contract fixes this
+// signature.
+func RunChunk(ctx context.Context, conn *pgx.Conn, jobID string, fault Fault) (ChunkResult, error) {
+	return JobRef{ID: jobID}.RunChunk(ctx, conn, fault)
+}
+
+// RunChunk is [RunChunk] of the job: with a tenant, SQL run_chunk(tenant,
+// job_id), which runs the chunk only when the job is that tenant's (a job of
+// another tenant is an [ErrConflict] and nothing is written). Through a
+// chunks router (package router) it costs the same one round trip: the
+// router runs the chunk on the tenant's shard as ONE transaction there,
+// committed within the call. A router's transaction cannot hold the
+// shard's, so no hook could run before that COMMIT: a fault through a
+// router is an [ErrInvalid] at once, before anything runs (run the drill
+// on the shard itself).
+func (j JobRef) RunChunk(ctx context.Context, conn *pgx.Conn, fault Fault) (res ChunkResult, err error) {
+	if err := j.check(); err != nil {
 		return ChunkResult{}, err
 	}
 	if conn == nil {
@@ -59,9 +74,9 @@ func RunChunk(ctx context.Context, conn *pgx.Conn, jobID string, fault Fault) (r
 	}
 
 	pg := conn.PgConn()
-	arg := chunktx.Arg{Text: jobID, OID: pgtype.TextOID}
+	query, args := j.chunkCall()
 	if fault == nil {
-		body, err := chunktx.Call(ctx, pg, "select run_chunk($1)::text", arg)
+		body, err := chunktx.Call(ctx, pg, query, args...)
 		if err != nil {
 			return ChunkResult{}, MapError(err)
 		}
@@ -72,7 +87,13 @@ func RunChunk(ctx context.Context, conn *pgx.Conn, jobID string, fault Fault) (r
 		return res, nil
 	}
 
-	body, err := chunktx.Open(ctx, pg, "select run_chunk($1)::text", arg)
+	if r, err := Routed(ctx, conn); err != nil || r {
+		if err != nil {
+			return ChunkResult{}, err
+		}
+		return ChunkResult{}, invalidf("fault: a chunks router commits the chunk on its shard inside the call, so no hook can run before its COMMIT: run the drill on the shard itself")
+	}
+	body, err := chunktx.Open(ctx, pg, query, args...)
 	if err != nil {
 		return ChunkResult{}, MapError(err)
 	}

@@ -40,16 +40,16 @@ type JobLineage struct {
 	UndoneBy *string `json:"undone_by"` // the undo of this job
 }
 
-// RegisterUndo builds the compensating job of jobID and registers it as
+// RegisterUndo builds the compensating job of the job and registers it as
 // newJobID, as one approval, in one transaction. Empty newJobID means
-// jobID + "-undo"; when that would pass [MaxNameLen] characters, it is an
+// the job's id + "-undo"; when that would pass [MaxNameLen] characters, it is an
 // [ErrInvalid] naming new_job_id and the id must be given.
 //
-// The undo's targets are jobID's committed orders that are still exactly as
+// The undo's targets are the job's committed orders that are still exactly as
 // it left them (what [Report] calls matching), each approved at the
-// revision jobID left. Each of its chunks restores them to state 'pending'
+// revision the job left. Each of its chunks restores them to state 'pending'
 // with revision + 1 and writes one audit row each: it is a job like any
-// other, with jobID's chunk size, queued for the fleet, run by [RunChunk]
+// other, with the job's chunk size, queued for the fleet, run by [RunChunk]
 // and [Drain], and reported by [Report] (matching: pending, approved
 // revision + 1). Drifted and missing orders are listed and left alone.
 //
@@ -58,8 +58,12 @@ type JobLineage struct {
 // job undone already under another id, a newJobID taken by another job, a
 // job that can still make progress (unfinished and not paused: pause it
 // first), an unsound job, and a job with nothing to undo.
-func RegisterUndo(ctx context.Context, db DB, jobID, newJobID string) (Undo, error) {
-	if err := checkName("job_id", jobID); err != nil {
+//
+// With a tenant (j.Tenant), the job must be that tenant's (SQL
+// register_undo(tenant, job_id, new_job_id)); through a chunks router the
+// undo is registered on the job's shard, as a job of the same tenant.
+func (j JobRef) RegisterUndo(ctx context.Context, db DB, newJobID string) (Undo, error) {
+	if err := j.check(); err != nil {
 		return Undo{}, err
 	}
 	var newID *string // NULL: the server derives it
@@ -70,20 +74,20 @@ func RegisterUndo(ctx context.Context, db DB, jobID, newJobID string) (Undo, err
 		newID = &newJobID
 	}
 	var u Undo
-	if _, err := queryJSON(ctx, db, &u, "register_undo", jobID, newID); err != nil {
+	if _, err := queryJSON(ctx, db, &u, "register_undo", j.Args(newID)...); err != nil {
 		return Undo{}, err
 	}
 	return u, nil
 }
 
 // Lineage returns the job's kind and its undo, or nil (and no error) when
-// there is no job with that id.
-func Lineage(ctx context.Context, db DB, jobID string) (*JobLineage, error) {
-	if err := checkName("job_id", jobID); err != nil {
+// there is no such job (of j's tenant, when j has one).
+func (j JobRef) Lineage(ctx context.Context, db DB) (*JobLineage, error) {
+	if err := j.check(); err != nil {
 		return nil, err
 	}
 	var l JobLineage
-	if found, err := queryJSON(ctx, db, &l, "job_lineage", jobID); err != nil || !found {
+	if found, err := queryJSON(ctx, db, &l, "job_lineage", j.Args()...); err != nil || !found {
 		return nil, err
 	}
 	return &l, nil

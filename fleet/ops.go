@@ -46,7 +46,7 @@ type JobStatus struct {
 	// nil when no canary is pending.
 	PauseAfter *int `json:"pause_after"`
 	// Kind is the change the job applies: [driver.KindCancel], or
-	// [driver.KindRestore] for an undo ([driver.RegisterUndo]). Undoes
+	// [driver.KindRestore] for an undo ([driver.JobRef.RegisterUndo]). Undoes
 	// names the job an undo undoes; UndoneBy the undo of this job. Both
 	// are nil when there is none.
 	Kind     string  `json:"kind"`
@@ -142,9 +142,12 @@ func Status(ctx context.Context, db driver.DB) ([]JobStatus, error) {
 // in the fleet (chunks drain and run are not stopped). It returns true when
 // it paused the job, false when the job was already paused. An unknown or
 // finished job is an [driver.ErrConflict]. A pending canary ([PauseAfter])
-// is dropped: the job is paused now.
-func Pause(ctx context.Context, db driver.DB, jobID string) (bool, error) {
-	return jobCall(ctx, db, "select pause_job($1)", jobID)
+// is dropped: the job is paused now. With job's tenant it pauses only
+// that tenant's job (a job of another tenant is an [driver.ErrConflict]),
+// on one server and through a chunks router, which pauses it on the
+// tenant's shard ([driver.JobRef]).
+func Pause(ctx context.Context, db driver.DB, job driver.JobRef) (bool, error) {
+	return jobCall(ctx, db, job, "pause_job")
 }
 
 // PauseAfter is the canary: the fleet runs n (1 to [MaxPauseAfter]) more
@@ -158,12 +161,13 @@ func Pause(ctx context.Context, db driver.DB, jobID string) (bool, error) {
 // pending canary. It returns true when it changed the queue, false when the
 // same canary was already pending. An unknown, finished or undone job, or n
 // not below the chunks the job has left (it would finish instead of
-// pausing), is an [driver.ErrConflict].
-func PauseAfter(ctx context.Context, db driver.DB, jobID string, n int) (bool, error) {
+// pausing), is an [driver.ErrConflict]. With job's tenant, as [Pause]:
+// through a chunks router, the tenant's shard's workers count the chunks.
+func PauseAfter(ctx context.Context, db driver.DB, job driver.JobRef, n int) (bool, error) {
 	if n < 1 || n > MaxPauseAfter {
 		return false, invalidf("after: must be between 1 and %d chunks, got %d", MaxPauseAfter, n)
 	}
-	return jobCall(ctx, db, "select pause_job_after($1, $2)", jobID, n)
+	return jobCall(ctx, db, job, "pause_job_after", n)
 }
 
 // MaxPauseAfter is the most chunks [PauseAfter] lets run: a job has at
@@ -175,17 +179,21 @@ const MaxPauseAfter = driver.MaxTargets
 // and a pending canary ([PauseAfter]) is dropped: the job runs to its end.
 // It returns true when it changed the queue, false when the job was already
 // queued with no canary. An unknown, finished or undone
-// ([driver.RegisterUndo]) job is an [driver.ErrConflict].
-func Resume(ctx context.Context, db driver.DB, jobID string) (bool, error) {
-	return jobCall(ctx, db, "select resume_job($1)", jobID)
+// ([driver.JobRef.RegisterUndo]) job is an [driver.ErrConflict]. With
+// job's tenant, as [Pause].
+func Resume(ctx context.Context, db driver.DB, job driver.JobRef) (bool, error) {
+	return jobCall(ctx, db, job, "resume_job")
 }
 
-func jobCall(ctx context.Context, db driver.DB, sql, jobID string, args ...any) (bool, error) {
-	if err := driver.CheckJobID(jobID); err != nil {
+// jobCall runs job function fn of job ([driver.JobRef.Call]), which
+// answers whether it changed the queue.
+func jobCall(ctx context.Context, db driver.DB, job driver.JobRef, fn string, args ...any) (bool, error) {
+	sql, all, err := job.Call(fn, args...)
+	if err != nil {
 		return false, err
 	}
 	var changed bool
-	if err := db.QueryRow(ctx, sql, append([]any{jobID}, args...)...).Scan(&changed); err != nil {
+	if err := db.QueryRow(ctx, sql, all...).Scan(&changed); err != nil {
 		return false, driver.MapError(err)
 	}
 	return changed, nil

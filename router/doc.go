@@ -17,16 +17,19 @@
 // # Naming a job
 //
 // A job id is unique per shard, not across shards, and a shard holds many
-// tenants. So every call of one job names its tenant too: [RunChunk],
-// [Drain], [InspectJob], [Report], [Pause], [PauseAfter], [Resume],
-// [RegisterUndo] and [Lineage] take (tenant, jobID), and so do the router's
-// SQL functions (run_chunk(tenant, job_id), ...). A job of another tenant
-// of the same shard is answered as missing. Registering needs nothing new:
-// the plan holds its tenant, so [driver.Register] and [driver.CheckPlan]
-// work on a router connection as they are, and so do [driver.CancelChunk]
-// (it takes the tenant) and [fleet.Status] and [fleet.Workers], which list
-// every shard's jobs and workers (asked at once, RUN ON ALL), each with its
-// Shard.
+// tenants. So every call of one job names its tenant too: the job
+// operations of packages driver and fleet take a [driver.JobRef] with its
+// Tenant set ([driver.JobRef.RunChunk], [driver.DrainConfig],
+// [driver.JobRef.Inspect], [driver.JobRef.Report], fleet.Pause, ...), and
+// send the router the same SQL as a server, run_chunk(tenant, job_id), ...
+// The shard checks that the job is the tenant's, and answers a job of
+// another tenant of the same shard as missing. Registering needs nothing
+// new: the plan holds its tenant, so [driver.Register] and
+// [driver.CheckPlan] work on a router connection as they are, and so do
+// [driver.CancelChunk] (it takes the tenant) and fleet.Status and
+// fleet.Workers, which list every shard's jobs and workers (asked at once,
+// RUN ON ALL), each with its Shard. This package holds only what is about
+// routing: [Install], [Shards] and [ShardOf].
 //
 // # Transactions
 //

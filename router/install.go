@@ -440,3 +440,7 @@ func checkShards(ctx context.Context, tx pgx.Tx, schema, shardSchema string) err
 	}
 	return nil
 }
+
+func invalidf(format string, args ...any) error {
+	return &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf(format, args...)}
+}

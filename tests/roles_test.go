@@ -106,13 +106,13 @@ func TestRolesOperatorRunsEverything(t *testing.T) {
 	if res, err := driver.RunChunk(ctx, op, "j", nil); err != nil || res.NextIndex != 2 {
 		t.Fatalf("run as the operator: %+v, %v", res, err)
 	}
-	if changed, err := fleet.Pause(ctx, op, "j"); err != nil || !changed {
+	if changed, err := fleet.Pause(ctx, op, driver.JobRef{ID: "j"}); err != nil || !changed {
 		t.Fatalf("pause as the operator: %v, %v", changed, err)
 	}
-	if changed, err := fleet.Resume(ctx, op, "j"); err != nil || !changed {
+	if changed, err := fleet.Resume(ctx, op, driver.JobRef{ID: "j"}); err != nil || !changed {
 		t.Fatalf("resume as the operator: %v, %v", changed, err)
 	}
-	if changed, err := fleet.PauseAfter(ctx, op, "j", 1); err != nil || !changed {
+	if changed, err := fleet.PauseAfter(ctx, op, driver.JobRef{ID: "j"}, 1); err != nil || !changed {
 		t.Fatalf("pause --after as the operator: %v, %v", changed, err)
 	}
 	pass, err := fleet.RunNext(ctx, op, "w1", 0, 0)
@@ -122,7 +122,7 @@ func TestRolesOperatorRunsEverything(t *testing.T) {
 	if _, err := op.Exec(ctx, "select worker_heartbeat('w1', 'host', 1, now(), 1, 'idle', null), worker_gone('w1')"); err != nil {
 		t.Fatalf("heartbeat as the operator: %v", err)
 	}
-	if changed, err := fleet.Resume(ctx, op, "j"); err != nil || !changed {
+	if changed, err := fleet.Resume(ctx, op, driver.JobRef{ID: "j"}); err != nil || !changed {
 		t.Fatalf("resume as the operator: %v, %v", changed, err)
 	}
 	all, err := driver.Drain(ctx, r.dsn(r.operator), "j", 64)
@@ -133,7 +133,7 @@ func TestRolesOperatorRunsEverything(t *testing.T) {
 	if err != nil || len(rep.Matching) != 8 {
 		t.Fatalf("report as the operator: %+v, %v", rep, err)
 	}
-	undo, err := driver.RegisterUndo(ctx, op, "j", "")
+	undo, err := driver.JobRef{ID: "j"}.RegisterUndo(ctx, op, "")
 	if err != nil || !undo.Created || len(undo.Targets) != 8 {
 		t.Fatalf("undo as the operator: %+v, %v", undo, err)
 	}
@@ -438,7 +438,7 @@ func TestRolesForeignLockIsNoChunk(t *testing.T) {
 	registerJob(t, r.Schema, "p", "acme", 11, 4, 2)
 	seedOrders(t, r.Schema, "acme", 21, 4)
 	op := r.connect(t, r.operator)
-	if _, err := fleet.Pause(ctx, op, "p"); err != nil {
+	if _, err := fleet.Pause(ctx, op, driver.JobRef{ID: "p"}); err != nil {
 		t.Fatal(err)
 	}
 	mustString(t, op, "select campaign_create('c', 'acme', 1, array[21, 22], array[3, 3], array[2, 2])::text")

@@ -103,15 +103,15 @@ func TestSQLUndoRestoresMatchingOrdersOnce(t *testing.T) {
 	unchangedAll(t, s, "the finished undo", before)
 
 	// The same from Go.
-	u, err := driver.RegisterUndo(ctx, s.Conn, "fest", "")
+	u, err := driver.JobRef{ID: "fest"}.RegisterUndo(ctx, s.Conn, "")
 	if err != nil || u.Created || u.JobID != "fest-undo" || len(u.Targets) != 7 || len(u.Drifted) != 2 || len(u.Missing) != 1 {
 		t.Fatalf("RegisterUndo again: %+v %v", u, err)
 	}
-	l, err := driver.Lineage(ctx, s.Conn, "fest")
+	l, err := driver.JobRef{ID: "fest"}.Lineage(ctx, s.Conn)
 	if err != nil || l == nil || l.Kind != driver.KindCancel || l.UndoneBy == nil || *l.UndoneBy != "fest-undo" || l.Undoes != nil {
 		t.Fatalf("Lineage: %+v %v", l, err)
 	}
-	if l, err := driver.Lineage(ctx, s.Conn, "nope"); l != nil || err != nil {
+	if l, err := (driver.JobRef{ID: "nope"}).Lineage(ctx, s.Conn); l != nil || err != nil {
 		t.Fatalf("Lineage of an unknown job: %+v %v", l, err)
 	}
 	unchangedAll(t, s, "the Go calls", before)
@@ -213,17 +213,17 @@ func TestSQLUndoRefusals(t *testing.T) {
 		"select register_undo('max')::text")
 
 	// From Go: the kinds, and a bad id refused before the server.
-	_, err := driver.RegisterUndo(ctx, s.Conn, "nope", "")
+	_, err := driver.JobRef{ID: "nope"}.RegisterUndo(ctx, s.Conn, "")
 	if !errors.Is(err, driver.ErrConflict) || err.Error() != "conflict: job nope: not found" {
 		t.Fatalf("RegisterUndo of an unknown job: %v", err)
 	}
 	var dErr *driver.Error
-	_, err = driver.RegisterUndo(ctx, s.Conn, "fest", "no way")
+	_, err = driver.JobRef{ID: "fest"}.RegisterUndo(ctx, s.Conn, "no way")
 	if !errors.Is(err, driver.ErrInvalid) || !errors.As(err, &dErr) || dErr.Err != nil ||
 		err.Error() != `invalid: new_job_id: must be 1 to 64 ASCII letters, digits, _ or -, got "no way"` {
 		t.Fatalf("RegisterUndo with a bad id: %v", err)
 	}
-	_, err = driver.RegisterUndo(ctx, s.Conn, long, "")
+	_, err = driver.JobRef{ID: long}.RegisterUndo(ctx, s.Conn, "")
 	if !errors.Is(err, driver.ErrInvalid) || !strings.Contains(err.Error(), "new_job_id: job "+long+" is 60 characters") {
 		t.Fatalf("RegisterUndo without an id it can derive: %v", err)
 	}
@@ -250,7 +250,7 @@ func TestSQLConcurrentUndo(t *testing.T) {
 				conn := pgtest.Connect(t, s.DSN)
 				wg.Go(func() {
 					<-start
-					results[i], errs[i] = driver.RegisterUndo(ctx, conn, "fest", id)
+					results[i], errs[i] = driver.JobRef{ID: "fest"}.RegisterUndo(ctx, conn, id)
 				})
 			}
 			close(start)

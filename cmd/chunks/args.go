@@ -99,6 +99,28 @@ func jobArg(c *cli.Context) (string, error) {
 	return jobID, nil
 }
 
+// tenantFlag is --tenant of the job commands: the job must be that
+// tenant's. A chunks router (chunks router install) needs it, to find the
+// job on the tenant's shard (a job id is unique per shard only); on one
+// server it is a check.
+func tenantFlag() cli.Flag {
+	return &cli.StringFlag{Name: "tenant", Usage: "the job's `TENANT`: the job must be that tenant's (a chunks router needs it, to find the tenant's shard)"}
+}
+
+// jobRef is the command's job: its one job id argument and --tenant, both
+// checked before any connection.
+func jobRef(c *cli.Context) (driver.JobRef, error) {
+	job := driver.JobRef{Tenant: c.String("tenant")}
+	if c.IsSet("tenant") {
+		if err := driver.CheckTenant(job.Tenant); err != nil {
+			return driver.JobRef{}, err
+		}
+	}
+	var err error
+	job.ID, err = jobArg(c)
+	return job, err
+}
+
 // requireFlags refuses a command line without every one of the named
 // flags, naming the missing ones (exit 2). urfave/cli's own Required is not
 // used: its error is not a usage error, and it prints the whole help first.

@@ -226,7 +226,7 @@ func (d *demo) run() (err error) {
 	note("registering the same plan again returns false and changes nothing")
 
 	step("Running one chunk")
-	res, err := driver.ChunkFileConfig(d.ctx, d.cfg(), demoJob, nil)
+	res, err := driver.ChunkFileConfig(d.ctx, d.cfg(), driver.JobRef{ID: demoJob}, nil)
 	if err != nil {
 		return err
 	}
@@ -279,7 +279,7 @@ func (d *demo) run() (err error) {
 // undone, exactly, from what the job left.
 func (d *demo) undo() error {
 	step("The festival is back on: undoing the job (chunks undo %s)", demoJob)
-	u, err := driver.RegisterUndo(d.ctx, d.conn, demoJob, "")
+	u, err := driver.JobRef{ID: demoJob}.RegisterUndo(d.ctx, d.conn, "")
 	if err != nil {
 		return err
 	}
@@ -310,7 +310,7 @@ func (d *demo) undo() error {
 	}
 	note("%d festival orders are pending again: %d restored by the undo, %d re-opened by hand before it",
 		pending, len(res.Processed), pending-len(res.Processed))
-	lineage, err := driver.Lineage(d.ctx, d.conn, demoJob)
+	lineage, err := driver.JobRef{ID: demoJob}.Lineage(d.ctx, d.conn)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,6 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/pace"
-	"github.com/chunks-dev/chunks/router"
 )
 
 func drainCommand() *cli.Command {
@@ -47,10 +46,11 @@ func drainCommand() *cli.Command {
 			tenantFlag(),
 		}, paceFlagDefs()...),
 		Action: func(c *cli.Context) error {
-			tenant, jobID, err := jobArgs(c) // valid ids, before any connection
+			job, err := jobRef(c) // valid ids, before any connection
 			if err != nil {
 				return err
 			}
+			jobID := job.ID
 			workers := c.Int("workers")
 			if workers < 1 || workers > 64 {
 				return &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf("workers: must be between 1 and 64, got %d", workers)}
@@ -68,12 +68,14 @@ func drainCommand() *cli.Command {
 			if err := pacing.Validate(); err != nil {
 				return &driver.Error{Kind: driver.ErrInvalid, Msg: err.Error()}
 			}
-			if tenant != "" && !pacing.Off() {
-				return errRoutedPacing
+			if !pacing.Off() {
+				if err := refuseRouter(c); err != nil {
+					return err
+				}
 			}
 			change := changed(driver.KindCancel)
 			if !jsonOut(c) {
-				if change, err = jobChange(c, tenant, jobID); err != nil {
+				if change, err = jobChange(c, job); err != nil {
 					return err
 				}
 			}
@@ -86,16 +88,11 @@ func drainCommand() *cli.Command {
 			defer closePacer()
 			stopProgress := func() error { return nil }
 			if !jsonOut(c) && term.IsTerminal(int(os.Stderr.Fd())) {
-				stopProgress = showProgress(c, tenant, jobID, pacer)
+				stopProgress = showProgress(c, job, pacer)
 			}
 			maxChunks := c.Int("max-chunks")
 			drainOne := func(ctx context.Context) (driver.DrainResult, error) {
-				return driver.DrainConfig(ctx, cfg, jobID, maxChunks, paced(pacer))
-			}
-			if tenant != "" {
-				drainOne = func(ctx context.Context) (driver.DrainResult, error) {
-					return routedDrain(ctx, cfg, tenant, jobID, maxChunks)
-				}
+				return driver.DrainConfig(ctx, cfg, job, maxChunks, paced(pacer))
 			}
 			res, err := drainWorkers(ctx, workers, drainOne)
 			err = connectHint(c, err)
@@ -259,12 +256,13 @@ func cancelled(err error) bool {
 // showProgress draws the job's progress on stderr, in ids (done / all, and
 // ids per second), reading it from the database (through the router when
 // tenant is given), until the returned stop is called; stop clears the bar.
-func showProgress(c *cli.Context, tenant, jobID string, pacer *pace.Pacer) (stop func() error) {
+func showProgress(c *cli.Context, ref driver.JobRef, pacer *pace.Pacer) (stop func() error) {
+	jobID := ref.ID
 	conn, err := connect(c)
 	if err != nil {
 		return func() error { return err }
 	}
-	job, err := inspectJob(c.Context, conn, tenant, jobID)
+	job, err := ref.Inspect(c.Context, conn)
 	if err != nil || job == nil {
 		return func() error { return errors.Join(err, conn.Close(context.WithoutCancel(c.Context))) }
 	}
@@ -282,7 +280,7 @@ func showProgress(c *cli.Context, tenant, jobID string, pacer *pace.Pacer) (stop
 		start, first := time.Now(), job.NextIndex
 		for perr == nil {
 			var next int
-			if next, perr = nextIndex(c.Context, conn, tenant, jobID); perr != nil {
+			if next, perr = nextIndex(c.Context, conn, ref); perr != nil {
 				break
 			}
 			rate := float64(next-first) / time.Since(start).Seconds()
@@ -308,22 +306,29 @@ func showProgress(c *cli.Context, tenant, jobID string, pacer *pace.Pacer) (stop
 	}
 }
 
-// nextIndex is the job's progress, for the bar: one column on one server,
-// the job through a router.
-func nextIndex(ctx context.Context, conn *pgx.Conn, tenant, jobID string) (int, error) {
-	if tenant != "" {
-		job, err := router.InspectJob(ctx, conn, tenant, jobID)
-		if err != nil {
-			return 0, err
-		}
-		if job == nil {
-			return 0, fmt.Errorf("job %s: not found for tenant %s", jobID, tenant)
-		}
-		return job.NextIndex, nil
+// nextIndex is the job's progress, for the bar.
+func nextIndex(ctx context.Context, conn *pgx.Conn, ref driver.JobRef) (int, error) {
+	job, err := ref.Inspect(ctx, conn) // an operator reads no table
+	if err != nil {
+		return 0, err
 	}
-	var next int
-	err := conn.QueryRow(ctx, "select (inspect_job($1) ->> 'next_index')::integer", jobID).Scan(&next) // an operator reads no table
-	return next, err
+	if job == nil {
+		return 0, fmt.Errorf("job %s: not found", ref.ID)
+	}
+	return job.NextIndex, nil
+}
+
+// refuseRouter refuses pacing through a chunks router: the pacer reads the
+// server it connects to, and a router is not the shard.
+func refuseRouter(c *cli.Context) error {
+	return withConn(c, func(ctx context.Context, conn *pgx.Conn) error {
+		routed, err := driver.Routed(ctx, conn)
+		if err == nil && routed {
+			err = usagef("--max-replica-lag and --throttle-query read the server they connect to, and a chunks router is " +
+				"not the shard: pace the shard's own workers (chunks worker --dsn SHARD --max-replica-lag ...)")
+		}
+		return err
+	})
 }
 
 // paced is a pacer as driver.DrainConfig wants it: nil for no pacer.

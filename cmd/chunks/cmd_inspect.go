@@ -20,13 +20,14 @@ func inspectCommand() *cli.Command {
 			"Example:\n  chunks --schema lab inspect festival-2026\n  chunks --schema lab --dsn \"$ROUTER\" inspect --tenant alien-desert festival-2026",
 		Flags: []cli.Flag{tenantFlag()},
 		Action: func(c *cli.Context) error {
-			tenant, jobID, err := jobArgs(c)
+			ref, err := jobRef(c)
 			if err != nil {
 				return err
 			}
+			jobID := ref.ID
 			var job *driver.Job
 			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				job, err = inspectJob(ctx, conn, tenant, jobID)
+				job, err = ref.Inspect(ctx, conn)
 				return err
 			})
 			if err != nil {

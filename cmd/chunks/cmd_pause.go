@@ -8,7 +8,6 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
-	"github.com/chunks-dev/chunks/router"
 )
 
 func pauseCommand() *cli.Command {
@@ -38,7 +37,7 @@ func pauseCommand() *cli.Command {
 			if c.IsSet("after") {
 				return pauseAfter(c)
 			}
-			return pauseOrResume(c, fleet.Pause, router.Pause,
+			return pauseOrResume(c, fleet.Pause,
 				"paused job %s: no worker starts a chunk of it until chunks resume %[1]s",
 				"job %s was already paused; nothing changed")
 		},
@@ -47,14 +46,14 @@ func pauseCommand() *cli.Command {
 
 // pauseAfter is chunks pause --after N JOB: the canary.
 func pauseAfter(c *cli.Context) error {
-	tenant, jobID, err := jobArgs(c)
+	job, err := jobRef(c)
 	if err != nil {
 		return err
 	}
-	n := c.Int("after")
+	jobID, n := job.ID, c.Int("after")
 	var changed bool
 	err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-		changed, err = pauseJobAfter(ctx, conn, tenant, jobID, n)
+		changed, err = fleet.PauseAfter(ctx, conn, job, n)
 		return err
 	})
 	if err != nil {
@@ -84,28 +83,23 @@ func resumeCommand() *cli.Command {
 			"Example:\n  chunks --schema lab resume festival-2026",
 		Flags: []cli.Flag{tenantFlag()},
 		Action: func(c *cli.Context) error {
-			return pauseOrResume(c, fleet.Resume, router.Resume,
+			return pauseOrResume(c, fleet.Resume,
 				"resumed job %s: it is queued again",
 				"job %s was not paused; nothing changed")
 		},
 	}
 }
 
-// pauseOrResume runs op on the job, or routed (with --tenant) through a
-// router.
-func pauseOrResume(c *cli.Context, op func(context.Context, driver.DB, string) (bool, error),
-	routed func(context.Context, driver.DB, string, string) (bool, error), changedMsg, sameMsg string) error {
-	tenant, jobID, err := jobArgs(c)
+// pauseOrResume runs op on the job.
+func pauseOrResume(c *cli.Context, op func(context.Context, driver.DB, driver.JobRef) (bool, error), changedMsg, sameMsg string) error {
+	job, err := jobRef(c)
 	if err != nil {
 		return err
 	}
+	jobID := job.ID
 	var changed bool
 	err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-		if tenant != "" {
-			changed, err = routed(ctx, conn, tenant, jobID)
-		} else {
-			changed, err = op(ctx, conn, jobID)
-		}
+		changed, err = op(ctx, conn, job)
 		return err
 	})
 	if err != nil {

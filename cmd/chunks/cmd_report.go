@@ -23,17 +23,18 @@ func reportCommand() *cli.Command {
 			"Example:\n  chunks --schema lab report festival-2026",
 		Flags: []cli.Flag{tenantFlag()},
 		Action: func(c *cli.Context) error {
-			tenant, jobID, err := jobArgs(c)
+			job, err := jobRef(c)
 			if err != nil {
 				return err
 			}
+			jobID := job.ID
 			var r driver.JobReport
 			var lineage *driver.JobLineage
 			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				if r, err = reportJob(ctx, conn, tenant, jobID); err != nil || jsonOut(c) {
+				if r, err = job.Report(ctx, conn); err != nil || jsonOut(c) {
 					return err
 				}
-				lineage, err = jobLineage(ctx, conn, tenant, jobID)
+				lineage, err = job.Lineage(ctx, conn)
 				return err
 			})
 			if err != nil {

@@ -37,34 +37,23 @@ func runCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			tenant, err := tenantArg(c)
+			job, err := jobRef(c)
 			if err != nil {
 				return err
 			}
-			if tenant != "" && fault != nil {
-				return errRoutedDrill
-			}
-			jobID, err := jobArg(c)
-			if err != nil {
-				return err
-			}
+			jobID := job.ID
 			change := changed(driver.KindCancel)
 			if !jsonOut(c) {
-				if change, err = jobChange(c, tenant, jobID); err != nil {
+				if change, err = jobChange(c, job); err != nil {
 					return err
 				}
 			}
-			var res driver.ChunkResult
-			if tenant != "" {
-				res, err = routedChunk(c, tenant, jobID)
-			} else {
-				var cfg *pgx.ConnConfig
-				if cfg, err = connConfig(c); err != nil {
-					return err
-				}
-				res, err = driver.ChunkFileConfig(c.Context, cfg, jobID, fault)
-				err = connectHint(c, err)
+			cfg, err := connConfig(c)
+			if err != nil {
+				return err
 			}
+			res, err := driver.ChunkFileConfig(c.Context, cfg, job, fault)
+			err = connectHint(c, err)
 			if err != nil && len(res.Processed) == 0 {
 				return err
 			}
@@ -83,13 +72,13 @@ func runCommand() *cli.Command {
 	}
 }
 
-// jobChange is what the job's chunks do, read on a connection of its own
-// (through the router with a tenant): a job registered by chunks register
-// cancels its orders, an undo (chunks undo) restores them.
-func jobChange(c *cli.Context, tenant, jobID string) (func(processed []int64) string, error) {
+// jobChange is what the job's chunks do, read on a connection of its own:
+// a job registered by chunks register cancels its orders, an undo
+// (chunks undo) restores them.
+func jobChange(c *cli.Context, job driver.JobRef) (func(processed []int64) string, error) {
 	kind := driver.KindCancel // an unknown job: its chunk says so
 	err := withConn(c, func(ctx context.Context, conn *pgx.Conn) error {
-		l, err := jobLineage(ctx, conn, tenant, jobID)
+		l, err := job.Lineage(ctx, conn)
 		if l != nil {
 			kind = l.Kind
 		}

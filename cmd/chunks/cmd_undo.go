@@ -34,13 +34,13 @@ func undoCommand() *cli.Command {
 			tenantFlag(),
 		},
 		Action: func(c *cli.Context) error {
-			tenant, jobID, err := jobArgs(c)
+			job, err := jobRef(c)
 			if err != nil {
 				return err
 			}
 			var u driver.Undo
 			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				u, err = registerUndo(ctx, conn, tenant, jobID, c.String("job-id"))
+				u, err = job.RegisterUndo(ctx, conn, c.String("job-id"))
 				return err
 			})
 			if err != nil {

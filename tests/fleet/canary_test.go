@@ -19,10 +19,10 @@ func TestSQLPauseJobAfter(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
 	newJobs(t, l, "a b", 10, 2) // 5 chunks each
-	if ok, err := fleetapi.PauseAfter(ctx, l.Conn, "a", 2); err != nil || !ok {
+	if ok, err := fleetapi.PauseAfter(ctx, l.Conn, driver.JobRef{ID: "a"}, 2); err != nil || !ok {
 		t.Fatalf("pause a after 2: %v %v", ok, err)
 	}
-	if ok, err := fleetapi.PauseAfter(ctx, l.Conn, "a", 2); err != nil || ok {
+	if ok, err := fleetapi.PauseAfter(ctx, l.Conn, driver.JobRef{ID: "a"}, 2); err != nil || ok {
 		t.Fatalf("the same canary again: %v %v, want false", ok, err)
 	}
 	if s := l.status(t)["a"]; s.State != fleetapi.StateQueued || s.PauseAfter == nil || *s.PauseAfter != 2 {
@@ -67,7 +67,7 @@ func TestSQLPauseJobAfter(t *testing.T) {
 	}
 
 	// On a paused job: it is queued for one more chunk, then pauses again.
-	if ok, err := fleetapi.PauseAfter(ctx, l.Conn, "a", 1); err != nil || !ok {
+	if ok, err := fleetapi.PauseAfter(ctx, l.Conn, driver.JobRef{ID: "a"}, 1); err != nil || !ok {
 		t.Fatalf("pause a after 1 more: %v %v", ok, err)
 	}
 	if p := pass(t, l.Conn, "w8", 0, 1000); p == nil || p.JobID != "a" || p.NextIndex != 6 || !p.Paused {
@@ -77,19 +77,19 @@ func TestSQLPauseJobAfter(t *testing.T) {
 		t.Fatalf("a pass after the canary: %+v", p)
 	}
 	// pause drops a pending canary; so does resume, and then a runs to its end.
-	if _, err := fleetapi.PauseAfter(ctx, l.Conn, "a", 1); err != nil {
+	if _, err := fleetapi.PauseAfter(ctx, l.Conn, driver.JobRef{ID: "a"}, 1); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := fleetapi.Pause(ctx, l.Conn, "a"); err != nil || !ok {
+	if ok, err := fleetapi.Pause(ctx, l.Conn, driver.JobRef{ID: "a"}); err != nil || !ok {
 		t.Fatalf("pause: %v %v", ok, err)
 	}
 	if got := mustString(t, l.Conn, "select coalesce(pause_after::text, 'none') from job_queue where job_id = 'a'"); got != "none" {
 		t.Fatalf("pause_after after pause: %s", got)
 	}
-	if _, err := fleetapi.PauseAfter(ctx, l.Conn, "a", 1); err != nil {
+	if _, err := fleetapi.PauseAfter(ctx, l.Conn, driver.JobRef{ID: "a"}, 1); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := fleetapi.Resume(ctx, l.Conn, "a"); err != nil || !ok {
+	if ok, err := fleetapi.Resume(ctx, l.Conn, driver.JobRef{ID: "a"}); err != nil || !ok {
 		t.Fatalf("resume: %v %v", ok, err)
 	}
 	for _, want := range []int{8, 10} {
@@ -124,11 +124,11 @@ func TestSQLPauseJobAfter(t *testing.T) {
 	if after := mustString(t, l.Conn, "select jsonb_agg(q order by job_id)::text from job_queue q"); after != before {
 		t.Fatalf("refusals changed the queue:\n%s\n%s", before, after)
 	}
-	if _, err := fleetapi.PauseAfter(ctx, l.Conn, "c", 0); !errors.Is(err, driver.ErrInvalid) || err.Error() != "invalid: after: must be between 1 and 64 chunks, got 0" {
+	if _, err := fleetapi.PauseAfter(ctx, l.Conn, driver.JobRef{ID: "c"}, 0); !errors.Is(err, driver.ErrInvalid) || err.Error() != "invalid: after: must be between 1 and 64 chunks, got 0" {
 		t.Fatalf("fleet.PauseAfter(0): %v", err)
 	}
 	// An idle job is queued for its canary.
-	if ok, err := fleetapi.PauseAfter(ctx, l.Conn, "c", 1); err != nil || !ok {
+	if ok, err := fleetapi.PauseAfter(ctx, l.Conn, driver.JobRef{ID: "c"}, 1); err != nil || !ok {
 		t.Fatalf("pause the idle c after 1: %v %v", ok, err)
 	}
 	if p := pass(t, l.Conn, "w8", 0, 1000); p == nil || p.JobID != "c" || p.NextIndex != 4 || !p.Paused {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chunks-dev/chunks/driver"
 	fleetapi "github.com/chunks-dev/chunks/fleet"
 )
 
@@ -42,7 +43,7 @@ func TestETA(t *testing.T) {
 		l.Exec(t, "select run_chunk('done')")
 	}
 	l.Exec(t, "delete from job_queue where job_id in ('done', 'idle')")
-	if _, err := fleetapi.Pause(ctx, l.Conn, "paused"); err != nil {
+	if _, err := fleetapi.Pause(ctx, l.Conn, driver.JobRef{ID: "paused"}); err != nil {
 		t.Fatal(err)
 	}
 	l.progressed(t, "moving", 10, "2 s", "32 s")               // 10 ids in 30 s: the other 10 in 30 s

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/chunks-dev/chunks/driver"
 	fleetapi "github.com/chunks-dev/chunks/fleet"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
@@ -157,7 +158,7 @@ func TestSQLStatusPage(t *testing.T) {
 	l.Exec(t, "select run_chunk('a')") // done
 	l.Exec(t, "delete from job_queue where job_id = 'a'")
 	l.Exec(t, "select run_chunk('b')") // 2 left
-	if _, err := fleetapi.Pause(ctx, l.Conn, "c"); err != nil {
+	if _, err := fleetapi.Pause(ctx, l.Conn, driver.JobRef{ID: "c"}); err != nil {
 		t.Fatal(err)
 	}
 	l.Exec(t, `insert into job_progress values ('b', 2, now() - interval '5 minutes', 2, now() - interval '5 minutes',

@@ -290,7 +290,7 @@ func TestSQLRunNextPausesOnConflict(t *testing.T) {
 	if p := pass(t, l.Conn, "w-7", 0, 1000); p != nil {
 		t.Fatalf("a paused job ran: %+v", p)
 	}
-	if ok, err := fleetapi.Resume(ctx, l.Conn, "a"); err != nil || !ok {
+	if ok, err := fleetapi.Resume(ctx, l.Conn, driver.JobRef{ID: "a"}); err != nil || !ok {
 		t.Fatalf("resume: %v %v", ok, err)
 	}
 	if row := l.queueRow(t, "a"); !containsAll(row, []string{`"paused": false`, `"pause_reason": null`, `"paused_by": null`}) {
@@ -348,10 +348,10 @@ func TestSQLPausedIsNeverRun(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
 	newJobs(t, l, "a b", 6, 2)
-	if ok, err := fleetapi.Pause(ctx, l.Conn, "a"); err != nil || !ok {
+	if ok, err := fleetapi.Pause(ctx, l.Conn, driver.JobRef{ID: "a"}); err != nil || !ok {
 		t.Fatalf("pause a: %v %v", ok, err)
 	}
-	if ok, err := fleetapi.Pause(ctx, l.Conn, "a"); err != nil || ok {
+	if ok, err := fleetapi.Pause(ctx, l.Conn, driver.JobRef{ID: "a"}); err != nil || ok {
 		t.Fatalf("pause a again: %v %v, want false", ok, err)
 	}
 	if row := l.queueRow(t, "a"); !containsAll(row, []string{`"paused": true`, `"pause_reason": "paused by an operator"`, `"paused_by": "postgres"`}) {
@@ -375,7 +375,7 @@ func TestSQLPausedIsNeverRun(t *testing.T) {
 	watcher := pgtest.Connect(t, l.DSN)
 	paused := make(chan error, 1)
 	go func() {
-		_, err := fleetapi.Pause(ctx, l.Conn, "b")
+		_, err := fleetapi.Pause(ctx, l.Conn, driver.JobRef{ID: "b"})
 		paused <- err
 	}()
 	waitFor(t, 5*time.Second, "pause waits for the pass in flight", func() bool {
@@ -394,10 +394,10 @@ func TestSQLPausedIsNeverRun(t *testing.T) {
 	if p := pass(t, l.Conn, "w1", 0, 1000); p != nil {
 		t.Fatalf("a pass after both pauses: %+v", p)
 	}
-	if ok, err := fleetapi.Resume(ctx, l.Conn, "a"); err != nil || !ok {
+	if ok, err := fleetapi.Resume(ctx, l.Conn, driver.JobRef{ID: "a"}); err != nil || !ok {
 		t.Fatalf("resume a: %v %v", ok, err)
 	}
-	if ok, err := fleetapi.Resume(ctx, l.Conn, "a"); err != nil || ok {
+	if ok, err := fleetapi.Resume(ctx, l.Conn, driver.JobRef{ID: "a"}); err != nil || ok {
 		t.Fatalf("resume a again: %v %v, want false", ok, err)
 	}
 	if p := pass(t, l.Conn, "w1", 0, 1000); p == nil || p.JobID != "a" {
@@ -425,7 +425,7 @@ func TestSQLPausedIsNeverRun(t *testing.T) {
 		_, err := l.Conn.Exec(ctx, c.sql, c.args...)
 		wantPgError(t, err, c.code, c.msg)
 	}
-	_, err = fleetapi.Pause(ctx, l.Conn, "nope")
+	_, err = fleetapi.Pause(ctx, l.Conn, driver.JobRef{ID: "nope"})
 	if !errors.Is(err, driver.ErrConflict) || err.Error() != "conflict: job nope: not found" {
 		t.Fatalf("fleet.Pause of an unknown job: %v", err)
 	}
@@ -480,7 +480,7 @@ func TestSQLJobStatus(t *testing.T) {
 	l.Exec(t, "select run_chunk('done')")
 	l.Exec(t, "select run_chunk('done')")
 	l.Exec(t, "delete from job_queue where job_id = 'done'")
-	if _, err := fleetapi.Pause(ctx, l.Conn, "paused"); err != nil {
+	if _, err := fleetapi.Pause(ctx, l.Conn, driver.JobRef{ID: "paused"}); err != nil {
 		t.Fatal(err)
 	}
 	l.Exec(t, "delete from job_queue where job_id = 'idle'")
@@ -523,7 +523,7 @@ func TestSQLJobStatus(t *testing.T) {
 		t.Errorf("queued: %+v", s)
 	}
 	// resume queues an idle job.
-	if ok, err := fleetapi.Resume(ctx, l.Conn, "idle"); err != nil || !ok {
+	if ok, err := fleetapi.Resume(ctx, l.Conn, driver.JobRef{ID: "idle"}); err != nil || !ok {
 		t.Fatalf("resume idle: %v %v", ok, err)
 	}
 	if got := l.status(t)["idle"].State; got != fleetapi.StateQueued {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/pgtest"
-	"github.com/chunks-dev/chunks/router"
 )
 
 // BenchmarkRouter measures, in one run, what the router costs and what it
@@ -44,7 +43,7 @@ func BenchmarkRouter(b *testing.B) {
 			_, err := driver.InspectJob(ctx, sh.conn, j.id)
 			return err
 		}, func(int) error {
-			_, err := router.InspectJob(ctx, c.router, tenant, j.id)
+			_, err := driver.JobRef{Tenant: tenant, ID: j.id}.Inspect(ctx, c.router)
 			return err
 		})
 	})
@@ -54,7 +53,7 @@ func BenchmarkRouter(b *testing.B) {
 			_, err := driver.RunChunk(ctx, sh.conn, direct[i/64].id, nil)
 			return err
 		}, func(i int) error {
-			_, err := router.RunChunk(ctx, c.router, tenant, routed[i/64].id)
+			_, err := driver.JobRef{Tenant: tenant, ID: routed[i/64].id}.RunChunk(ctx, c.router, nil)
 			return err
 		})
 	})
@@ -71,7 +70,7 @@ func BenchmarkRouter(b *testing.B) {
 			list := fresh(b, clusters[n], tenants(16), b.N)
 			b.ResetTimer()
 			parallelChunks(b, clusters[n].routerDSN, list, func(conn *pgx.Conn, j job) error {
-				_, err := router.RunChunk(ctx, conn, j.tenant, j.id)
+				_, err := driver.JobRef{Tenant: j.tenant, ID: j.id}.RunChunk(ctx, conn, nil)
 				return err
 			})
 		})

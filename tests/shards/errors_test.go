@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/chunks-dev/chunks/driver"
-	"github.com/chunks-dev/chunks/router"
+	"github.com/chunks-dev/chunks/fleet"
 )
 
 // A shard's error comes back through the router as the shard raised it:
@@ -37,9 +37,15 @@ func TestShardErrorsPassThrough(t *testing.T) {
 		}, "22023", "items[0].qty: must be an integer, got 2.5"},
 		{func() error { _, err := driver.Register(ctx, c.router, job2("acme", "spring", 1)); return err },
 			driver.ConflictCode, "job spring: already registered with chunk_size 2, not 1"},
-		{func() error { _, err := router.RunChunk(ctx, c.router, "acme", "spring-"); return err },
+		{func() error {
+			_, err := driver.JobRef{Tenant: "acme", ID: "spring-"}.RunChunk(ctx, c.router, nil)
+			return err
+		},
 			driver.ConflictCode, "job spring-: not found for tenant acme"},
-		{func() error { _, err := router.Pause(ctx, c.router, "acme", "nope"); return err },
+		{func() error {
+			_, err := fleet.Pause(ctx, c.router, driver.JobRef{Tenant: "acme", ID: "nope"})
+			return err
+		},
 			driver.ConflictCode, "job nope: not found for tenant acme"},
 		{func() error { _, err := c.router.Exec(ctx, "select run_chunk('acme', 'a b')"); return err },
 			"22023", `job_id: must be 1 to 64 ASCII letters, digits, _ or -, got "a b"`},
@@ -61,7 +67,7 @@ func TestShardErrorsPassThrough(t *testing.T) {
 	if _, err := tx.Exec(ctx, "select from jobs where job_id = 'spring' for update"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = router.RunChunk(ctx, c.router, "acme", "spring")
+	_, err = driver.JobRef{Tenant: "acme", ID: "spring"}.RunChunk(ctx, c.router, nil)
 	if rerr := tx.Rollback(ctx); rerr != nil {
 		t.Fatal(rerr)
 	}

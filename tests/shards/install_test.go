@@ -145,7 +145,7 @@ func TestMultiHostShard(t *testing.T) {
 	}
 	j := job{tenant: "acme", id: "spring", orders: []int64{1}}
 	c.place(t, []job{j}, 1)
-	if res, err := router.RunChunk(ctx, c.router, j.tenant, j.id); err != nil || !res.Done {
+	if res, err := (driver.JobRef{Tenant: j.tenant, ID: j.id}).RunChunk(ctx, c.router, nil); err != nil || !res.Done {
 		t.Fatalf("run_chunk through the multi-host partition: %+v, %v", res, err)
 	}
 }

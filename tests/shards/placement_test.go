@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/chunks-dev/chunks/driver"
-	"github.com/chunks-dev/chunks/router"
+	"github.com/chunks-dev/chunks/fleet"
 )
 
 // Every row of a tenant is on the shard hashtext(tenant) & 3 picks, and on
@@ -21,7 +21,7 @@ func TestPlacement(t *testing.T) {
 	list := jobs(tenants(40), 1, 4)
 	c.place(t, list, 2)
 	for _, j := range list[:20] { // half of them run one chunk through the router
-		res, err := router.RunChunk(ctx, c.router, j.tenant, j.id)
+		res, err := driver.JobRef{Tenant: j.tenant, ID: j.id}.RunChunk(ctx, c.router, nil)
 		if err != nil || len(res.Processed) != 2 || res.Done {
 			t.Fatalf("run_chunk(%s, %s): %+v, %v", j.tenant, j.id, res, err)
 		}
@@ -99,11 +99,11 @@ func TestJobIDsPerShard(t *testing.T) {
 	list := []job{{tenant: a, id: "spring", orders: []int64{1, 2}}, {tenant: b, id: "spring", orders: []int64{3, 4}}}
 	c.place(t, list, 1)
 
-	res, err := router.RunChunk(ctx, c.router, b, "spring")
+	res, err := driver.JobRef{Tenant: b, ID: "spring"}.RunChunk(ctx, c.router, nil)
 	if err != nil || fmt.Sprint(res.Processed) != "[3]" {
 		t.Fatalf("run_chunk(%s, spring): %+v, %v; want order 3", b, res, err)
 	}
-	job, err := router.InspectJob(ctx, c.router, a, "spring")
+	job, err := driver.JobRef{Tenant: a, ID: "spring"}.Inspect(ctx, c.router)
 	if err != nil || job == nil || job.Tenant != a || job.NextIndex != 0 {
 		t.Fatalf("inspect_job(%s, spring) = %+v, %v; want %s's, untouched", a, job, err, a)
 	}
@@ -112,18 +112,24 @@ func TestJobIDsPerShard(t *testing.T) {
 	if !errors.Is(err, driver.ErrConflict) || !contains(err.Error(), `job spring: already registered for tenant "`+a+`"`) {
 		t.Fatalf("register spring of %s on %s's shard: %v; want a conflict naming %s", a2, a, err, a)
 	}
-	_, err = router.RunChunk(ctx, c.router, a2, "spring")
+	_, err = driver.JobRef{Tenant: a2, ID: "spring"}.RunChunk(ctx, c.router, nil)
 	var pgErr *pgconn.PgError
 	if !errors.Is(err, driver.ErrConflict) || !errors.As(err, &pgErr) || pgErr.Message != "job spring: not found for tenant "+a2 {
 		t.Fatalf("run_chunk(%s, spring): %v; want job spring: not found for tenant %s", a2, err, a2)
 	}
-	if job, err := router.InspectJob(ctx, c.router, a2, "spring"); err != nil || job != nil {
+	if job, err := (driver.JobRef{Tenant: a2, ID: "spring"}).Inspect(ctx, c.router); err != nil || job != nil {
 		t.Fatalf("inspect_job(%s, spring) = %+v, %v; want nil", a2, job, err)
 	}
 	for _, call := range []func() error{
-		func() error { _, err := router.Report(ctx, c.router, a2, "spring"); return err },
-		func() error { _, err := router.Pause(ctx, c.router, a2, "spring"); return err },
-		func() error { _, err := router.Resume(ctx, c.router, a2, "spring"); return err },
+		func() error { _, err := driver.JobRef{Tenant: a2, ID: "spring"}.Report(ctx, c.router); return err },
+		func() error {
+			_, err := fleet.Pause(ctx, c.router, driver.JobRef{Tenant: a2, ID: "spring"})
+			return err
+		},
+		func() error {
+			_, err := fleet.Resume(ctx, c.router, driver.JobRef{Tenant: a2, ID: "spring"})
+			return err
+		},
 	} {
 		if err := call(); !errors.Is(err, driver.ErrConflict) || !contains(err.Error(), "not found for tenant "+a2) {
 			t.Errorf("a call of %s's job spring as %s: %v; want not found for tenant %s", a, a2, err, a2)

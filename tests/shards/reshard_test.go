@@ -13,7 +13,6 @@ import (
 	"github.com/chunks-dev/chunks/fleet"
 	"github.com/chunks-dev/chunks/internal/localpg"
 	"github.com/chunks-dev/chunks/internal/pgtest"
-	"github.com/chunks-dev/chunks/router"
 )
 
 // The README's resharding, from 2 shards to 4: first the partitions double
@@ -51,7 +50,7 @@ func TestReshardByPowersOfTwo(t *testing.T) {
 	list := jobs(plain, 1, 4)
 	c.place(t, list, 2)
 	for _, j := range list { // the first of two chunks, on 2 shards
-		if _, err := router.RunChunk(ctx, c.router, j.tenant, j.id); err != nil {
+		if _, err := (driver.JobRef{Tenant: j.tenant, ID: j.id}).RunChunk(ctx, c.router, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -80,10 +79,10 @@ func TestReshardByPowersOfTwo(t *testing.T) {
 	}
 	c.place(t, undoJobs, 2)
 	for _, j := range undoJobs {
-		if res, err := router.RunChunk(ctx, c.router, j.tenant, j.id); err != nil || !res.Done {
+		if res, err := (driver.JobRef{Tenant: j.tenant, ID: j.id}).RunChunk(ctx, c.router, nil); err != nil || !res.Done {
 			t.Fatalf("run_chunk(%s, %s): %+v, %v", j.tenant, j.id, res, err)
 		}
-		if u, err := router.RegisterUndo(ctx, c.router, j.tenant, j.id, ""); err != nil || len(u.Targets) != 2 {
+		if u, err := (driver.JobRef{Tenant: j.tenant, ID: j.id}).RegisterUndo(ctx, c.router, ""); err != nil || len(u.Targets) != 2 {
 			t.Fatalf("register_undo(%s, %s): %+v, %v", j.tenant, j.id, u, err)
 		}
 	}
@@ -174,7 +173,7 @@ func TestReshardByPowersOfTwo(t *testing.T) {
 	}
 
 	for _, j := range append(list, campaignJobs...) { // the last chunk, on 4 partitions
-		res, err := router.RunChunk(ctx, c.router, j.tenant, j.id)
+		res, err := driver.JobRef{Tenant: j.tenant, ID: j.id}.RunChunk(ctx, c.router, nil)
 		if err != nil || !res.Done || len(res.Processed) != 2 {
 			t.Fatalf("run_chunk(%s, %s) after the move: %+v, %v; want the last 2 orders", j.tenant, j.id, res, err)
 		}
@@ -187,14 +186,14 @@ func TestReshardByPowersOfTwo(t *testing.T) {
 	}
 	for _, j := range undoJobs {
 		undo := j.id + "-undo"
-		if _, err := router.Drain(ctx, c.router, j.tenant, undo, 64, nil); err != nil {
+		if _, err := driver.DrainConfig(ctx, c.router.Config(), driver.JobRef{Tenant: j.tenant, ID: undo}, 64, nil); err != nil {
 			t.Fatalf("drain(%s, %s) after the move: %v", j.tenant, undo, err)
 		}
-		r, err := router.Report(ctx, c.router, j.tenant, undo)
+		r, err := driver.JobRef{Tenant: j.tenant, ID: undo}.Report(ctx, c.router)
 		if err != nil || !slices.Equal(r.Matching, j.orders) || len(r.Remaining) != 0 {
 			t.Errorf("report(%s, %s) after the move: %+v, %v; want %v matching (pending again)", j.tenant, undo, r, err, j.orders)
 		}
-		if l, err := router.Lineage(ctx, c.router, j.tenant, j.id); err != nil || l == nil || l.UndoneBy == nil || *l.UndoneBy != undo {
+		if l, err := (driver.JobRef{Tenant: j.tenant, ID: j.id}).Lineage(ctx, c.router); err != nil || l == nil || l.UndoneBy == nil || *l.UndoneBy != undo {
 			t.Errorf("job_lineage(%s, %s) after the move: %+v, %v; want undone by %s", j.tenant, j.id, l, err, undo)
 		}
 	}

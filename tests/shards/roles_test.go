@@ -50,17 +50,17 @@ func TestRouterAsOperator(t *testing.T) {
 	list := jobs([]string{"acme", "initech"}, 1, 5) // acme on p0, initech on p1
 	c.place(t, list, 2)
 	for _, j := range list {
-		all, err := router.Drain(ctx, c.router, j.tenant, j.id, 64, nil)
+		all, err := driver.DrainConfig(ctx, c.router.Config(), driver.JobRef{Tenant: j.tenant, ID: j.id}, 64, nil)
 		if err != nil || !all.Done {
 			t.Fatalf("drain %s through the router: %+v, %v", j.id, all, err)
 		}
-		rep, err := router.Report(ctx, c.router, j.tenant, j.id)
+		rep, err := driver.JobRef{Tenant: j.tenant, ID: j.id}.Report(ctx, c.router)
 		if err != nil || len(rep.Matching) != 5 {
 			t.Fatalf("report %s: %+v, %v", j.id, rep, err)
 		}
 	}
 	c.checkExactlyOnce(t, list)
-	undo, err := router.RegisterUndo(ctx, c.router, "acme", list[0].id, "")
+	undo, err := driver.JobRef{Tenant: "acme", ID: list[0].id}.RegisterUndo(ctx, c.router, "")
 	if err != nil || !undo.Created || len(undo.Targets) != 5 {
 		t.Fatalf("undo through the router: %+v, %v", undo, err)
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
-	"github.com/chunks-dev/chunks/router"
 )
 
 // The safety calls through a real router with two shards and a worker on
@@ -61,12 +60,12 @@ func TestSafetyThroughRouter(t *testing.T) {
 		j job
 		n int
 	}{{a, 2}, {b, 1}} {
-		changed, err := router.PauseAfter(ctx, c.router, tc.j.tenant, tc.j.id, tc.n)
+		changed, err := fleet.PauseAfter(ctx, c.router, driver.JobRef{Tenant: tc.j.tenant, ID: tc.j.id}, tc.n)
 		if err != nil || !changed {
 			t.Fatalf("pause_job_after(%s, %s, %d): %v, %v", tc.j.tenant, tc.j.id, tc.n, changed, err)
 		}
 	}
-	if changed, err := router.PauseAfter(ctx, c.router, a.tenant, a.id, 2); err != nil || changed {
+	if changed, err := fleet.PauseAfter(ctx, c.router, driver.JobRef{Tenant: a.tenant, ID: a.id}, 2); err != nil || changed {
 		t.Errorf("the same canary again: %v, %v; want no change", changed, err)
 	}
 	status, err := fleet.Status(ctx, c.router)
@@ -83,22 +82,22 @@ func TestSafetyThroughRouter(t *testing.T) {
 		j    job
 		next int
 	}{{a, 2}, {b, 1}} {
-		got, err := router.InspectJob(ctx, c.router, tc.j.tenant, tc.j.id)
+		got, err := driver.JobRef{Tenant: tc.j.tenant, ID: tc.j.id}.Inspect(ctx, c.router)
 		if err != nil || got == nil || got.NextIndex != tc.next {
 			t.Errorf("%s after its canary: %+v, %v; want next_index %d", tc.j.id, got, err, tc.next)
 		}
 	}
 
 	// The undo of a's two committed orders, on a's shard, run by its worker.
-	undo, err := router.RegisterUndo(ctx, c.router, a.tenant, a.id, "")
+	undo, err := driver.JobRef{Tenant: a.tenant, ID: a.id}.RegisterUndo(ctx, c.router, "")
 	if err != nil || !undo.Created || undo.JobID != a.id+"-undo" || undo.Undoes != a.id || !slices.Equal(undo.Targets, []int64{1, 2}) {
 		t.Fatalf("register_undo(%s, %s) through the router: %+v, %v; want %s-undo restoring 1 and 2", a.tenant, a.id, undo, err, a.id)
 	}
-	if again, err := router.RegisterUndo(ctx, c.router, a.tenant, a.id, ""); err != nil || again.Created {
+	if again, err := (driver.JobRef{Tenant: a.tenant, ID: a.id}).RegisterUndo(ctx, c.router, ""); err != nil || again.Created {
 		t.Errorf("the same undo again: %+v, %v; want no change", again, err)
 	}
 	waitFor(t, 30*time.Second, "the worker of "+a.tenant+"'s shard to run the undo", func() (bool, error) {
-		got, err := router.InspectJob(ctx, c.router, a.tenant, undo.JobID)
+		got, err := driver.JobRef{Tenant: a.tenant, ID: undo.JobID}.Inspect(ctx, c.router)
 		return err == nil && got != nil && got.NextIndex == 2, err
 	})
 	rows, err := c.shardOf(t, a.tenant).conn.Query(ctx, "select state || '@' || revision from orders order by id")
@@ -121,14 +120,14 @@ func TestSafetyThroughRouter(t *testing.T) {
 	}
 
 	// The lineage, both ways, on a's shard only.
-	if l, err := router.Lineage(ctx, c.router, a.tenant, a.id); err != nil || l == nil || l.UndoneBy == nil || *l.UndoneBy != undo.JobID {
+	if l, err := (driver.JobRef{Tenant: a.tenant, ID: a.id}).Lineage(ctx, c.router); err != nil || l == nil || l.UndoneBy == nil || *l.UndoneBy != undo.JobID {
 		t.Errorf("job_lineage(%s, %s): %+v, %v; want undone by %s", a.tenant, a.id, l, err, undo.JobID)
 	}
-	if l, err := router.Lineage(ctx, c.router, a.tenant, undo.JobID); err != nil || l == nil || l.Kind != driver.KindRestore ||
+	if l, err := (driver.JobRef{Tenant: a.tenant, ID: undo.JobID}).Lineage(ctx, c.router); err != nil || l == nil || l.Kind != driver.KindRestore ||
 		l.Undoes == nil || *l.Undoes != a.id {
 		t.Errorf("job_lineage(%s, %s): %+v, %v; want the restore of %s", a.tenant, undo.JobID, l, err, a.id)
 	}
-	if l, err := router.Lineage(ctx, c.router, b.tenant, a.id); err != nil || l != nil {
+	if l, err := (driver.JobRef{Tenant: b.tenant, ID: a.id}).Lineage(ctx, c.router); err != nil || l != nil {
 		t.Errorf("job_lineage of %s's job under %s: %+v, %v; want nil", a.tenant, b.tenant, l, err)
 	}
 
@@ -137,15 +136,30 @@ func TestSafetyThroughRouter(t *testing.T) {
 		call       func() error
 		code, want string
 	}{
-		{func() error { _, err := router.RegisterUndo(ctx, c.router, b.tenant, a.id, ""); return err },
+		{func() error {
+			_, err := driver.JobRef{Tenant: b.tenant, ID: a.id}.RegisterUndo(ctx, c.router, "")
+			return err
+		},
 			driver.ConflictCode, "job acme-canary: not found for tenant initech"},
-		{func() error { _, err := router.PauseAfter(ctx, c.router, b.tenant, a.id, 1); return err },
+		{func() error {
+			_, err := fleet.PauseAfter(ctx, c.router, driver.JobRef{Tenant: b.tenant, ID: a.id}, 1)
+			return err
+		},
 			driver.ConflictCode, "job acme-canary: not found for tenant initech"},
-		{func() error { _, err := router.RegisterUndo(ctx, c.router, a.tenant, a.id, "b c"); return err },
+		{func() error {
+			_, err := driver.JobRef{Tenant: a.tenant, ID: a.id}.RegisterUndo(ctx, c.router, "b c")
+			return err
+		},
 			"22023", `new_job_id: must be 1 to 64 ASCII letters, digits, _ or -, got "b c"`},
-		{func() error { _, err := router.RegisterUndo(ctx, c.router, a.tenant, a.id, "other"); return err },
+		{func() error {
+			_, err := driver.JobRef{Tenant: a.tenant, ID: a.id}.RegisterUndo(ctx, c.router, "other")
+			return err
+		},
 			driver.ConflictCode, "job acme-canary: already undone by acme-canary-undo"},
-		{func() error { _, err := router.RegisterUndo(ctx, c.router, a.tenant, undo.JobID, ""); return err },
+		{func() error {
+			_, err := driver.JobRef{Tenant: a.tenant, ID: undo.JobID}.RegisterUndo(ctx, c.router, "")
+			return err
+		},
 			driver.ConflictCode, "job acme-canary-undo: is the undo of acme-canary"},
 	} {
 		err := tc.call()
@@ -154,7 +168,7 @@ func TestSafetyThroughRouter(t *testing.T) {
 			t.Errorf("%v; want %s %s...", err, tc.code, tc.want)
 		}
 	}
-	if _, err := router.PauseAfter(ctx, c.router, a.tenant, a.id, 0); !errors.Is(err, driver.ErrInvalid) {
+	if _, err := fleet.PauseAfter(ctx, c.router, driver.JobRef{Tenant: a.tenant, ID: a.id}, 0); !errors.Is(err, driver.ErrInvalid) {
 		t.Errorf("pause_job_after with 0 chunks: %v; want ErrInvalid before any call", err)
 	}
 }

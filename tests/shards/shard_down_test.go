@@ -12,7 +12,6 @@ import (
 	"github.com/chunks-dev/chunks/fleet"
 	"github.com/chunks-dev/chunks/internal/localpg"
 	"github.com/chunks-dev/chunks/internal/pgtest"
-	"github.com/chunks-dev/chunks/router"
 )
 
 // One shard is SIGKILLed (every server process at once) in the middle of
@@ -61,15 +60,15 @@ func TestShardKilledMidDrain(t *testing.T) {
 			t.Errorf("%s with shard %s down: %v; want 08006 naming the shard", what, dead.name, err)
 		}
 	}
-	_, err := router.RunChunk(ctx, c.router, deadTenant.tenant, deadTenant.id)
+	_, err := driver.JobRef{Tenant: deadTenant.tenant, ID: deadTenant.id}.RunChunk(ctx, c.router, nil)
 	unavailable("run_chunk", err)
-	_, err = router.InspectJob(ctx, c.router, deadTenant.tenant, deadTenant.id)
+	_, err = driver.JobRef{Tenant: deadTenant.tenant, ID: deadTenant.id}.Inspect(ctx, c.router)
 	unavailable("inspect_job", err)
 	_, err = driver.Register(ctx, c.router, job2(deadTenant.tenant, "late", 9999))
 	unavailable("register", err)
 	_, err = fleet.Status(ctx, c.router)
 	unavailable("job_status", err)
-	if job, err := router.InspectJob(ctx, c.router, liveTenant.tenant, liveTenant.id); err != nil || job == nil || job.NextIndex != 8 {
+	if job, err := (driver.JobRef{Tenant: liveTenant.tenant, ID: liveTenant.id}).Inspect(ctx, c.router); err != nil || job == nil || job.NextIndex != 8 {
 		t.Errorf("inspect_job of %s on a live shard: %+v, %v; want it, done", liveTenant.tenant, job, err)
 	}
 
@@ -87,7 +86,7 @@ func TestShardKilledMidDrain(t *testing.T) {
 		return err == nil && len(list) == 80, err
 	})
 	c.checkExactlyOnce(t, list)
-	res, err := router.RunChunk(ctx, c.router, deadTenant.tenant, deadTenant.id)
+	res, err := driver.JobRef{Tenant: deadTenant.tenant, ID: deadTenant.id}.RunChunk(ctx, c.router, nil)
 	if err != nil || !res.Done || len(res.Processed) != 0 || res.NextIndex != 8 {
 		t.Errorf("run_chunk of a finished job after the restart: %+v, %v; want done, nothing processed", res, err)
 	}
