@@ -146,8 +146,8 @@ func TestSafetyThroughRouter(t *testing.T) {
 			return err
 		},
 			driver.ConflictCode, "job acme-canary: not found for tenant initech"},
-		{func() error {
-			_, err := driver.JobRef{Tenant: a.tenant, ID: a.id}.RegisterUndo(ctx, c.router, "b c")
+		{func() error { // the shard's own check (driver.JobRef.RegisterUndo checks it before any call)
+			_, err := c.router.Exec(ctx, "select register_undo($1, $2, $3)", a.tenant, a.id, "b c")
 			return err
 		},
 			"22023", `new_job_id: must be 1 to 64 ASCII letters, digits, _ or -, got "b c"`},
@@ -167,6 +167,9 @@ func TestSafetyThroughRouter(t *testing.T) {
 		if !errors.As(err, &pgErr) || pgErr.Code != tc.code || !strings.HasPrefix(pgErr.Message, tc.want) {
 			t.Errorf("%v; want %s %s...", err, tc.code, tc.want)
 		}
+	}
+	if _, err := (driver.JobRef{Tenant: a.tenant, ID: a.id}).RegisterUndo(ctx, c.router, "b c"); !errors.Is(err, driver.ErrInvalid) {
+		t.Errorf("register_undo with new_job_id b c: %v; want ErrInvalid before any call", err)
 	}
 	if _, err := fleet.PauseAfter(ctx, c.router, driver.JobRef{Tenant: a.tenant, ID: a.id}, 0); !errors.Is(err, driver.ErrInvalid) {
 		t.Errorf("pause_job_after with 0 chunks: %v; want ErrInvalid before any call", err)

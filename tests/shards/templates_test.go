@@ -15,7 +15,9 @@ import (
 // test functions on the shards, one of a job with more arguments (as
 // pause_job_after(job_id, after) and register_undo(job_id, new_job_id)
 // are) and one of a plan (as check_plan(plan) is), routed by the package's
-// own templates job_call.sql and plan_call.sql.
+// own templates job_call.sql and plan_call.sql. A job's call has its
+// tenant-scoped signature on the shards, one template call of the chunks
+// code package's tenant_call.sql.
 func TestNewRoutedCallIsOneFile(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, shardServers[:2])
@@ -28,9 +30,13 @@ func TestNewRoutedCallIsOneFile(t *testing.T) {
 			as $$ select plan || jsonb_build_object('shard', current_setting('chunks.shard', true)) $$`); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := sh.conn.Exec(ctx, shardSQL(t, c.schema, `{{ template "tenant_call.sql" (merge (dict "name" "echo_args" "returns" "jsonb"
+  "volatility" "stable" "missing" "conflict" "args" (list "n integer" "word text default 'x'") "comment" "A test.") .) }}`)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	files := fstest.MapFS{"install.sql": {Data: []byte(`
-{{ template "job_call.sql" (merge (dict "name" "echo_args" "returns" "jsonb" "missing" "conflict"
+{{ template "job_call.sql" (merge (dict "name" "echo_args" "returns" "jsonb"
   "args" (list "n integer" "word text default 'x'") "comment" "A test of a routed call with more arguments.") .) }}
 {{ template "plan_call.sql" (merge (dict "name" "echo_plan" "returns" "jsonb" "comment" "A test of a routed call of a plan.") .) }}
 `)}}
@@ -69,4 +75,30 @@ func TestNewRoutedCallIsOneFile(t *testing.T) {
 	if _, err := c.router.Exec(ctx, "select echo_args('globex', 'spring', 7)"); err == nil || !contains(err.Error(), "job spring: not found for tenant globex") {
 		t.Errorf("echo_args of another tenant's job: %v", err)
 	}
+}
+
+// shardSQL is install, a template of the chunks code package (sql/functions),
+// as migrate would install it into schema.
+func shardSQL(t *testing.T, schema, install string) string {
+	t.Helper()
+	files := fstest.MapFS{"install.sql": {Data: []byte(install)}}
+	if err := fs.WalkDir(chunkssql.Functions(), ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || path == "install.sql" {
+			return err
+		}
+		data, err := fs.ReadFile(chunkssql.Functions(), path)
+		files[path] = &fstest.MapFile{Data: data}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	code, err := migrate.LoadCodePackage(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sql, err := code.Eval(map[string]any{"schema": schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sql
 }
