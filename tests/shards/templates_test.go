@@ -30,34 +30,18 @@ func TestNewRoutedCallIsOneFile(t *testing.T) {
 			as $$ select plan || jsonb_build_object('shard', current_setting('chunks.shard', true)) $$`); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sh.conn.Exec(ctx, shardSQL(t, c.schema, `{{ template "tenant_call.sql" (merge (dict "name" "echo_args" "returns" "jsonb"
-  "volatility" "stable" "missing" "conflict" "args" (list "n integer" "word text default 'x'") "comment" "A test.") .) }}`)); err != nil {
+		if _, err := sh.conn.Exec(ctx, codeSQL(t, chunkssql.Functions(), `{{ template "tenant_call.sql" (merge (dict "name" "echo_args" "returns" "jsonb"
+  "volatility" "stable" "missing" "conflict" "args" (list "n integer" "word text default 'x'") "comment" "A test.") .) }}`,
+			map[string]any{"schema": c.schema})); err != nil {
 			t.Fatal(err)
 		}
 	}
-	files := fstest.MapFS{"install.sql": {Data: []byte(`
+	sql := codeSQL(t, chunkssql.Router(), `
 {{ template "job_call.sql" (merge (dict "name" "echo_args" "returns" "jsonb"
   "args" (list "n integer" "word text default 'x'") "comment" "A test of a routed call with more arguments.") .) }}
 {{ template "plan_call.sql" (merge (dict "name" "echo_plan" "returns" "jsonb" "comment" "A test of a routed call of a plan.") .) }}
-`)}}
-	if err := fs.WalkDir(chunkssql.Router(), ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || path == "install.sql" {
-			return err
-		}
-		data, err := fs.ReadFile(chunkssql.Router(), path)
-		files[path] = &fstest.MapFile{Data: data}
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	code, err := migrate.LoadCodePackage(files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sql, err := code.Eval(map[string]any{"schema": c.schema, "shard_schema": c.schema, "cluster": router.Cluster(c.schema)})
-	if err != nil {
-		t.Fatal(err)
-	}
+`,
+		map[string]any{"schema": c.schema, "shard_schema": c.schema, "cluster": router.Cluster(c.schema)})
 	if _, err := c.router.Exec(ctx, sql); err != nil {
 		t.Fatalf("install the two calls: %v\n%s", err, sql)
 	}
@@ -77,16 +61,17 @@ func TestNewRoutedCallIsOneFile(t *testing.T) {
 	}
 }
 
-// shardSQL is install, a template of the chunks code package (sql/functions),
-// as migrate would install it into schema.
-func shardSQL(t *testing.T, schema, install string) string {
+// codeSQL is install, a template that may call the templates of the code
+// package pkg (sql/functions or sql/router), evaluated with data as an
+// install would.
+func codeSQL(t *testing.T, pkg fs.FS, install string, data map[string]any) string {
 	t.Helper()
 	files := fstest.MapFS{"install.sql": {Data: []byte(install)}}
-	if err := fs.WalkDir(chunkssql.Functions(), ".", func(path string, d fs.DirEntry, err error) error {
+	if err := fs.WalkDir(pkg, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || path == "install.sql" {
 			return err
 		}
-		data, err := fs.ReadFile(chunkssql.Functions(), path)
+		data, err := fs.ReadFile(pkg, path)
 		files[path] = &fstest.MapFile{Data: data}
 		return err
 	}); err != nil {
@@ -96,7 +81,7 @@ func shardSQL(t *testing.T, schema, install string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sql, err := code.Eval(map[string]any{"schema": schema})
+	sql, err := code.Eval(data)
 	if err != nil {
 		t.Fatal(err)
 	}
