@@ -29,8 +29,8 @@ var functionName = regexp.MustCompile(`^[a-z_]{1,63}$`)
 // silence. Such a mismatch means that the functions installed in the
 // schema are not those of this binary (run chunks migrate). A field's key
 // may be absent when its json tag says omitempty; a field tagged sql:"-"
-// is filled in Go, and its key must not come from the server. Packages
-// fleet and router read the functions they call through it too.
+// is filled in Go, and its key must not come from the server. Package
+// fleet reads status_page and worker_status through it too.
 func QueryJSON(ctx context.Context, db DB, out any, fn string, args ...any) (bool, error) {
 	if !functionName.MatchString(fn) {
 		return false, invalidf("fn: must be the name of a chunks function, got %s", Excerpt(fn, true))

@@ -93,7 +93,7 @@ func TestResultKeysMatchGoTypes(t *testing.T) {
 			}
 			for _, k := range keys {
 				if ok && !slices.Contains(got, k) && !slices.Contains(c.absent, join(path, k)) {
-					t.Errorf("%s: key %s.%s of the Go type never came back", c.name, where(path), k)
+					t.Errorf("%s: key %s of the Go type never came back", c.name, join(path, k))
 				}
 			}
 		}
