@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -49,25 +50,25 @@ type CampaignCreated struct {
 
 // CampaignStatus is campaign_status: the campaign summed over its jobs.
 type CampaignStatus struct {
-	Name        string   `json:"name"`
-	Tenant      string   `json:"tenant"`
-	ChunkSize   int      `json:"chunk_size"`
-	Digest      string   `json:"digest"`
-	CreatedAt   string   `json:"created_at"`
-	Paused      bool     `json:"paused"`
-	QueueWindow int      `json:"queue_window"`
-	Targets     int      `json:"targets"`
-	Committed   int      `json:"committed"`
-	Remaining   int      `json:"remaining"`
-	Jobs        int      `json:"jobs"`
-	JobsDone    int      `json:"jobs_done"`
-	JobsRunning int      `json:"jobs_running"`
-	JobsPaused  int      `json:"jobs_paused"`
-	JobsQueued  int      `json:"jobs_queued"`
-	JobsWaiting int      `json:"jobs_waiting"` // not yet released into the queue
-	Drift       int      `json:"drift"`
-	RatePerS    float64  `json:"rate_per_s"` // committed targets per second since created_at
-	ETAS        *float64 `json:"eta_s"`      // nil before the first commit
+	Name        string    `json:"name"`
+	Tenant      string    `json:"tenant"`
+	ChunkSize   int       `json:"chunk_size"`
+	Digest      string    `json:"digest"`
+	CreatedAt   time.Time `json:"created_at"`
+	Paused      bool      `json:"paused"`
+	QueueWindow int       `json:"queue_window"`
+	Targets     int       `json:"targets"`
+	Committed   int       `json:"committed"`
+	Remaining   int       `json:"remaining"`
+	Jobs        int       `json:"jobs"`
+	JobsDone    int       `json:"jobs_done"`
+	JobsRunning int       `json:"jobs_running"`
+	JobsPaused  int       `json:"jobs_paused"`
+	JobsQueued  int       `json:"jobs_queued"`
+	JobsWaiting int       `json:"jobs_waiting"` // not yet released into the queue
+	Drift       int       `json:"drift"`
+	RatePerS    float64   `json:"rate_per_s"` // committed targets per second since created_at
+	ETAS        *float64  `json:"eta_s"`      // nil before the first commit
 }
 
 // CampaignReport is campaign_report: report() over every job of a campaign.
@@ -377,7 +378,7 @@ func CreateCampaign(ctx context.Context, db DB, spec CampaignSpec, ct CampaignTa
 		return CampaignCreated{}, err
 	}
 	var out CampaignCreated
-	if _, err := queryJSON(ctx, tx, &out, "campaign_create", spec.Name, spec.Tenant, spec.ChunkSize, ids, revs, qtys, spec.QueueWindow); err != nil {
+	if _, err := QueryJSON(ctx, tx, &out, "campaign_create", spec.Name, spec.Tenant, spec.ChunkSize, ids, revs, qtys, spec.QueueWindow); err != nil {
 		return CampaignCreated{}, rollbackTx(ctx, tx, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -454,7 +455,7 @@ func GetCampaignStatus(ctx context.Context, db DB, name string) (CampaignStatus,
 	if err := checkName("name", name); err != nil {
 		return s, err
 	}
-	_, err := queryJSON(ctx, db, &s, "campaign_status", name)
+	_, err := QueryJSON(ctx, db, &s, "campaign_status", name)
 	return s, err
 }
 
@@ -465,7 +466,7 @@ func GetCampaignReport(ctx context.Context, db DB, name string) (CampaignReport,
 	if err := checkName("name", name); err != nil {
 		return r, err
 	}
-	_, err := queryJSON(ctx, db, &r, "campaign_report", name)
+	_, err := QueryJSON(ctx, db, &r, "campaign_report", name)
 	return r, err
 }
 
@@ -486,7 +487,7 @@ func campaignChange(ctx context.Context, db DB, fn, name string) (CampaignChange
 	if err := checkName("name", name); err != nil {
 		return c, err
 	}
-	_, err := queryJSON(ctx, db, &c, fn, name)
+	_, err := QueryJSON(ctx, db, &c, fn, name)
 	return c, err
 }
 
@@ -511,7 +512,7 @@ func CheckCampaign(ctx context.Context, db DB, name string, maxListed int) (Camp
 	if err := checkName("name", name); err != nil {
 		return c, err
 	}
-	_, err := queryJSON(ctx, db, &c, "campaign_check", name, maxListed)
+	_, err := QueryJSON(ctx, db, &c, "campaign_check", name, maxListed)
 	return c, err
 }
 
@@ -539,6 +540,6 @@ func UndoCampaign(ctx context.Context, db DB, name, undoName string) (CampaignUn
 	if undoName != "" {
 		undo = &undoName
 	}
-	_, err := queryJSON(ctx, db, &u, "campaign_undo", name, undo)
+	_, err := QueryJSON(ctx, db, &u, "campaign_undo", name, undo)
 	return u, err
 }

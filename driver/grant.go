@@ -40,6 +40,6 @@ func Grant(ctx context.Context, db DB, role string, access Access, revoke bool) 
 		return Granted{}, invalidf("role: must be given")
 	}
 	var g Granted
-	_, err := queryJSON(ctx, db, &g, "grant_access", role, string(access), revoke)
+	_, err := QueryJSON(ctx, db, &g, "grant_access", role, string(access), revoke)
 	return g, err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -37,31 +36,10 @@ func InspectJob(ctx context.Context, db DB, jobID string) (*Job, error) {
 		return nil, err
 	}
 	var job Job
-	if found, err := queryJSON(ctx, db, &job, "inspect_job", jobID); err != nil || !found {
+	if found, err := QueryJSON(ctx, db, &job, "inspect_job", jobID); err != nil || !found {
 		return nil, err
 	}
 	return &job, nil
-}
-
-// queryJSON calls the chunks SQL function fn with args and decodes its
-// jsonb result into out. It says whether there was one (false for SQL
-// NULL); a server error comes back through [MapError].
-func queryJSON(ctx context.Context, db DB, out any, fn string, args ...any) (bool, error) {
-	params := make([]string, len(args))
-	for i := range args {
-		params[i] = fmt.Sprintf("$%d", i+1)
-	}
-	var body []byte
-	if err := db.QueryRow(ctx, "select "+fn+"("+strings.Join(params, ", ")+")::text", args...).Scan(&body); err != nil {
-		return false, MapError(err)
-	}
-	if body == nil {
-		return false, nil
-	}
-	if err := json.Unmarshal(body, out); err != nil {
-		return false, fmt.Errorf("%s: %w", fn, err)
-	}
-	return true, nil
 }
 
 // Report reads, in one SELECT on the server, which of the job's approved ids
@@ -72,7 +50,7 @@ func Report(ctx context.Context, db DB, jobID string) (JobReport, error) {
 		return JobReport{}, err
 	}
 	var r JobReport
-	if _, err := queryJSON(ctx, db, &r, "report", jobID); err != nil {
+	if _, err := QueryJSON(ctx, db, &r, "report", jobID); err != nil {
 		return JobReport{}, err
 	}
 	return r, nil

@@ -70,7 +70,7 @@ func RegisterUndo(ctx context.Context, db DB, jobID, newJobID string) (Undo, err
 		newID = &newJobID
 	}
 	var u Undo
-	if _, err := queryJSON(ctx, db, &u, "register_undo", jobID, newID); err != nil {
+	if _, err := QueryJSON(ctx, db, &u, "register_undo", jobID, newID); err != nil {
 		return Undo{}, err
 	}
 	return u, nil
@@ -83,7 +83,7 @@ func Lineage(ctx context.Context, db DB, jobID string) (*JobLineage, error) {
 		return nil, err
 	}
 	var l JobLineage
-	if found, err := queryJSON(ctx, db, &l, "job_lineage", jobID); err != nil || !found {
+	if found, err := QueryJSON(ctx, db, &l, "job_lineage", jobID); err != nil || !found {
 		return nil, err
 	}
 	return &l, nil

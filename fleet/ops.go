@@ -62,8 +62,8 @@ type JobStatus struct {
 	ProgressedAt *time.Time `json:"progressed_at"`
 	Rate         *float64   `json:"rate"`
 	// ETA is when the job will be done at its recent rate, or why that
-	// cannot be said ([Estimate]).
-	ETA ETA `json:"eta"`
+	// cannot be said ([Estimate]): worked out in Go, not read from SQL.
+	ETA ETA `json:"eta" sql:"-"`
 	// Shard is the shard that holds the job ("p0", ...) when the status
 	// was read through a chunks router (package router); "" on one server.
 	Shard string `json:"shard,omitempty"`
@@ -89,13 +89,9 @@ type WorkerStatus struct {
 // worker_status). It reads only. Through a chunks router it lists the
 // workers of every shard, ordered by id, then shard, each with its Shard.
 func Workers(ctx context.Context, db driver.DB) ([]WorkerStatus, error) {
-	var body []byte
-	if err := db.QueryRow(ctx, "select worker_status()::text").Scan(&body); err != nil {
-		return nil, driver.MapError(err)
-	}
 	out := []WorkerStatus{}
-	if err := json.Unmarshal(body, &out); err != nil {
-		return nil, fmt.Errorf("worker_status: %w", err)
+	if _, err := driver.QueryJSON(ctx, db, &out, "worker_status"); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
