@@ -105,9 +105,9 @@ func TestMapErrorPassesThrough(t *testing.T) {
 	}
 }
 
-// A Go-side refusal (invalidf) is an ErrInvalid with no server error behind it.
+// A Go-side refusal (Invalidf) is an ErrInvalid with no server error behind it.
 func TestInvalidf(t *testing.T) {
-	err := invalidf("%s: must be between %d and %d, got %d", "chunk_size", 1, 10, 11)
+	err := Invalidf("%s: must be between %d and %d, got %d", "chunk_size", 1, 10, 11)
 	if !errors.Is(err, ErrInvalid) || errors.Is(err, ErrConflict) {
 		t.Fatalf("%v: wrong kind", err)
 	}

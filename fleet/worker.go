@@ -145,7 +145,7 @@ func DefaultID() string {
 // field (the CLI's "--id").
 func CheckID(field, id string) error {
 	if len(id) < 1 || len(id) > MaxIDLen || strings.IndexFunc(id, func(r rune) bool { return r < ' ' || r > '~' }) >= 0 {
-		return invalidf("%s: must be 1 to %d printable ASCII characters (all that application_name keeps), got %s",
+		return driver.Invalidf("%s: must be 1 to %d printable ASCII characters (all that application_name keeps), got %s",
 			field, MaxIDLen, driver.Excerpt(id, true))
 	}
 	return nil
@@ -171,7 +171,7 @@ func (w *Worker) runner() (*runner, error) {
 	r := &runner{w: w, pool: w.Pool, id: w.ID, passes: w.Concurrency, poll: w.Poll,
 		retryDelay: w.RetryDelay, log: w.Logger, wake: make(chan struct{}, 1)}
 	if r.pool == nil {
-		return nil, invalidf("pool: is nil")
+		return nil, driver.Invalidf("pool: is nil")
 	}
 	if r.id == "" {
 		r.id = DefaultID()
@@ -183,7 +183,7 @@ func (w *Worker) runner() (*runner, error) {
 		r.passes = 1
 	}
 	if r.passes < 1 || r.passes > MaxConcurrency {
-		return nil, invalidf("concurrency: must be between 1 and %d, got %d", MaxConcurrency, r.passes)
+		return nil, driver.Invalidf("concurrency: must be between 1 and %d, got %d", MaxConcurrency, r.passes)
 	}
 	for _, d := range []struct {
 		name     string
@@ -195,11 +195,11 @@ func (w *Worker) runner() (*runner, error) {
 			*d.v = d.def
 		}
 		if *d.v < d.min || *d.v > MaxDuration {
-			return nil, invalidf("%s: must be between %s and %s, got %s", d.name, d.min, MaxDuration, *d.v)
+			return nil, driver.Invalidf("%s: must be between %s and %s, got %s", d.name, d.min, MaxDuration, *d.v)
 		}
 	}
 	if math.IsNaN(w.Rate) || w.Rate != 0 && (w.Rate < MinRate || w.Rate > MaxRate) {
-		return nil, invalidf("rate: must be 0 (no limit) or between 1/86400 (one chunk a day) and %d chunks per second per job, got %v",
+		return nil, driver.Invalidf("rate: must be 0 (no limit) or between 1/86400 (one chunk a day) and %d chunks per second per job, got %v",
 			MaxRate, w.Rate)
 	}
 	if w.Rate > 0 {
@@ -210,11 +210,11 @@ func (w *Worker) runner() (*runner, error) {
 	}
 	r.log = r.log.With("worker", r.id)
 	if err := w.Pace.Validate(); err != nil {
-		return nil, invalidf("%v", err)
+		return nil, driver.Invalidf("%v", err)
 	}
 	var err error
 	if r.pacer, err = pace.New(w.Pace, r.pool, r.log); err != nil {
-		return nil, invalidf("%v", err)
+		return nil, driver.Invalidf("%v", err)
 	}
 	w.pacer.Store(r.pacer)
 	return r, nil

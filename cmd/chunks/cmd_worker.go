@@ -62,7 +62,7 @@ func workerCommand() *cli.Command {
 			}
 			n := c.Int("concurrency")
 			if n < 1 || n > fleet.MaxConcurrency {
-				return &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf("concurrency: must be between 1 and %d, got %d", fleet.MaxConcurrency, n)}
+				return driver.Invalidf("concurrency: must be between 1 and %d, got %d", fleet.MaxConcurrency, n)
 			}
 			id := c.String("id")
 			if id == "" {
