@@ -32,6 +32,10 @@ func (e errReadOnly) Error() string {
 // phrase for the log: what the error means and, for a permanent one, what
 // to do.
 //
+// pgx's own judgement is asked first: an error that [pgconn.SafeToRetry]
+// says happened before anything was sent, and a timeout
+// ([pgconn.Timeout]), are transient whatever they wrap.
+//
 // Permanent: an invalid connection string, authentication (SQLSTATE class
 // 28: no such role, a wrong password, pg_hba.conf), an unknown database
 // (3D000), and the SQL itself refused (class 42: chunks not installed in
@@ -56,6 +60,10 @@ func Classify(err error) (transient bool, reason string) {
 	switch {
 	case err == nil:
 		return false, "no error"
+	case pgconn.SafeToRetry(err):
+		return true, "nothing reached the server (the connection was closed or busy, or the context had ended): safe to retry"
+	case pgconn.Timeout(err):
+		return true, "timeout: the server did not answer in time"
 	case errors.As(err, &access):
 		return false, "a missing chunks grant"
 	case errors.Is(err, ErrNotInstalled):
