@@ -15,7 +15,7 @@ import (
 	"github.com/chunks-dev/chunks/driver"
 )
 
-// errReadOnly is what the start-up check of [Worker.Run] makes of a server
+// errReadOnly is what the start-up check of [Worker.Start] makes of a server
 // that answers but cannot take writes: a standby still in recovery, or a
 // primary with default_transaction_read_only on.
 type errReadOnly struct{ standby bool }
@@ -116,7 +116,7 @@ func classifyCode(code string) (bool, string) {
 	return true, fmt.Sprintf("server error (SQLSTATE %s)", code)
 }
 
-// The start-up back-off of [Worker.Run]: the first retry after
+// The start-up back-off of [Worker.Start]: the first retry after
 // firstRetryDelay, each next one after twice as long, up to maxRetryDelay.
 const (
 	firstRetryDelay = 100 * time.Millisecond

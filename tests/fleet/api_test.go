@@ -16,8 +16,7 @@ import (
 )
 
 // fleet.Worker in process: it drains the queue; a conflict pauses its job
-// (an operator must look) while the other jobs finish; cancelling its
-// context returns nil.
+// (an operator must look) while the other jobs finish; Stop returns nil.
 func TestWorkerInProcess(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
@@ -38,23 +37,19 @@ func TestWorkerInProcess(t *testing.T) {
 		Poll:        50 * time.Millisecond,
 		Logger:      slog.New(slog.NewTextHandler(&logs, nil)),
 	}
-	stop, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(stop, context.Background()) }()
+	if err := w.Start(ctx); err != nil {
+		t.Fatalf("Start: %v\n%s", err, logs.String())
+	}
 
 	waitFor(t, 20*time.Second, "the good jobs done and the bad one paused", func() bool {
 		st := l.status(t)
 		return st["a"].State == fleetapi.StateDone && st["b"].State == fleetapi.StateDone &&
 			st["c"].State == fleetapi.StateDone && st["changed"].State == fleetapi.StatePaused
 	})
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run after cancel: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after cancel")
+	stopping, cancel := context.WithTimeout(ctx, 10*time.Second) // a bound on a hung test
+	defer cancel()
+	if err := w.Stop(stopping); err != nil {
+		t.Fatalf("Stop: %v", err)
 	}
 	if got := l.nextIndex(t, bad.ID); got != 2 {
 		t.Fatalf("the conflicting job is at next_index %d, want 2 (its first chunk only)", got)
@@ -71,8 +66,8 @@ func TestWorkerInProcess(t *testing.T) {
 	l.wantFinishedBut(t, append(good, other), bad)
 }
 
-// Run refuses a bad configuration, and a search_path without the queue,
-// before doing anything.
+// Validate and Start refuse a bad configuration, and Start a search_path
+// without the queue, before doing anything.
 func TestWorkerRefuses(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.Pool(t, pgtest.WithSearchPath(pgtest.DSN(), "nowhere"))
@@ -90,13 +85,18 @@ func TestWorkerRefuses(t *testing.T) {
 		{&fleetapi.Worker{Pool: pool, ID: "evil\u202egnp"}, `invalid: id: must be 1 to 63 printable ASCII characters (all that application_name keeps), got "evil\u202egnp"`},
 		{&fleetapi.Worker{Pool: pool, ID: strings.Repeat("w", 201)}, `invalid: id: must be 1 to 63 printable ASCII characters (all that application_name keeps), got "` + strings.Repeat("w", 64) + `"… (201 characters)`},
 	} {
-		err := c.w.Run(ctx, nil)
-		if !errors.Is(err, driver.ErrInvalid) || err.Error() != c.want {
-			t.Errorf("Run: %v, want %q", err, c.want)
+		if err := c.w.Validate(); !errors.Is(err, driver.ErrInvalid) || err.Error() != c.want {
+			t.Errorf("Validate: %v, want %q", err, c.want)
+		}
+		if err := c.w.Start(ctx); !errors.Is(err, driver.ErrInvalid) || err.Error() != c.want {
+			t.Errorf("Start: %v, want %q", err, c.want)
 		}
 	}
 	w := &fleetapi.Worker{Pool: pool}
-	if err := w.Run(ctx, nil); !errors.Is(err, fleetapi.ErrNotInstalled) {
-		t.Fatalf("Run without the queue on the search_path: %v", err)
+	if err := w.Validate(); err != nil {
+		t.Fatalf("Validate of a worker with only a Pool: %v", err)
+	}
+	if err := w.Start(ctx); !errors.Is(err, fleetapi.ErrNotInstalled) {
+		t.Fatalf("Start without the queue on the search_path: %v", err)
 	}
 }
