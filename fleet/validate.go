@@ -29,8 +29,8 @@ func (w *Worker) Validate() error {
 			return err
 		}
 	}
-	if n := cmp.Or(w.Concurrency, 1); n < 1 || n > MaxConcurrency {
-		return driver.Invalidf("concurrency: must be between 1 and %d, got %d", MaxConcurrency, n)
+	if err := CheckConcurrency(cmp.Or(w.Concurrency, 1)); err != nil {
+		return err
 	}
 	for _, d := range []struct {
 		name     string
@@ -48,6 +48,17 @@ func (w *Worker) Validate() error {
 	}
 	if err := w.Pace.Validate(); err != nil {
 		return driver.Invalidf("%v", err)
+	}
+	return nil
+}
+
+// CheckConcurrency refuses a number of passes that is not 1 to
+// [MaxConcurrency] (the field [Worker.Concurrency] takes 0 for 1, chunks
+// worker --concurrency does not). The error is an [driver.ErrInvalid]
+// naming concurrency.
+func CheckConcurrency(n int) error {
+	if n < 1 || n > MaxConcurrency {
+		return driver.Invalidf("concurrency: must be between 1 and %d, got %d", MaxConcurrency, n)
 	}
 	return nil
 }

@@ -64,8 +64,12 @@ func workerCommand() *cli.Command {
 				id = fleet.DefaultID()
 			}
 			// Checked here as well as by Validate: the id names the pool's
-			// connections below, and its error names the flag.
+			// connections below, and its error names the flag; the flag's 0
+			// is not the field's "1".
 			if err := fleet.CheckID("--id", id); err != nil {
+				return err
+			}
+			if err := fleet.CheckConcurrency(c.Int("concurrency")); err != nil {
 				return err
 			}
 			level := slog.LevelInfo
@@ -91,15 +95,14 @@ func workerCommand() *cli.Command {
 				return err
 			}
 			// Each pass holds one connection at a time; one more for pacing
-			// (the heartbeat has its own). Validate below refuses a
-			// concurrency out of range; the pool connects nothing before.
-			cfg.MaxConns = int32(min(max(w.Concurrency, 1), fleet.MaxConcurrency)) + 1
+			// (the heartbeat has its own).
+			cfg.MaxConns = int32(w.Concurrency) + 1
 			// chunks status shows which worker runs a chunk by this name,
 			// unless the DSN names the connections itself.
 			if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 				cfg.ConnConfig.RuntimeParams["application_name"] = id
 			}
-			if w.Pool, err = pgxpool.NewWithConfig(c.Context, cfg); err != nil {
+			if w.Pool, err = pgxpool.NewWithConfig(c.Context, cfg); err != nil { // it connects nothing yet
 				return err
 			}
 			defer w.Pool.Close()
