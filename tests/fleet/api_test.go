@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/chunks-dev/chunks/driver"
 	fleetapi "github.com/chunks-dev/chunks/fleet"
+	"github.com/chunks-dev/chunks/internal/chunktx"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
@@ -98,5 +101,157 @@ func TestWorkerRefuses(t *testing.T) {
 	}
 	if err := w.Start(ctx); !errors.Is(err, fleetapi.ErrNotInstalled) {
 		t.Fatalf("Start without the queue on the search_path: %v", err)
+	}
+}
+
+// apiWorker is a fleet.Worker of the lab in process, as chunks worker makes
+// one: its connections are named id (application_name) and a cancelled
+// context sends a cancel request, so that StopAndCancel rolls its chunks
+// back. Its log goes to logs: read it once the worker stopped.
+func (l *lab) apiWorker(t *testing.T, id string, logs *bytes.Buffer) *fleetapi.Worker {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(l.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunktx.CancelOnContext(&cfg.ConnConfig.Config)
+	cfg.ConnConfig.RuntimeParams["application_name"] = id
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return &fleetapi.Worker{Pool: pool, ID: id, Poll: 50 * time.Millisecond, RetryDelay: 50 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))}
+}
+
+// bounded is ctx with a bound on a hung test (not a measurement).
+func bounded(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(ctx, 20*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// Stop lets the chunk in flight commit, starts no other, and returns once
+// it has; Stop again says the same; a second Start is refused.
+func TestWorkerStopWaitsForTheChunkInFlight(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	l.slowOrders(t, 1.0)
+	j := newSeeder(l, 1).job(t, "festival", 12, 4)
+	l.register(t, j)
+	var logs bytes.Buffer
+	w := l.apiWorker(t, "api-stop", &logs)
+	if err := w.Start(ctx); err != nil {
+		t.Fatalf("Start: %v\n%s", err, logs.String())
+	}
+	waitFor(t, 10*time.Second, "a chunk in flight", func() bool { return l.chunkInFlightAs(t, "api-stop") })
+	if got := l.nextIndex(t, j.ID); got != 0 {
+		t.Fatalf("next_index %d before the first chunk committed", got)
+	}
+	if err := w.Stop(bounded(t)); err != nil {
+		t.Fatalf("Stop: %v\n%s", err, logs.String())
+	}
+	// Committed before Stop returned: nothing is in flight any more.
+	if got := l.nextIndex(t, j.ID); got != 4 {
+		t.Fatalf("next_index %d once Stop returned, want 4: the chunk in flight commits and no other starts", got)
+	}
+	if n := mustInt(t, l.Conn, "select count(*) from orders where state = 'cancelled'"); n != 4 {
+		t.Fatalf("%d orders cancelled, want the chunk's 4", n)
+	}
+	if l.chunkInFlightAs(t, "api-stop") {
+		t.Fatal("a chunk is in flight after Stop returned")
+	}
+	if st := w.Stats(); st.Chunks != 1 {
+		t.Fatalf("stats %+v, want 1 chunk", st)
+	}
+	if err := w.Stop(ctx); err != nil {
+		t.Fatalf("Stop again: %v", err)
+	}
+	if err := w.Start(ctx); !errors.Is(err, driver.ErrInvalid) ||
+		err.Error() != "invalid: start: a Worker starts once, and this one was started already" {
+		t.Fatalf("Start again: %v", err)
+	}
+	out := logs.String()
+	if !strings.Contains(out, "msg=\"stopping: no new chunk starts; waiting for the chunks in flight\"") ||
+		!strings.Contains(out, "msg=stopped worker=api-stop chunks=1 ") {
+		t.Fatalf("log:\n%s", out)
+	}
+}
+
+// StopAndCancel cancels the chunk in flight, also while a Stop waits for
+// it: the chunk rolls back, and that Stop says the worker aborted.
+// StopAndCancel itself returns nil: the worker stopped as asked.
+func TestWorkerStopAndCancelRollsBackTheChunkInFlight(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	l.slowOrders(t, 1.5)
+	j := newSeeder(l, 2).job(t, "festival", 8, 4)
+	l.register(t, j)
+	var logs bytes.Buffer
+	w := l.apiWorker(t, "api-cancel", &logs)
+	if err := w.Start(ctx); err != nil {
+		t.Fatalf("Start: %v\n%s", err, logs.String())
+	}
+	waitFor(t, 10*time.Second, "a chunk in flight", func() bool { return l.chunkInFlightAs(t, "api-cancel") })
+	stopped := make(chan error, 1)
+	go func() { stopped <- w.Stop(bounded(t)) }()
+	if err := w.StopAndCancel(bounded(t)); err != nil {
+		t.Fatalf("StopAndCancel: %v", err)
+	}
+	if err := <-stopped; !errors.Is(err, fleetapi.ErrAborted) {
+		t.Fatalf("the Stop that StopAndCancel cut short: %v, want ErrAborted", err)
+	}
+	waitFor(t, 5*time.Second, "the cancelled chunk to end on the server", func() bool { return !l.chunkInFlightAs(t, "api-cancel") })
+	if got := l.nextIndex(t, j.ID); got != 0 {
+		t.Fatalf("next_index %d after StopAndCancel, want 0 (rolled back)", got)
+	}
+	if n := mustInt(t, l.Conn, "select count(*) from orders where state = 'cancelled'"); n != 0 {
+		t.Fatalf("%d orders cancelled after StopAndCancel, want 0", n)
+	}
+	if st := w.Stats(); st.Chunks != 0 || st.Failures != 1 {
+		t.Fatalf("stats %+v, want no chunk and the cancelled one failed", st)
+	}
+	// The cancel request ends the chunk's statement (57014): its orders roll
+	// back and its job rests the retry delay, in the same transaction.
+	if out := logs.String(); !strings.Contains(out, "sqlstate=57014") || !strings.Contains(out, "msg=aborted") {
+		t.Fatalf("log:\n%s", out)
+	}
+}
+
+// Stop before Start: Stop returns nil at once and Start then returns
+// ErrStopped, having run nothing (no worker row, no chunk);
+// StopAndCancel before Start makes it ErrAborted.
+func TestWorkerStopBeforeStart(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	j := newSeeder(l, 3).job(t, "festival", 4, 2)
+	l.register(t, j)
+	var logs bytes.Buffer
+	w := l.apiWorker(t, "api-early", &logs)
+	if err := w.Stop(bounded(t)); err != nil {
+		t.Fatalf("Stop before Start: %v", err)
+	}
+	if err := w.Start(ctx); !errors.Is(err, fleetapi.ErrStopped) {
+		t.Fatalf("Start after Stop: %v, want ErrStopped", err)
+	}
+	if err := w.Stop(bounded(t)); err != nil {
+		t.Fatalf("Stop after that Start: %v", err)
+	}
+	aborted := l.apiWorker(t, "api-aborted", &logs)
+	if err := aborted.StopAndCancel(bounded(t)); err != nil {
+		t.Fatalf("StopAndCancel before Start: %v", err)
+	}
+	if err := aborted.Start(ctx); !errors.Is(err, fleetapi.ErrAborted) {
+		t.Fatalf("Start after StopAndCancel: %v, want ErrAborted", err)
+	}
+	if list, err := fleetapi.Workers(ctx, l.Conn); err != nil || len(list) != 0 {
+		t.Fatalf("workers: %+v, %v; want none", list, err)
+	}
+	if got := l.nextIndex(t, j.ID); got != 0 {
+		t.Fatalf("next_index %d, want 0: no chunk ran", got)
+	}
+	if out := logs.String(); strings.Contains(out, "msg=ready") || strings.Count(out, "stopped before the database was ready: no chunk ran") != 2 {
+		t.Fatalf("log:\n%s", out)
 	}
 }
