@@ -132,23 +132,32 @@ func bounded(t *testing.T) context.Context {
 	return c
 }
 
+// apiChunkInFlight registers a job of n orders in chunks of 4, whose
+// updates take slow seconds, starts an in-process worker named id on it and
+// returns once its first chunk is in flight, with the worker's log.
+func (l *lab) apiChunkInFlight(t *testing.T, id string, slow float64, seed uint64, n int) (*fleetapi.Worker, job, *bytes.Buffer) {
+	t.Helper()
+	l.slowOrders(t, slow)
+	j := newSeeder(l, seed).job(t, "festival", n, 4)
+	l.register(t, j)
+	logs := new(bytes.Buffer)
+	w := l.apiWorker(t, id, logs)
+	if err := w.Start(ctx); err != nil {
+		t.Fatalf("Start: %v\n%s", err, logs.String())
+	}
+	waitFor(t, 10*time.Second, "a chunk in flight", func() bool { return l.chunkInFlightAs(t, id) })
+	if got := l.nextIndex(t, j.ID); got != 0 {
+		t.Fatalf("next_index %d before the first chunk committed", got)
+	}
+	return w, j, logs
+}
+
 // Stop lets the chunk in flight commit, starts no other, and returns once
 // it has; Stop again says the same; a second Start is refused.
 func TestWorkerStopWaitsForTheChunkInFlight(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
-	l.slowOrders(t, 1.0)
-	j := newSeeder(l, 1).job(t, "festival", 12, 4)
-	l.register(t, j)
-	var logs bytes.Buffer
-	w := l.apiWorker(t, "api-stop", &logs)
-	if err := w.Start(ctx); err != nil {
-		t.Fatalf("Start: %v\n%s", err, logs.String())
-	}
-	waitFor(t, 10*time.Second, "a chunk in flight", func() bool { return l.chunkInFlightAs(t, "api-stop") })
-	if got := l.nextIndex(t, j.ID); got != 0 {
-		t.Fatalf("next_index %d before the first chunk committed", got)
-	}
+	w, j, logs := l.apiChunkInFlight(t, "api-stop", 1.0, 1, 12)
 	if err := w.Stop(bounded(t)); err != nil {
 		t.Fatalf("Stop: %v\n%s", err, logs.String())
 	}
@@ -185,15 +194,7 @@ func TestWorkerStopWaitsForTheChunkInFlight(t *testing.T) {
 func TestWorkerStopAndCancelRollsBackTheChunkInFlight(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
-	l.slowOrders(t, 1.5)
-	j := newSeeder(l, 2).job(t, "festival", 8, 4)
-	l.register(t, j)
-	var logs bytes.Buffer
-	w := l.apiWorker(t, "api-cancel", &logs)
-	if err := w.Start(ctx); err != nil {
-		t.Fatalf("Start: %v\n%s", err, logs.String())
-	}
-	waitFor(t, 10*time.Second, "a chunk in flight", func() bool { return l.chunkInFlightAs(t, "api-cancel") })
+	w, j, logs := l.apiChunkInFlight(t, "api-cancel", 1.5, 2, 8)
 	stopped := make(chan error, 1)
 	go func() { stopped <- w.Stop(bounded(t)) }()
 	if err := w.StopAndCancel(bounded(t)); err != nil {
