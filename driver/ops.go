@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/chunks-dev/chunks/internal/dbutil"
 )
 
 // Register validates plan (docs/contract.md §3) and records it with the
@@ -74,7 +76,7 @@ func CancelChunk(ctx context.Context, db DB, tenant string, items []Target) (cha
 		return nil, err
 	}
 	if conn, ok := db.(*pgx.Conn); ok && conn.PgConn().TxStatus() != 'I' {
-		return nil, invalidf("db: the connection is inside a transaction opened outside pgx; pass its pgx.Tx instead")
+		return nil, Invalidf("db: the connection is inside a transaction opened outside pgx; pass its pgx.Tx instead")
 	}
 	body, err := json.Marshal(targets)
 	if err != nil {
@@ -86,39 +88,13 @@ func CancelChunk(ctx context.Context, db DB, tenant string, items []Target) (cha
 	}
 	var out []byte
 	if err := tx.QueryRow(ctx, "select cancel_chunk($1, $2::jsonb)::text", tenant, string(body)).Scan(&out); err != nil {
-		return nil, rollbackTx(ctx, tx, MapError(err))
+		return nil, dbutil.RollbackWithoutCancel(ctx, tx, MapError(err))
 	}
 	if err := json.Unmarshal(out, &changes); err != nil {
-		return nil, rollbackTx(ctx, tx, fmt.Errorf("cancel_chunk: %w", err))
+		return nil, dbutil.RollbackWithoutCancel(ctx, tx, fmt.Errorf("cancel_chunk: %w", err))
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, err
 	}
 	return changes, nil
-}
-
-// rollbackTx rolls tx back even when ctx is cancelled, and keeps cause. A
-// connection that is gone needs no rollback (the server has ended the
-// transaction): then cause is the one error.
-func rollbackTx(ctx context.Context, tx pgx.Tx, cause error) error {
-	if cause != nil && tx.Conn().IsClosed() {
-		return cause
-	}
-	if err := tx.Rollback(context.WithoutCancel(ctx)); err != nil {
-		return rollbackFailed(cause, err, tx.Conn().IsClosed())
-	}
-	return cause
-}
-
-// rollbackFailed is the error of a failed rollback after cause: cause alone
-// when the connection is gone (the server rolls back), else both, in one
-// sentence.
-func rollbackFailed(cause, err error, closed bool) error {
-	switch {
-	case cause == nil:
-		return fmt.Errorf("rollback: %w", err)
-	case closed:
-		return cause
-	}
-	return fmt.Errorf("%w (and the rollback failed: %w)", cause, err)
 }

@@ -33,7 +33,7 @@ var functionName = regexp.MustCompile(`^[a-z_]{1,63}$`)
 // fleet reads status_page and worker_status through it too.
 func QueryJSON(ctx context.Context, db DB, out any, fn string, args ...any) (bool, error) {
 	if !functionName.MatchString(fn) {
-		return false, invalidf("fn: must be the name of a chunks function, got %s", Excerpt(fn, true))
+		return false, Invalidf("fn: must be the name of a chunks function, got %s", Excerpt(fn, true))
 	}
 	params := make([]string, len(args))
 	for i := range args {

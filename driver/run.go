@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/chunks-dev/chunks/internal/chunktx"
+	"github.com/chunks-dev/chunks/internal/dbutil"
 )
 
 // RunChunk runs the job's next chunk in one transaction on conn and commits
@@ -49,10 +50,10 @@ func RunChunk(ctx context.Context, conn *pgx.Conn, jobID string, fault Fault) (r
 		return ChunkResult{}, err
 	}
 	if conn == nil {
-		return ChunkResult{}, invalidf("conn: is nil")
+		return ChunkResult{}, Invalidf("conn: is nil")
 	}
 	if status := conn.PgConn().TxStatus(); status != 'I' {
-		return ChunkResult{}, invalidf("conn: is inside a transaction (status %q); RunChunk commits, so it needs an idle connection", status)
+		return ChunkResult{}, Invalidf("conn: is inside a transaction (status %q); RunChunk commits, so it needs an idle connection", status)
 	}
 	if err := ctx.Err(); err != nil {
 		return ChunkResult{}, err
@@ -77,7 +78,7 @@ func RunChunk(ctx context.Context, conn *pgx.Conn, jobID string, fault Fault) (r
 		return ChunkResult{}, MapError(err)
 	}
 	if err := json.Unmarshal(body, &res); err != nil {
-		return ChunkResult{}, chunktx.Rollback(ctx, pg, fmt.Errorf("run_chunk: %w", err))
+		return ChunkResult{}, dbutil.RollbackWithoutCancel(ctx, dbutil.Raw{Conn: pg}, fmt.Errorf("run_chunk: %w", err))
 	}
 	res.Processed = nonNil(res.Processed)
 
@@ -87,7 +88,7 @@ func RunChunk(ctx context.Context, conn *pgx.Conn, jobID string, fault Fault) (r
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return ChunkResult{}, chunktx.Rollback(ctx, pg, err)
+		return ChunkResult{}, dbutil.RollbackWithoutCancel(ctx, dbutil.Raw{Conn: pg}, err)
 	}
 	if err := chunktx.Commit(ctx, pg); err != nil {
 		return ChunkResult{}, err
@@ -105,7 +106,7 @@ func RunChunk(ctx context.Context, conn *pgx.Conn, jobID string, fault Fault) (r
 func preCommitHooks(ctx context.Context, pg *pgconn.PgConn, fault Fault) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			if rerr := chunktx.Rollback(ctx, pg, nil); rerr != nil {
+			if rerr := dbutil.RollbackWithoutCancel(ctx, dbutil.Raw{Conn: pg}, nil); rerr != nil {
 				panic(fmt.Sprintf("%v (and the rollback after it failed: %v)", p, rerr))
 			}
 			panic(p)
@@ -113,7 +114,7 @@ func preCommitHooks(ctx context.Context, pg *pgconn.PgConn, fault Fault) (err er
 	}()
 	for _, point := range Points[:3] {
 		if err := fault(point); err != nil {
-			return chunktx.Rollback(ctx, pg, err)
+			return dbutil.RollbackWithoutCancel(ctx, dbutil.Raw{Conn: pg}, err)
 		}
 	}
 	return nil

@@ -157,7 +157,7 @@ func Pause(ctx context.Context, db driver.DB, jobID string) (bool, error) {
 // pausing), is an [driver.ErrConflict].
 func PauseAfter(ctx context.Context, db driver.DB, jobID string, n int) (bool, error) {
 	if n < 1 || n > MaxPauseAfter {
-		return false, invalidf("after: must be between 1 and %d chunks, got %d", MaxPauseAfter, n)
+		return false, driver.Invalidf("after: must be between 1 and %d chunks, got %d", MaxPauseAfter, n)
 	}
 	return jobCall(ctx, db, "select pause_job_after($1, $2)", jobID, n)
 }
@@ -202,7 +202,7 @@ func jobCall(ctx context.Context, db driver.DB, sql, jobID string, args ...any) 
 // [Pass].
 func RunNext(ctx context.Context, conn *pgx.Conn, worker string, rate, retry time.Duration) (*Pass, error) {
 	if status := conn.PgConn().TxStatus(); status != 'I' {
-		return nil, invalidf("conn: is inside a transaction (status %q); RunNext commits, so it needs an idle connection", status)
+		return nil, driver.Invalidf("conn: is inside a transaction (status %q); RunNext commits, so it needs an idle connection", status)
 	}
 	body, err := chunktx.Call(ctx, conn.PgConn(), "select run_next_chunk($1, $2, $3)::text",
 		chunktx.Arg{Text: worker, OID: pgtype.TextOID},
@@ -222,8 +222,4 @@ func RunNext(ctx context.Context, conn *pgx.Conn, worker string, rate, retry tim
 		p.Processed = []int64{}
 	}
 	return p, nil
-}
-
-func invalidf(format string, args ...any) error {
-	return &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf(format, args...)}
 }

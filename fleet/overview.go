@@ -34,7 +34,7 @@ type Overview struct {
 // all jobs their counts by state and the orders left. It reads only.
 func Look(ctx context.Context, db driver.DB, after string, max int) (*Overview, error) {
 	if max < 0 {
-		return nil, invalidf("max: must be 0 (every job) or more, got %d", max)
+		return nil, driver.Invalidf("max: must be 0 (every job) or more, got %d", max)
 	}
 	var afterArg, maxArg any
 	if after != "" {

@@ -89,7 +89,7 @@ func Resume(ctx context.Context, db driver.DB, tenant, jobID string) (bool, erro
 // is an [driver.ErrConflict].
 func PauseAfter(ctx context.Context, db driver.DB, tenant, jobID string, n int) (bool, error) {
 	if n < 1 || n > fleet.MaxPauseAfter {
-		return false, invalidf("after: must be between 1 and %d chunks, got %d", fleet.MaxPauseAfter, n)
+		return false, driver.Invalidf("after: must be between 1 and %d chunks, got %d", fleet.MaxPauseAfter, n)
 	}
 	return jobFlag(ctx, db, "select pause_job_after($1, $2, $3)", tenant, jobID, n)
 }
@@ -143,10 +143,10 @@ func RunChunk(ctx context.Context, conn *pgx.Conn, tenant, jobID string) (driver
 		return driver.ChunkResult{}, err
 	}
 	if conn == nil {
-		return driver.ChunkResult{}, invalidf("conn: is nil")
+		return driver.ChunkResult{}, driver.Invalidf("conn: is nil")
 	}
 	if status := conn.PgConn().TxStatus(); status != 'I' {
-		return driver.ChunkResult{}, invalidf("conn: is inside a transaction (status %q); RunChunk commits, so it needs an idle connection", status)
+		return driver.ChunkResult{}, driver.Invalidf("conn: is inside a transaction (status %q); RunChunk commits, so it needs an idle connection", status)
 	}
 	body, err := chunktx.Call(ctx, conn.PgConn(), "select run_chunk($1, $2)::text",
 		chunktx.Arg{Text: tenant, OID: pgtype.TextOID}, chunktx.Arg{Text: jobID, OID: pgtype.TextOID})
@@ -217,8 +217,4 @@ func value(ctx context.Context, db driver.DB, out any, what, sql string, args ..
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
-}
-
-func invalidf(format string, args ...any) error {
-	return &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf(format, args...)}
 }
