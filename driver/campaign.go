@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/chunks-dev/chunks/internal/dbutil"
 )
 
 // Campaign limits: how much input a campaign reads, and how many targets it
@@ -49,25 +52,25 @@ type CampaignCreated struct {
 
 // CampaignStatus is campaign_status: the campaign summed over its jobs.
 type CampaignStatus struct {
-	Name        string   `json:"name"`
-	Tenant      string   `json:"tenant"`
-	ChunkSize   int      `json:"chunk_size"`
-	Digest      string   `json:"digest"`
-	CreatedAt   string   `json:"created_at"`
-	Paused      bool     `json:"paused"`
-	QueueWindow int      `json:"queue_window"`
-	Targets     int      `json:"targets"`
-	Committed   int      `json:"committed"`
-	Remaining   int      `json:"remaining"`
-	Jobs        int      `json:"jobs"`
-	JobsDone    int      `json:"jobs_done"`
-	JobsRunning int      `json:"jobs_running"`
-	JobsPaused  int      `json:"jobs_paused"`
-	JobsQueued  int      `json:"jobs_queued"`
-	JobsWaiting int      `json:"jobs_waiting"` // not yet released into the queue
-	Drift       int      `json:"drift"`
-	RatePerS    float64  `json:"rate_per_s"` // committed targets per second since created_at
-	ETAS        *float64 `json:"eta_s"`      // nil before the first commit
+	Name        string    `json:"name"`
+	Tenant      string    `json:"tenant"`
+	ChunkSize   int       `json:"chunk_size"`
+	Digest      string    `json:"digest"`
+	CreatedAt   time.Time `json:"created_at"`
+	Paused      bool      `json:"paused"`
+	QueueWindow int       `json:"queue_window"`
+	Targets     int       `json:"targets"`
+	Committed   int       `json:"committed"`
+	Remaining   int       `json:"remaining"`
+	Jobs        int       `json:"jobs"`
+	JobsDone    int       `json:"jobs_done"`
+	JobsRunning int       `json:"jobs_running"`
+	JobsPaused  int       `json:"jobs_paused"`
+	JobsQueued  int       `json:"jobs_queued"`
+	JobsWaiting int       `json:"jobs_waiting"` // not yet released into the queue
+	Drift       int       `json:"drift"`
+	RatePerS    float64   `json:"rate_per_s"` // committed targets per second since created_at
+	ETAS        *float64  `json:"eta_s"`      // nil before the first commit
 }
 
 // CampaignReport is campaign_report: report() over every job of a campaign.
@@ -101,12 +104,12 @@ type boundedReader struct {
 
 func (b *boundedReader) Read(p []byte) (int, error) {
 	if b.n < 0 {
-		return 0, invalidf("%v", errTooLarge)
+		return 0, Invalidf("%v", errTooLarge)
 	}
 	k, err := b.r.Read(p)
 	b.n -= int64(k)
 	if b.n < 0 {
-		return 0, invalidf("%v", errTooLarge)
+		return 0, Invalidf("%v", errTooLarge)
 	}
 	return k, err
 }
@@ -142,7 +145,7 @@ func ReadCampaignTargets(r io.Reader) (CampaignTargets, error) {
 func firstByte(br *bufio.Reader) (byte, error) {
 	b, err := skipSpace(br)
 	if err == io.EOF {
-		return 0, invalidf("targets: the approval is empty")
+		return 0, Invalidf("targets: the approval is empty")
 	}
 	return b, err
 }
@@ -191,7 +194,7 @@ func readArray(br *bufio.Reader) (CampaignTargets, error) {
 		}
 		b, err := br.ReadByte()
 		if err == io.EOF {
-			return CampaignTargets{}, invalidf("targets: invalid JSON: unexpected end of input")
+			return CampaignTargets{}, Invalidf("targets: invalid JSON: unexpected end of input")
 		}
 		if err != nil {
 			return CampaignTargets{}, err
@@ -220,7 +223,7 @@ func readArray(br *bufio.Reader) (CampaignTargets, error) {
 			continue
 		}
 		if len(entry) == maxCampaignLine {
-			return CampaignTargets{}, invalidf("targets[%d]: longer than %d bytes", len(items), maxCampaignLine)
+			return CampaignTargets{}, Invalidf("targets[%d]: longer than %d bytes", len(items), maxCampaignLine)
 		}
 		entry = append(entry, b)
 	}
@@ -232,7 +235,7 @@ func arrayEnd(br *bufio.Reader, items []Target) (CampaignTargets, error) {
 	case io.EOF:
 		return CampaignTargets{Targets: items, where: func(i int) string { return fmt.Sprintf("targets[%d]", i) }}, nil
 	case nil:
-		return CampaignTargets{}, invalidf("targets: must be a single JSON array, found more after it")
+		return CampaignTargets{}, Invalidf("targets: must be a single JSON array, found more after it")
 	default:
 		return CampaignTargets{}, err
 	}
@@ -244,7 +247,7 @@ func readLines(br *bufio.Reader) (CampaignTargets, error) {
 	for line := 1; ; line++ {
 		text, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) || len(text) > maxCampaignLine {
-			return CampaignTargets{}, invalidf("line %d: longer than %d bytes", line, maxCampaignLine)
+			return CampaignTargets{}, Invalidf("line %d: longer than %d bytes", line, maxCampaignLine)
 		}
 		if err != nil && err != io.EOF {
 			return CampaignTargets{}, err
@@ -268,11 +271,11 @@ func readLines(br *bufio.Reader) (CampaignTargets, error) {
 // [MaxCampaignTargets].
 func appendTarget(items []Target, where string, text []byte) ([]Target, error) {
 	if len(items) == MaxCampaignTargets {
-		return nil, invalidf("%s: more than %d targets", where, MaxCampaignTargets)
+		return nil, Invalidf("%s: more than %d targets", where, MaxCampaignTargets)
 	}
 	text = bytes.TrimSpace(text)
 	if len(text) == 0 {
-		return nil, invalidf("%s: invalid JSON: a missing value", where)
+		return nil, Invalidf("%s: invalid JSON: a missing value", where)
 	}
 	v, err := decodeStrict(where, text, nil)
 	if err != nil {
@@ -290,7 +293,7 @@ func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\r' || b == '\
 // check refuses an empty approval or a duplicate id, naming both places.
 func (ct CampaignTargets) check() error {
 	if len(ct.Targets) == 0 {
-		return invalidf("targets: the approval is empty")
+		return Invalidf("targets: the approval is empty")
 	}
 	order := make([]int32, len(ct.Targets))
 	for i := range order {
@@ -310,7 +313,7 @@ func (ct CampaignTargets) check() error {
 		}
 	}
 	if dupSecond >= 0 {
-		return invalidf("%s: duplicate id %d (first at %s)", ct.where(int(dupSecond)), ct.Targets[dupSecond].ID, ct.where(int(dupFirst)))
+		return Invalidf("%s: duplicate id %d (first at %s)", ct.where(int(dupSecond)), ct.Targets[dupSecond].ID, ct.where(int(dupFirst)))
 	}
 	return nil
 }
@@ -320,7 +323,7 @@ func (s CampaignSpec) check() (CampaignSpec, error) {
 		return s, err
 	}
 	if len(s.Name) > MaxCampaignNameLen {
-		return s, invalidf("name: must be at most %d characters (job ids add -NNNNNN), got %d", MaxCampaignNameLen, len(s.Name))
+		return s, Invalidf("name: must be at most %d characters (job ids add -NNNNNN), got %d", MaxCampaignNameLen, len(s.Name))
 	}
 	if err := checkName("tenant", s.Tenant); err != nil {
 		return s, err
@@ -332,7 +335,7 @@ func (s CampaignSpec) check() (CampaignSpec, error) {
 		s.QueueWindow = DefaultQueueWindow
 	}
 	if s.QueueWindow < 1 || s.QueueWindow > 10000 {
-		return s, invalidf("queue_window: must be between 1 and 10000, got %d", s.QueueWindow)
+		return s, Invalidf("queue_window: must be between 1 and 10000, got %d", s.QueueWindow)
 	}
 	return s, nil
 }
@@ -352,12 +355,12 @@ func CreateCampaign(ctx context.Context, db DB, spec CampaignSpec, ct CampaignTa
 		ct.where = func(i int) string { return fmt.Sprintf("targets[%d]", i) }
 	}
 	if len(ct.Targets) > MaxCampaignTargets {
-		return CampaignCreated{}, invalidf("targets: more than %d", MaxCampaignTargets)
+		return CampaignCreated{}, Invalidf("targets: more than %d", MaxCampaignTargets)
 	}
 	for i, t := range ct.Targets {
 		for j, v := range []int64{t.ID, t.Revision, t.Qty} {
 			if f := targetFields[j]; v < f.min || v > f.max {
-				return CampaignCreated{}, invalidf("%s.%s: must be between %d and %d, got %d", ct.where(i), f.name, f.min, f.max, v)
+				return CampaignCreated{}, Invalidf("%s.%s: must be between %d and %d, got %d", ct.where(i), f.name, f.min, f.max, v)
 			}
 		}
 	}
@@ -377,8 +380,8 @@ func CreateCampaign(ctx context.Context, db DB, spec CampaignSpec, ct CampaignTa
 		return CampaignCreated{}, err
 	}
 	var out CampaignCreated
-	if _, err := queryJSON(ctx, tx, &out, "campaign_create", spec.Name, spec.Tenant, spec.ChunkSize, ids, revs, qtys, spec.QueueWindow); err != nil {
-		return CampaignCreated{}, rollbackTx(ctx, tx, err)
+	if _, err := QueryJSON(ctx, tx, &out, "campaign_create", spec.Name, spec.Tenant, spec.ChunkSize, ids, revs, qtys, spec.QueueWindow); err != nil {
+		return CampaignCreated{}, dbutil.RollbackWithoutCancel(ctx, tx, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return CampaignCreated{}, err
@@ -396,11 +399,7 @@ func CampaignTargetsFromQuery(ctx context.Context, conn *pgx.Conn, query string)
 	if err != nil {
 		return CampaignTargets{}, err
 	}
-	defer func() {
-		if rbErr := tx.Rollback(ctx); rbErr != nil && !errors.Is(rbErr, pgx.ErrTxClosed) && err == nil {
-			err = rbErr
-		}
-	}()
+	defer func() { err = dbutil.RollbackWithoutCancel(ctx, tx, err) }()
 	rows, err := QueryOne(ctx, tx, "query", query)
 	if err != nil {
 		return CampaignTargets{}, MapError(err)
@@ -418,20 +417,20 @@ func CampaignTargetsFromQuery(ctx context.Context, conn *pgx.Conn, query string)
 		for i, f := range fields {
 			names[i] = f.Name
 		}
-		return CampaignTargets{}, invalidf("query: must return exactly the columns id, revision, qty, got %v", names)
+		return CampaignTargets{}, Invalidf("query: must return exactly the columns id, revision, qty, got %v", names)
 	}
 	var items []Target
 	for rows.Next() {
 		if len(items) == MaxCampaignTargets {
-			return CampaignTargets{}, invalidf("query: more than %d rows", MaxCampaignTargets)
+			return CampaignTargets{}, Invalidf("query: more than %d rows", MaxCampaignTargets)
 		}
 		var id, rev, qty *int64
 		if err := rows.Scan(&id, &rev, &qty); err != nil {
-			return CampaignTargets{}, invalidf("row %d: %v", len(items)+1, err)
+			return CampaignTargets{}, Invalidf("row %d: %v", len(items)+1, err)
 		}
 		for j, v := range []*int64{id, rev, qty} {
 			if v == nil {
-				return CampaignTargets{}, invalidf("row %d.%s: must be an integer, got null", len(items)+1, targetFields[j].name)
+				return CampaignTargets{}, Invalidf("row %d.%s: must be an integer, got null", len(items)+1, targetFields[j].name)
 			}
 		}
 		items = append(items, Target{ID: *id, Revision: *rev, Qty: *qty})
@@ -454,7 +453,7 @@ func GetCampaignStatus(ctx context.Context, db DB, name string) (CampaignStatus,
 	if err := checkName("name", name); err != nil {
 		return s, err
 	}
-	_, err := queryJSON(ctx, db, &s, "campaign_status", name)
+	_, err := QueryJSON(ctx, db, &s, "campaign_status", name)
 	return s, err
 }
 
@@ -465,7 +464,7 @@ func GetCampaignReport(ctx context.Context, db DB, name string) (CampaignReport,
 	if err := checkName("name", name); err != nil {
 		return r, err
 	}
-	_, err := queryJSON(ctx, db, &r, "campaign_report", name)
+	_, err := QueryJSON(ctx, db, &r, "campaign_report", name)
 	return r, err
 }
 
@@ -486,7 +485,7 @@ func campaignChange(ctx context.Context, db DB, fn, name string) (CampaignChange
 	if err := checkName("name", name); err != nil {
 		return c, err
 	}
-	_, err := queryJSON(ctx, db, &c, fn, name)
+	_, err := QueryJSON(ctx, db, &c, fn, name)
 	return c, err
 }
 
@@ -511,7 +510,7 @@ func CheckCampaign(ctx context.Context, db DB, name string, maxListed int) (Camp
 	if err := checkName("name", name); err != nil {
 		return c, err
 	}
-	_, err := queryJSON(ctx, db, &c, "campaign_check", name, maxListed)
+	_, err := QueryJSON(ctx, db, &c, "campaign_check", name, maxListed)
 	return c, err
 }
 
@@ -539,6 +538,6 @@ func UndoCampaign(ctx context.Context, db DB, name, undoName string) (CampaignUn
 	if undoName != "" {
 		undo = &undoName
 	}
-	_, err := queryJSON(ctx, db, &u, "campaign_undo", name, undo)
+	_, err := QueryJSON(ctx, db, &u, "campaign_undo", name, undo)
 	return u, err
 }

@@ -76,7 +76,7 @@ func CheckPlan(ctx context.Context, db DB, plan Plan) (PlanCheck, error) {
 		return PlanCheck{}, err
 	}
 	var c PlanCheck
-	if _, err := queryJSON(ctx, db, &c, "check_plan", string(body)); err != nil {
+	if _, err := QueryJSON(ctx, db, &c, "check_plan", string(body)); err != nil {
 		return PlanCheck{}, err
 	}
 	return c, nil

@@ -41,7 +41,10 @@
 // CH409). Both are [*Error] values whose text names the field or the id, and
 // which unwrap to the server's *pgconn.PgError when there is one. Every other
 // error (lock timeout 55P03, statement timeout 57014, a lost connection, a
-// hook's own error) passes through unchanged. Nothing is retried.
+// hook's own error) passes through unchanged. Nothing is retried. A result
+// of the server that does not have exactly the keys of its Go type (the
+// functions installed are of another version) is an error naming the
+// function and the key: every jsonb result is read by [QueryJSON].
 //
 // # A chunk and its hooks
 //

@@ -50,9 +50,18 @@ func (e *Error) Unwrap() []error {
 	return []error{e.Kind, e.Err}
 }
 
-// invalidf is a Go-side refusal; format starts with the field's name.
-func invalidf(format string, args ...any) error {
-	return &Error{Kind: ErrInvalid, Msg: fmt.Sprintf(format, args...)}
+// NewError is the one way to build an [Error]: kind is [ErrInvalid] or
+// [ErrConflict], the message is format's (it names the field, or the job or
+// order id), and cause, when not nil, is the underlying error: [errors.As]
+// still finds it, and its text is not part of the message.
+func NewError(kind, cause error, format string, args ...any) error {
+	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...), Err: cause}
+}
+
+// Invalidf is a Go-side refusal of bad input, an [ErrInvalid] whose format
+// starts with the field's name: NewError(ErrInvalid, nil, format, args...).
+func Invalidf(format string, args ...any) error {
+	return NewError(ErrInvalid, nil, format, args...)
 }
 
 // MapError gives the server's SQLSTATE 22023 and CH409 their kinds
@@ -65,9 +74,9 @@ func MapError(err error) error {
 	}
 	switch pgErr.Code {
 	case pgerrcode.InvalidParameterValue:
-		return &Error{Kind: ErrInvalid, Msg: pgErr.Message, Err: err}
+		return NewError(ErrInvalid, err, "%s", pgErr.Message)
 	case ConflictCode:
-		return &Error{Kind: ErrConflict, Msg: pgErr.Message, Err: err}
+		return NewError(ErrConflict, err, "%s", pgErr.Message)
 	}
 	return err
 }

@@ -105,9 +105,9 @@ func TestMapErrorPassesThrough(t *testing.T) {
 	}
 }
 
-// A Go-side refusal (invalidf) is an ErrInvalid with no server error behind it.
+// A Go-side refusal (Invalidf) is an ErrInvalid with no server error behind it.
 func TestInvalidf(t *testing.T) {
-	err := invalidf("%s: must be between %d and %d, got %d", "chunk_size", 1, 10, 11)
+	err := Invalidf("%s: must be between %d and %d, got %d", "chunk_size", 1, 10, 11)
 	if !errors.Is(err, ErrInvalid) || errors.Is(err, ErrConflict) {
 		t.Fatalf("%v: wrong kind", err)
 	}
@@ -117,5 +117,23 @@ func TestInvalidf(t *testing.T) {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		t.Fatalf("a Go-side refusal unwraps to a server error: %v", pgErr)
+	}
+}
+
+// NewError builds either kind; its cause is found by errors.As but is not
+// part of the message.
+func TestNewError(t *testing.T) {
+	cause := &pgconn.PgError{Code: "42601", Message: "cannot insert multiple commands into a prepared statement"}
+	err := NewError(ErrInvalid, cause, "%s: must be one statement, got several", "query")
+	var pgErr *pgconn.PgError
+	if !errors.Is(err, ErrInvalid) || !errors.As(err, &pgErr) || pgErr != cause {
+		t.Fatalf("%v: want an ErrInvalid that unwraps to its cause", err)
+	}
+	if got, want := err.Error(), "invalid: query: must be one statement, got several"; got != want {
+		t.Fatalf("text %q, want %q", got, want)
+	}
+	conflict := NewError(ErrConflict, nil, "schema %s: already exists", "lab")
+	if !errors.Is(conflict, ErrConflict) || errors.Is(conflict, ErrInvalid) || conflict.Error() != "conflict: schema lab: already exists" {
+		t.Fatalf("conflict: %v", conflict)
 	}
 }

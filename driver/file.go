@@ -27,8 +27,7 @@ const ConnectTimeout = 2 * time.Second
 func ParseDSN(dsn string) (*pgx.ConnConfig, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, &Error{Kind: ErrInvalid, Msg: "dsn: " + dsnProblem(err) +
-			" (the connection string is not shown: it may hold a password)", Err: err}
+		return nil, NewError(ErrInvalid, err, "dsn: %s (the connection string is not shown: it may hold a password)", dsnProblem(err))
 	}
 	cfg.ConnectTimeout = ConnectTimeout
 	chunktx.CancelOnContext(&cfg.Config)
@@ -82,7 +81,7 @@ func ChunkFileConfig(ctx context.Context, cfg *pgx.ConnConfig, job JobRef, fault
 		return ChunkResult{}, err
 	}
 	if cfg == nil {
-		return ChunkResult{}, invalidf("cfg: is nil")
+		return ChunkResult{}, Invalidf("cfg: is nil")
 	}
 	own := cfg.Copy()
 	own.ConnectTimeout = ConnectTimeout

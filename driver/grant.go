@@ -34,12 +34,12 @@ type Granted struct {
 // superuser). A bad access or an unknown role is an [ErrInvalid].
 func Grant(ctx context.Context, db DB, role string, access Access, revoke bool) (Granted, error) {
 	if access != Operator && access != Viewer {
-		return Granted{}, invalidf("access: must be %s or %s, got %s", Operator, Viewer, Excerpt(string(access), true))
+		return Granted{}, Invalidf("access: must be %s or %s, got %s", Operator, Viewer, Excerpt(string(access), true))
 	}
 	if role == "" {
-		return Granted{}, invalidf("role: must be given")
+		return Granted{}, Invalidf("role: must be given")
 	}
 	var g Granted
-	_, err := queryJSON(ctx, db, &g, "grant_access", role, string(access), revoke)
+	_, err := QueryJSON(ctx, db, &g, "grant_access", role, string(access), revoke)
 	return g, err
 }

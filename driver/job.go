@@ -62,12 +62,14 @@ func (j JobRef) Args(args ...any) []any {
 	return append(all, args...)
 }
 
-// chunkCall is [JobRef.Call] of run_chunk for the chunk path (internal/chunktx).
+// chunkCall is run_chunk's call on this job for the chunk path
+// (internal/chunktx): the expression, which a caller selects, and its
+// arguments.
 func (j JobRef) chunkCall() (string, []chunktx.Arg) {
 	if j.Tenant == "" {
-		return "select run_chunk($1)::text", []chunktx.Arg{{Text: j.ID, OID: pgtype.TextOID}}
+		return "run_chunk($1)::text", []chunktx.Arg{{Text: j.ID, OID: pgtype.TextOID}}
 	}
-	return "select run_chunk($1, $2)::text", []chunktx.Arg{{Text: j.Tenant, OID: pgtype.TextOID}, {Text: j.ID, OID: pgtype.TextOID}}
+	return "run_chunk($1, $2)::text", []chunktx.Arg{{Text: j.Tenant, OID: pgtype.TextOID}, {Text: j.ID, OID: pgtype.TextOID}}
 }
 
 // params is "$1, $2, ..., $n".
@@ -79,11 +81,15 @@ func params(n int) string {
 	return strings.Join(p, ", ")
 }
 
+// routerFunction is the PL/Proxy function that routes run_chunk on a
+// chunks router; a server whose search_path has it is a router.
+const routerFunction = "to_regprocedure('shard_run_chunk(text, text)')"
+
 // Routed says whether db is a chunks router (package router installs
 // one): whether its search_path has the PL/Proxy function that routes
 // run_chunk. A crash drill ([Fault]) and pacing need the shard itself.
 func Routed(ctx context.Context, db DB) (bool, error) {
 	var yes bool
-	err := db.QueryRow(ctx, "select to_regprocedure('shard_run_chunk(text, text)') is not null").Scan(&yes)
+	err := db.QueryRow(ctx, "select "+routerFunction+" is not null").Scan(&yes)
 	return yes, MapError(err)
 }

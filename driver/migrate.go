@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/tern/v2/migrate"
 
+	"github.com/chunks-dev/chunks/internal/dbutil"
 	chunkssql "github.com/chunks-dev/chunks/sql"
 )
 
@@ -45,11 +46,11 @@ var reservedWords = []string{
 func CheckSchema(schema string) error {
 	switch {
 	case !schemaPattern.MatchString(schema):
-		return invalidf("schema: must be a lowercase identifier of 1 to 63 characters (a-z, 0-9, _; not starting with a digit), got %s", Excerpt(schema, true))
+		return Invalidf("schema: must be a lowercase identifier of 1 to 63 characters (a-z, 0-9, _; not starting with a digit), got %s", Excerpt(schema, true))
 	case schema == "public" || schema == "information_schema" || len(schema) >= 3 && schema[:3] == "pg_":
-		return invalidf("schema: %s belongs to the system (public, information_schema, pg_*); choose a schema of your own", schema)
+		return Invalidf("schema: %s belongs to the system (public, information_schema, pg_*); choose a schema of your own", schema)
 	case slices.Contains(reservedWords, schema):
-		return invalidf("schema: %s is a reserved SQL keyword; choose another name", schema)
+		return Invalidf("schema: %s is a reserved SQL keyword; choose another name", schema)
 	}
 	return nil
 }
@@ -90,7 +91,7 @@ func MigrateOwner(ctx context.Context, conn *pgx.Conn, schema, owner string) err
 		return err
 	}
 	if status := conn.PgConn().TxStatus(); status != 'I' {
-		return invalidf("conn: is inside a transaction (status %q); Migrate commits, so it needs an idle connection", status)
+		return Invalidf("conn: is inside a transaction (status %q); Migrate commits, so it needs an idle connection", status)
 	}
 	data := map[string]any{"schema": schema}
 	versionTable := schema + ".schema_version"
@@ -118,7 +119,7 @@ func MigrateOwner(ctx context.Context, conn *pgx.Conn, schema, owner string) err
 		return fmt.Errorf("migrate %s: %w", schema, err)
 	}
 	if err := install(ctx, tx, schema, owner, versionTable, m.Migrations, functions); err != nil {
-		return rollbackTx(ctx, tx, fmt.Errorf("migrate %s: %w", schema, err))
+		return dbutil.RollbackWithoutCancel(ctx, tx, fmt.Errorf("migrate %s: %w", schema, err))
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("migrate %s: commit: %w", schema, err)
@@ -137,7 +138,7 @@ func install(ctx context.Context, tx pgx.Tx, schema, owner, versionTable string,
 	}
 	if router {
 		// Its register(jsonb) would be replaced by the one that writes here.
-		return invalidf("schema: %s holds a chunks router (chunks router install), which keeps no chunks data; migrate the shards instead", schema)
+		return Invalidf("schema: %s holds a chunks router (chunks router install), which keeps no chunks data; migrate the shards instead", schema)
 	}
 	if _, err := tx.Exec(ctx, "create schema if not exists "+pgx.Identifier{schema}.Sanitize()); err != nil {
 		return fmt.Errorf("create schema: %w", err)
@@ -227,7 +228,7 @@ func hand(ctx context.Context, tx pgx.Tx, schema, owner string) error {
 			return fmt.Errorf("owner: %w", err)
 		}
 		if !exists {
-			return invalidf("owner: there is no role %s; create it first (CREATE ROLE %s NOLOGIN)", Excerpt(owner, true), pgx.Identifier{owner}.Sanitize())
+			return Invalidf("owner: there is no role %s; create it first (CREATE ROLE %s NOLOGIN)", Excerpt(owner, true), pgx.Identifier{owner}.Sanitize())
 		}
 		owner = pgx.Identifier{owner}.Sanitize()
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/chunks-dev/chunks/internal/dbutil"
 )
 
 // Register validates plan (docs/contract.md §3) and records it with the
@@ -44,27 +46,10 @@ func (j JobRef) Inspect(ctx context.Context, db DB) (*Job, error) {
 		return nil, err
 	}
 	var job Job
-	if found, err := queryJSON(ctx, db, &job, "inspect_job", j.Args()...); err != nil || !found {
+	if found, err := QueryJSON(ctx, db, &job, "inspect_job", j.Args()...); err != nil || !found {
 		return nil, err
 	}
 	return &job, nil
-}
-
-// queryJSON calls the chunks SQL function fn with args and decodes its
-// jsonb result into out. It says whether there was one (false for SQL
-// NULL); a server error comes back through [MapError].
-func queryJSON(ctx context.Context, db DB, out any, fn string, args ...any) (bool, error) {
-	var body []byte
-	if err := db.QueryRow(ctx, "select "+fn+"("+params(len(args))+")::text", args...).Scan(&body); err != nil {
-		return false, MapError(err)
-	}
-	if body == nil {
-		return false, nil
-	}
-	if err := json.Unmarshal(body, out); err != nil {
-		return false, fmt.Errorf("%s: %w", fn, err)
-	}
-	return true, nil
 }
 
 // Report reads, in one SELECT on the server, which of the job's approved ids
@@ -83,7 +68,7 @@ func (j JobRef) Report(ctx context.Context, db DB) (JobReport, error) {
 		return JobReport{}, err
 	}
 	var r JobReport
-	if _, err := queryJSON(ctx, db, &r, "report", j.Args()...); err != nil {
+	if _, err := QueryJSON(ctx, db, &r, "report", j.Args()...); err != nil {
 		return JobReport{}, err
 	}
 	return r, nil
@@ -107,7 +92,7 @@ func CancelChunk(ctx context.Context, db DB, tenant string, items []Target) (cha
 		return nil, err
 	}
 	if conn, ok := db.(*pgx.Conn); ok && conn.PgConn().TxStatus() != 'I' {
-		return nil, invalidf("db: the connection is inside a transaction opened outside pgx; pass its pgx.Tx instead")
+		return nil, Invalidf("db: the connection is inside a transaction opened outside pgx; pass its pgx.Tx instead")
 	}
 	body, err := json.Marshal(targets)
 	if err != nil {
@@ -119,39 +104,13 @@ func CancelChunk(ctx context.Context, db DB, tenant string, items []Target) (cha
 	}
 	var out []byte
 	if err := tx.QueryRow(ctx, "select cancel_chunk($1, $2::jsonb)::text", tenant, string(body)).Scan(&out); err != nil {
-		return nil, rollbackTx(ctx, tx, MapError(err))
+		return nil, dbutil.RollbackWithoutCancel(ctx, tx, MapError(err))
 	}
 	if err := json.Unmarshal(out, &changes); err != nil {
-		return nil, rollbackTx(ctx, tx, fmt.Errorf("cancel_chunk: %w", err))
+		return nil, dbutil.RollbackWithoutCancel(ctx, tx, fmt.Errorf("cancel_chunk: %w", err))
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, err
 	}
 	return changes, nil
-}
-
-// rollbackTx rolls tx back even when ctx is cancelled, and keeps cause. A
-// connection that is gone needs no rollback (the server has ended the
-// transaction): then cause is the one error.
-func rollbackTx(ctx context.Context, tx pgx.Tx, cause error) error {
-	if cause != nil && tx.Conn().IsClosed() {
-		return cause
-	}
-	if err := tx.Rollback(context.WithoutCancel(ctx)); err != nil {
-		return rollbackFailed(cause, err, tx.Conn().IsClosed())
-	}
-	return cause
-}
-
-// rollbackFailed is the error of a failed rollback after cause: cause alone
-// when the connection is gone (the server rolls back), else both, in one
-// sentence.
-func rollbackFailed(cause, err error, closed bool) error {
-	switch {
-	case cause == nil:
-		return fmt.Errorf("rollback: %w", err)
-	case closed:
-		return cause
-	}
-	return fmt.Errorf("%w (and the rollback failed: %w)", cause, err)
 }

@@ -59,13 +59,13 @@ func (p *jsonPath) full() string {
 // is not looked into.
 func decodeStrict(field string, data []byte, keys []string) (any, error) {
 	if len(data) > MaxInputBytes {
-		return nil, invalidf("%s: is larger than the 1 MiB limit (%d bytes, at most %d)", field, len(data), MaxInputBytes)
+		return nil, Invalidf("%s: is larger than the 1 MiB limit (%d bytes, at most %d)", field, len(data), MaxInputBytes)
 	}
 	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
-		return nil, invalidf("%s: starts with a UTF-8 byte order mark; save it without one", field)
+		return nil, Invalidf("%s: starts with a UTF-8 byte order mark; save it without one", field)
 	}
 	if !utf8.Valid(data) {
-		return nil, invalidf("%s: is not valid UTF-8", field)
+		return nil, Invalidf("%s: is not valid UTF-8", field)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -74,7 +74,7 @@ func decodeStrict(field string, data []byte, keys []string) (any, error) {
 		return nil, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, invalidf("%s: must be a single JSON value, found more after it", field)
+		return nil, Invalidf("%s: must be a single JSON value, found more after it", field)
 	}
 	return v, nil
 }
@@ -88,7 +88,7 @@ func decodeValue(dec *json.Decoder, path *jsonPath, depth int, keys []string) (a
 	}
 	if tok == json.Delim('{') || tok == json.Delim('[') {
 		if depth >= maxDepth {
-			return nil, invalidf("%s: lists and objects nested more than %d deep", path, maxDepth)
+			return nil, Invalidf("%s: lists and objects nested more than %d deep", path, maxDepth)
 		}
 	}
 	switch tok {
@@ -101,10 +101,10 @@ func decodeValue(dec *json.Decoder, path *jsonPath, depth int, keys []string) (a
 			}
 			key := kt.(string) // the decoder only yields string keys inside an object
 			if keys != nil && !slices.Contains(keys, key) {
-				return nil, invalidf("%s: unexpected key %s", path, Excerpt(key, true))
+				return nil, Invalidf("%s: unexpected key %s", path, Excerpt(key, true))
 			}
 			if _, dup := obj.vals[key]; dup {
-				return nil, invalidf("%s: duplicate key %s", path, Excerpt(key, true))
+				return nil, Invalidf("%s: duplicate key %s", path, Excerpt(key, true))
 			}
 			v, err := decodeValue(dec, &jsonPath{parent: path, key: key}, depth+1, nil)
 			if err != nil {
@@ -139,9 +139,9 @@ func keyList(keys []string) string { return Excerpt(strings.Join(keys, ", "), fa
 
 func syntaxError(path *jsonPath, err error) error {
 	if errors.Is(err, io.EOF) {
-		return invalidf("%s: invalid JSON: unexpected end of input", path)
+		return Invalidf("%s: invalid JSON: unexpected end of input", path)
 	}
-	return invalidf("%s: invalid JSON: %v", path, err)
+	return Invalidf("%s: invalid JSON: %v", path, err)
 }
 
 // integer reads a strict JSON integer within [min, max]: no fraction, no
@@ -149,11 +149,11 @@ func syntaxError(path *jsonPath, err error) error {
 func integer(path string, v any, min, max int64) (int64, error) {
 	num, ok := v.(json.Number)
 	if !ok || strings.ContainsAny(string(num), ".eE") {
-		return 0, invalidf("%s: must be an integer, got %s", path, describe(v))
+		return 0, Invalidf("%s: must be an integer, got %s", path, describe(v))
 	}
 	n, err := strconv.ParseInt(string(num), 10, 64)
 	if err != nil || n < min || n > max {
-		return 0, invalidf("%s: must be between %d and %d, got %s", path, min, max, Excerpt(string(num), false))
+		return 0, Invalidf("%s: must be between %d and %d, got %s", path, min, max, Excerpt(string(num), false))
 	}
 	return n, nil
 }
@@ -162,10 +162,10 @@ func integer(path string, v any, min, max int64) (int64, error) {
 func targetsFrom(field string, v any) ([]Target, error) {
 	list, ok := v.([]any)
 	if !ok {
-		return nil, invalidf("%s: must be a list of 1 to %d targets, got %s", field, MaxTargets, describe(v))
+		return nil, Invalidf("%s: must be a list of 1 to %d targets, got %s", field, MaxTargets, describe(v))
 	}
 	if len(list) == 0 || len(list) > MaxTargets {
-		return nil, invalidf("%s: must be a list of 1 to %d targets, got %d", field, MaxTargets, len(list))
+		return nil, Invalidf("%s: must be a list of 1 to %d targets, got %d", field, MaxTargets, len(list))
 	}
 	items := make([]Target, len(list))
 	for i, e := range list {
@@ -183,16 +183,16 @@ func targetsFrom(field string, v any) ([]Target, error) {
 func targetFrom(path string, e any) (Target, error) {
 	obj, ok := e.(*object)
 	if !ok {
-		return Target{}, invalidf("%s: must be an object with the keys id, revision, qty, got %s", path, describe(e))
+		return Target{}, Invalidf("%s: must be an object with the keys id, revision, qty, got %s", path, describe(e))
 	}
 	if len(obj.keys) != len(targetFields) {
-		return Target{}, invalidf("%s: must have exactly the keys id, revision, qty, got %s", path, keyList(obj.keys))
+		return Target{}, Invalidf("%s: must have exactly the keys id, revision, qty, got %s", path, keyList(obj.keys))
 	}
 	var vals [3]int64
 	for j, f := range targetFields {
 		fv, present := obj.vals[f.name]
 		if !present {
-			return Target{}, invalidf("%s: must have exactly the keys id, revision, qty, got %s", path, keyList(obj.keys))
+			return Target{}, Invalidf("%s: must have exactly the keys id, revision, qty, got %s", path, keyList(obj.keys))
 		}
 		n, err := integer(path+"."+f.name, fv, f.min, f.max)
 		if err != nil {
@@ -225,11 +225,11 @@ func ParsePlan(data []byte) (Plan, error) {
 	}
 	obj, ok := v.(*object)
 	if !ok {
-		return Plan{}, invalidf("plan: must be an object with the keys %s, got %s", strings.Join(planKeys, ", "), describe(v))
+		return Plan{}, Invalidf("plan: must be an object with the keys %s, got %s", strings.Join(planKeys, ", "), describe(v))
 	}
 	for _, k := range planKeys {
 		if _, present := obj.vals[k]; !present {
-			return Plan{}, invalidf("plan: missing key %q", k)
+			return Plan{}, Invalidf("plan: missing key %q", k)
 		}
 	}
 	var p Plan
@@ -239,7 +239,7 @@ func ParsePlan(data []byte) (Plan, error) {
 	}{{"job_id", &p.JobID}, {"tenant", &p.Tenant}} {
 		s, ok := obj.vals[name.key].(string)
 		if !ok {
-			return Plan{}, invalidf("%s: must be a string, got %s", name.key, describe(obj.vals[name.key]))
+			return Plan{}, Invalidf("%s: must be a string, got %s", name.key, describe(obj.vals[name.key]))
 		}
 		if err := checkName(name.key, s); err != nil {
 			return Plan{}, err
@@ -255,7 +255,7 @@ func ParsePlan(data []byte) (Plan, error) {
 	}
 	p.ChunkSize = int(size)
 	if b, ok := obj.vals["allow_partial"].(bool); !ok || !b {
-		return Plan{}, invalidf("allow_partial: must be true (each chunk commits on its own), got %s", describe(obj.vals["allow_partial"]))
+		return Plan{}, Invalidf("allow_partial: must be true (each chunk commits on its own), got %s", describe(obj.vals["allow_partial"]))
 	}
 	p.AllowPartial = true
 	return p, nil

@@ -24,7 +24,7 @@ func QueryOne(ctx context.Context, tx pgx.Tx, field, sql string) (pgx.Rows, erro
 	// 42601 from exec_parse_message is only ever this refusal (other syntax
 	// errors come from the parser), in whatever language the server speaks.
 	if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.SyntaxError && pgErr.Routine == "exec_parse_message" {
-		return nil, &Error{Kind: ErrInvalid, Msg: field + ": must be one statement, got several", Err: err}
+		return nil, NewError(ErrInvalid, err, "%s: must be one statement, got several", field)
 	}
 	return rows, err
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/chunks-dev/chunks/internal/chunktx"
+	"github.com/chunks-dev/chunks/internal/dbutil"
 )
 
 // RunChunk runs the job's next chunk in one transaction on conn and commits
@@ -57,26 +58,26 @@ func RunChunk(ctx context.Context, conn *pgx.Conn, jobID string, fault Fault) (C
 // router runs the chunk on the tenant's shard as ONE transaction there,
 // committed within the call. A router's transaction cannot hold the
 // shard's, so no hook could run before that COMMIT: a fault through a
-// router is an [ErrInvalid] at once, before anything runs (run the drill
+// router is an [ErrInvalid], and nothing runs (run the drill
 // on the shard itself).
 func (j JobRef) RunChunk(ctx context.Context, conn *pgx.Conn, fault Fault) (res ChunkResult, err error) {
 	if err := j.check(); err != nil {
 		return ChunkResult{}, err
 	}
 	if conn == nil {
-		return ChunkResult{}, invalidf("conn: is nil")
+		return ChunkResult{}, Invalidf("conn: is nil")
 	}
 	if status := conn.PgConn().TxStatus(); status != 'I' {
-		return ChunkResult{}, invalidf("conn: is inside a transaction (status %q); RunChunk commits, so it needs an idle connection", status)
+		return ChunkResult{}, Invalidf("conn: is inside a transaction (status %q); RunChunk commits, so it needs an idle connection", status)
 	}
 	if err := ctx.Err(); err != nil {
 		return ChunkResult{}, err
 	}
 
 	pg := conn.PgConn()
-	query, args := j.chunkCall()
+	call, args := j.chunkCall()
 	if fault == nil {
-		body, err := chunktx.Call(ctx, pg, query, args...)
+		body, err := chunktx.Call(ctx, pg, "select "+call, args...)
 		if err != nil {
 			return ChunkResult{}, MapError(err)
 		}
@@ -87,18 +88,17 @@ func (j JobRef) RunChunk(ctx context.Context, conn *pgx.Conn, fault Fault) (res 
 		return res, nil
 	}
 
-	if r, err := Routed(ctx, conn); err != nil || r {
-		if err != nil {
-			return ChunkResult{}, err
-		}
-		return ChunkResult{}, invalidf("fault: a chunks router commits the chunk on its shard inside the call, so no hook can run before its COMMIT: run the drill on the shard itself")
-	}
-	body, err := chunktx.Open(ctx, pg, query, args...)
+	// On a router the chunk would commit on the shard inside the call, so
+	// the same query first asks whether this is one: NULL, nothing run.
+	body, err := chunktx.Open(ctx, pg, "select case when "+routerFunction+" is null then "+call+" end", args...)
 	if err != nil {
 		return ChunkResult{}, MapError(err)
 	}
+	if body == nil {
+		return ChunkResult{}, dbutil.RollbackWithoutCancel(ctx, dbutil.Raw{Conn: pg}, Invalidf("fault: a chunks router commits the chunk on its shard inside the call, so no hook can run before its COMMIT: run the drill on the shard itself"))
+	}
 	if err := json.Unmarshal(body, &res); err != nil {
-		return ChunkResult{}, chunktx.Rollback(ctx, pg, fmt.Errorf("run_chunk: %w", err))
+		return ChunkResult{}, dbutil.RollbackWithoutCancel(ctx, dbutil.Raw{Conn: pg}, fmt.Errorf("run_chunk: %w", err))
 	}
 	res.Processed = nonNil(res.Processed)
 
@@ -108,7 +108,7 @@ func (j JobRef) RunChunk(ctx context.Context, conn *pgx.Conn, fault Fault) (res 
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return ChunkResult{}, chunktx.Rollback(ctx, pg, err)
+		return ChunkResult{}, dbutil.RollbackWithoutCancel(ctx, dbutil.Raw{Conn: pg}, err)
 	}
 	if err := chunktx.Commit(ctx, pg); err != nil {
 		return ChunkResult{}, err
@@ -126,7 +126,7 @@ func (j JobRef) RunChunk(ctx context.Context, conn *pgx.Conn, fault Fault) (res 
 func preCommitHooks(ctx context.Context, pg *pgconn.PgConn, fault Fault) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			if rerr := chunktx.Rollback(ctx, pg, nil); rerr != nil {
+			if rerr := dbutil.RollbackWithoutCancel(ctx, dbutil.Raw{Conn: pg}, nil); rerr != nil {
 				panic(fmt.Sprintf("%v (and the rollback after it failed: %v)", p, rerr))
 			}
 			panic(p)
@@ -134,7 +134,7 @@ func preCommitHooks(ctx context.Context, pg *pgconn.PgConn, fault Fault) (err er
 	}()
 	for _, point := range Points[:3] {
 		if err := fault(point); err != nil {
-			return chunktx.Rollback(ctx, pg, err)
+			return dbutil.RollbackWithoutCancel(ctx, dbutil.Raw{Conn: pg}, err)
 		}
 	}
 	return nil

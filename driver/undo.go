@@ -74,7 +74,7 @@ func (j JobRef) RegisterUndo(ctx context.Context, db DB, newJobID string) (Undo,
 		newID = &newJobID
 	}
 	var u Undo
-	if _, err := queryJSON(ctx, db, &u, "register_undo", j.Args(newID)...); err != nil {
+	if _, err := QueryJSON(ctx, db, &u, "register_undo", j.Args(newID)...); err != nil {
 		return Undo{}, err
 	}
 	return u, nil
@@ -87,7 +87,7 @@ func (j JobRef) Lineage(ctx context.Context, db DB) (*JobLineage, error) {
 		return nil, err
 	}
 	var l JobLineage
-	if found, err := queryJSON(ctx, db, &l, "job_lineage", j.Args()...); err != nil || !found {
+	if found, err := QueryJSON(ctx, db, &l, "job_lineage", j.Args()...); err != nil || !found {
 		return nil, err
 	}
 	return &l, nil

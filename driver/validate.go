@@ -20,12 +20,12 @@ func CheckTenant(tenant string) error { return checkName("tenant", tenant) }
 // and as the SQL face counts, not in bytes.
 func checkName(field, value string) error {
 	if n := utf8.RuneCountInString(value); n == 0 || n > MaxNameLen {
-		return invalidf("%s: must be 1 to %d ASCII letters, digits, _ or -, got %d characters", field, MaxNameLen, n)
+		return Invalidf("%s: must be 1 to %d ASCII letters, digits, _ or -, got %d characters", field, MaxNameLen, n)
 	}
 	for i := 0; i < len(value); i++ {
 		c := value[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return invalidf("%s: must be 1 to %d ASCII letters, digits, _ or -, got %s", field, MaxNameLen, Excerpt(value, true))
+			return Invalidf("%s: must be 1 to %d ASCII letters, digits, _ or -, got %s", field, MaxNameLen, Excerpt(value, true))
 		}
 	}
 	return nil
@@ -33,14 +33,14 @@ func checkName(field, value string) error {
 
 func checkChunkSize(n int64) error {
 	if n < MinChunkSize || n > MaxChunkSize {
-		return invalidf("chunk_size: must be between %d and %d, got %d", MinChunkSize, MaxChunkSize, n)
+		return Invalidf("chunk_size: must be between %d and %d, got %d", MinChunkSize, MaxChunkSize, n)
 	}
 	return nil
 }
 
 func checkMaxChunks(n int) error {
 	if n < 1 || n > MaxMaxChunks {
-		return invalidf("max_chunks: must be between 1 and %d, got %d", MaxMaxChunks, n)
+		return Invalidf("max_chunks: must be between 1 and %d, got %d", MaxMaxChunks, n)
 	}
 	return nil
 }
@@ -49,12 +49,12 @@ func checkMaxChunks(n int) error {
 // new list sorted by id.
 func normalize(field string, items []Target) ([]Target, error) {
 	if len(items) == 0 || len(items) > MaxTargets {
-		return nil, invalidf("%s: must be a list of 1 to %d targets, got %d", field, MaxTargets, len(items))
+		return nil, Invalidf("%s: must be a list of 1 to %d targets, got %d", field, MaxTargets, len(items))
 	}
 	for i, t := range items {
 		for j, v := range []int64{t.ID, t.Revision, t.Qty} {
 			if f := targetFields[j]; v < f.min || v > f.max {
-				return nil, invalidf("%s[%d].%s: must be between %d and %d, got %d", field, i, f.name, f.min, f.max, v)
+				return nil, Invalidf("%s[%d].%s: must be between %d and %d, got %d", field, i, f.name, f.min, f.max, v)
 			}
 		}
 	}
@@ -62,7 +62,7 @@ func normalize(field string, items []Target) ([]Target, error) {
 	slices.SortFunc(out, func(a, b Target) int { return cmpInt64(a.ID, b.ID) })
 	for i := 1; i < len(out); i++ {
 		if out[i].ID == out[i-1].ID {
-			return nil, invalidf("%s: duplicate id %d", field, out[i].ID)
+			return nil, Invalidf("%s: duplicate id %d", field, out[i].ID)
 		}
 	}
 	return out, nil
@@ -96,7 +96,7 @@ func Manifest(jobID, tenant string, items []Target, chunkSize int, allowPartial 
 		return Plan{}, err
 	}
 	if !allowPartial {
-		return Plan{}, invalidf("allow_partial: must be true (each chunk commits on its own), got false")
+		return Plan{}, Invalidf("allow_partial: must be true (each chunk commits on its own), got false")
 	}
 	return Plan{JobID: jobID, Tenant: tenant, Targets: targets, ChunkSize: chunkSize, AllowPartial: true}, nil
 }

@@ -58,7 +58,10 @@
 //	}
 //	defer pool.Close()
 //	w := &fleet.Worker{Pool: pool, Concurrency: 4, Poll: time.Second}
-//	// Cancel stop to finish the chunks in flight and return nil; cancel
-//	// abort to roll them back too.
-//	return w.Run(stop, abort)
+//	if err := w.Start(ctx); err != nil {
+//		return err // bad settings, no queue, a permanent fault, the ID taken
+//	}
+//	<-shutdown
+//	// Stop lets the chunks in flight finish; StopAndCancel rolls them back.
+//	return w.Stop(ctx)
 package fleet

@@ -15,7 +15,7 @@ import (
 	"github.com/chunks-dev/chunks/driver"
 )
 
-// errReadOnly is what the start-up check of [Worker.Run] makes of a server
+// errReadOnly is what the start-up check of [Worker.Start] makes of a server
 // that answers but cannot take writes: a standby still in recovery, or a
 // primary with default_transaction_read_only on.
 type errReadOnly struct{ standby bool }
@@ -31,6 +31,10 @@ func (e errReadOnly) Error() string {
 // errors are waited out, permanent ones need a person. reason is a short
 // phrase for the log: what the error means and, for a permanent one, what
 // to do.
+//
+// pgx's own judgement is asked first: an error that [pgconn.SafeToRetry]
+// says happened before anything was sent, and a timeout
+// ([pgconn.Timeout]), are transient whatever they wrap.
 //
 // Permanent: an invalid connection string, authentication (SQLSTATE class
 // 28: no such role, a wrong password, pg_hba.conf), an unknown database
@@ -56,6 +60,10 @@ func Classify(err error) (transient bool, reason string) {
 	switch {
 	case err == nil:
 		return false, "no error"
+	case pgconn.SafeToRetry(err):
+		return true, "nothing reached the server (the connection was closed or busy, or the context had ended): safe to retry"
+	case pgconn.Timeout(err):
+		return true, "timeout: the server did not answer in time"
 	case errors.As(err, &access):
 		return false, "a missing chunks grant"
 	case errors.Is(err, ErrNotInstalled):
@@ -108,7 +116,7 @@ func classifyCode(code string) (bool, string) {
 	return true, fmt.Sprintf("server error (SQLSTATE %s)", code)
 }
 
-// The start-up back-off of [Worker.Run]: the first retry after
+// The start-up back-off of [Worker.Start]: the first retry after
 // firstRetryDelay, each next one after twice as long, up to maxRetryDelay.
 const (
 	firstRetryDelay = 100 * time.Millisecond

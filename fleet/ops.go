@@ -62,8 +62,8 @@ type JobStatus struct {
 	ProgressedAt *time.Time `json:"progressed_at"`
 	Rate         *float64   `json:"rate"`
 	// ETA is when the job will be done at its recent rate, or why that
-	// cannot be said ([Estimate]).
-	ETA ETA `json:"eta"`
+	// cannot be said ([Estimate]): worked out in Go, not read from SQL.
+	ETA ETA `json:"eta" sql:"-"`
 	// Shard is the shard that holds the job ("p0", ...) when the status
 	// was read through a chunks router (package router); "" on one server.
 	Shard string `json:"shard,omitempty"`
@@ -89,13 +89,9 @@ type WorkerStatus struct {
 // worker_status). It reads only. Through a chunks router it lists the
 // workers of every shard, ordered by id, then shard, each with its Shard.
 func Workers(ctx context.Context, db driver.DB) ([]WorkerStatus, error) {
-	var body []byte
-	if err := db.QueryRow(ctx, "select worker_status()::text").Scan(&body); err != nil {
-		return nil, driver.MapError(err)
-	}
 	out := []WorkerStatus{}
-	if err := json.Unmarshal(body, &out); err != nil {
-		return nil, fmt.Errorf("worker_status: %w", err)
+	if _, err := driver.QueryJSON(ctx, db, &out, "worker_status"); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -165,7 +161,7 @@ func Pause(ctx context.Context, db driver.DB, job driver.JobRef) (bool, error) {
 // through a chunks router, the tenant's shard's workers count the chunks.
 func PauseAfter(ctx context.Context, db driver.DB, job driver.JobRef, n int) (bool, error) {
 	if n < 1 || n > MaxPauseAfter {
-		return false, invalidf("after: must be between 1 and %d chunks, got %d", MaxPauseAfter, n)
+		return false, driver.Invalidf("after: must be between 1 and %d chunks, got %d", MaxPauseAfter, n)
 	}
 	return jobCall(ctx, db, job, "pause_job_after", n)
 }
@@ -214,7 +210,7 @@ func jobCall(ctx context.Context, db driver.DB, job driver.JobRef, fn string, ar
 // [Pass].
 func RunNext(ctx context.Context, conn *pgx.Conn, worker string, rate, retry time.Duration) (*Pass, error) {
 	if status := conn.PgConn().TxStatus(); status != 'I' {
-		return nil, invalidf("conn: is inside a transaction (status %q); RunNext commits, so it needs an idle connection", status)
+		return nil, driver.Invalidf("conn: is inside a transaction (status %q); RunNext commits, so it needs an idle connection", status)
 	}
 	body, err := chunktx.Call(ctx, conn.PgConn(), "select run_next_chunk($1, $2, $3)::text",
 		chunktx.Arg{Text: worker, OID: pgtype.TextOID},
@@ -234,8 +230,4 @@ func RunNext(ctx context.Context, conn *pgx.Conn, worker string, rate, retry tim
 		p.Processed = []int64{}
 	}
 	return p, nil
-}
-
-func invalidf(format string, args ...any) error {
-	return &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf(format, args...)}
 }

@@ -2,8 +2,7 @@ package fleet
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
+	"math"
 	"time"
 
 	"github.com/chunks-dev/chunks/driver"
@@ -35,14 +34,14 @@ type Overview struct {
 // all jobs their counts by state and the orders left. It reads only.
 func Look(ctx context.Context, db driver.DB, after string, max int) (*Overview, error) {
 	if max < 0 {
-		return nil, invalidf("max: must be 0 (every job) or more, got %d", max)
+		return nil, driver.Invalidf("max: must be 0 (every job) or more, got %d", max)
 	}
 	var afterArg, maxArg any
 	if after != "" {
 		afterArg = after
 	}
 	if max > 0 {
-		maxArg = max
+		maxArg = int32(min(max, math.MaxInt32)) // the integer of status_page(text, integer), in any query exec mode
 	}
 	return look(ctx, db, afterArg, maxArg)
 }
@@ -70,13 +69,9 @@ func Totals(ctx context.Context, db driver.DB) (*Overview, error) {
 }
 
 func look(ctx context.Context, db driver.DB, after, max any) (*Overview, error) {
-	var body []byte
-	if err := db.QueryRow(ctx, "select status_page($1::text, $2::integer)::text", after, max).Scan(&body); err != nil {
-		return nil, driver.MapError(err)
-	}
 	ov := &Overview{}
-	if err := json.Unmarshal(body, ov); err != nil {
-		return nil, fmt.Errorf("status_page: %w", err)
+	if _, err := driver.QueryJSON(ctx, db, ov, "status_page", after, max); err != nil {
+		return nil, err
 	}
 	if ov.Jobs == nil {
 		ov.Jobs = []JobStatus{}

@@ -2,10 +2,8 @@ package fleet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
 	"strings"
 	"sync"
@@ -33,20 +31,10 @@ const (
 	MaxIDLen          = 63             // bytes of application_name that PostgreSQL keeps
 )
 
-// firstListenWait bounds how long Run waits for its first LISTEN before
-// the passes start anyway.
-const firstListenWait = 5 * time.Second
-
-// ErrAborted is what [Worker.Run] returns when its abort context ended:
-// the passes that were in flight were cancelled, so their chunks rolled back.
-var ErrAborted = errors.New("aborted: the chunks in flight were cancelled and rolled back")
-
-// ErrNotInstalled is what [Worker.Run] returns when the connection's
-// search_path has no chunks queue (run chunks migrate first).
-var ErrNotInstalled = errors.New("no chunks queue on the search_path: run chunks migrate for this schema first")
-
 // Worker runs jobs from the schema's queue, one chunk per pass. Set the
-// fields, then call [Worker.Run]; a Worker runs once.
+// fields, then call [Worker.Start], and [Worker.Stop] or
+// [Worker.StopAndCancel] to end it; a Worker starts once. [Worker.Validate]
+// checks the fields without starting.
 type Worker struct {
 	// Pool is where every query goes; its connections' search_path must
 	// reach the chunks schema. Each pass holds one connection for one round
@@ -55,7 +43,7 @@ type Worker struct {
 	// server) are separate ones, opened with Pool's connection config.
 	// Give its connections application_name = ID, and chunks status shows
 	// which worker runs a chunk. A pass sends COMMIT with its chunk, so for
-	// an abort to roll the chunks in flight back, give them a
+	// [Worker.StopAndCancel] to roll the chunks in flight back, give them a
 	// [pgconn.CancelRequestContextWatcherHandler] (chunks worker does): pgx's
 	// default only closes the connection, and the server then commits.
 	Pool *pgxpool.Pool
@@ -63,7 +51,7 @@ type Worker struct {
 	// the log and in the worker list: 1 to 63 printable ASCII characters,
 	// all that PostgreSQL keeps of an application_name, so the session a
 	// chunk runs in names the same worker (see [CheckID]). While the worker
-	// runs, no other worker can run with its ID on the same server: Run
+	// runs, no other worker can run with its ID on the same server: Start
 	// refuses it. Empty: [DefaultID], hostname:pid.
 	ID string
 	// Concurrency is the number of passes at once, 1 to 64. Zero: 1.
@@ -91,6 +79,8 @@ type Worker struct {
 	lastChunk                             atomic.Int64 // unix nanoseconds of the last committed chunk
 	pacer                                 atomic.Pointer[pace.Pacer]
 	progress                              progress
+	mu                                    sync.Mutex
+	life                                  *life // Start, Stop and StopAndCancel; nil until the first of them
 }
 
 // Observer hears what a [Worker]'s passes do, e.g. to count it as metrics.
@@ -106,7 +96,7 @@ type Observer interface {
 }
 
 // Pacing is the worker's last pacing decision (package pace): whether it
-// holds new chunks, and why. The zero State before [Worker.Run] starts.
+// holds new chunks, and why. The zero State before [Worker.Start].
 func (w *Worker) Pacing() pace.State {
 	if p := w.pacer.Load(); p != nil {
 		return p.State()
@@ -145,188 +135,9 @@ func DefaultID() string {
 // field (the CLI's "--id").
 func CheckID(field, id string) error {
 	if len(id) < 1 || len(id) > MaxIDLen || strings.IndexFunc(id, func(r rune) bool { return r < ' ' || r > '~' }) >= 0 {
-		return invalidf("%s: must be 1 to %d printable ASCII characters (all that application_name keeps), got %s",
+		return driver.Invalidf("%s: must be 1 to %d printable ASCII characters (all that application_name keeps), got %s",
 			field, MaxIDLen, driver.Excerpt(id, true))
 	}
-	return nil
-}
-
-// runner is one Run: the worker's settings with the defaults applied.
-type runner struct {
-	w          *Worker
-	pool       *pgxpool.Pool
-	id         string
-	passes     int
-	poll       time.Duration
-	rateDelay  time.Duration
-	retryDelay time.Duration
-	log        *slog.Logger
-	pacer      *pace.Pacer
-	wake       chan struct{} // one token: "look at the queue"
-	passLog    quiet
-	listenLog  quiet
-}
-
-func (w *Worker) runner() (*runner, error) {
-	r := &runner{w: w, pool: w.Pool, id: w.ID, passes: w.Concurrency, poll: w.Poll,
-		retryDelay: w.RetryDelay, log: w.Logger, wake: make(chan struct{}, 1)}
-	if r.pool == nil {
-		return nil, invalidf("pool: is nil")
-	}
-	if r.id == "" {
-		r.id = DefaultID()
-	}
-	if err := CheckID("id", r.id); err != nil {
-		return nil, err
-	}
-	if r.passes == 0 {
-		r.passes = 1
-	}
-	if r.passes < 1 || r.passes > MaxConcurrency {
-		return nil, invalidf("concurrency: must be between 1 and %d, got %d", MaxConcurrency, r.passes)
-	}
-	for _, d := range []struct {
-		name     string
-		v        *time.Duration
-		def, min time.Duration
-	}{{"poll", &r.poll, DefaultPoll, MinPoll},
-		{"retry_delay", &r.retryDelay, DefaultRetryDelay, time.Millisecond}} {
-		if *d.v == 0 {
-			*d.v = d.def
-		}
-		if *d.v < d.min || *d.v > MaxDuration {
-			return nil, invalidf("%s: must be between %s and %s, got %s", d.name, d.min, MaxDuration, *d.v)
-		}
-	}
-	if math.IsNaN(w.Rate) || w.Rate != 0 && (w.Rate < MinRate || w.Rate > MaxRate) {
-		return nil, invalidf("rate: must be 0 (no limit) or between 1/86400 (one chunk a day) and %d chunks per second per job, got %v",
-			MaxRate, w.Rate)
-	}
-	if w.Rate > 0 {
-		r.rateDelay = time.Duration(math.Ceil(float64(time.Second) / w.Rate))
-	}
-	if r.log == nil {
-		r.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
-	}
-	r.log = r.log.With("worker", r.id)
-	if err := w.Pace.Validate(); err != nil {
-		return nil, invalidf("%v", err)
-	}
-	var err error
-	if r.pacer, err = pace.New(w.Pace, r.pool, r.log); err != nil {
-		return nil, invalidf("%v", err)
-	}
-	w.pacer.Store(r.pacer)
-	return r, nil
-}
-
-// Run runs passes until ctx ends, then lets the passes in flight finish
-// and returns nil: no new chunk starts after ctx ends. When abort ends
-// (with ctx or after it), the passes in flight are cancelled too (their
-// chunks roll back: nothing of them is committed), and Run returns
-// [ErrAborted].
-//
-// Each pass is one call of [RunNext] (SQL run_next_chunk) on a connection
-// of Pool: one round trip, one transaction, one commit. It takes the next
-// runnable job (SKIP LOCKED), runs ONE chunk, and puts the job back at the
-// end of the queue (rested 1/Rate s when Rate is set) or removes it when it
-// is done. The locked queue row is the claim; it ends with the transaction,
-// so a worker that dies leaves nothing behind, and its job is runnable
-// again at once. A conflict (an order that no longer matches its approval,
-// an unsound job) pauses the job in the same transaction, with the reason:
-// an operator must look (chunks status, report), then resume it; other
-// jobs go on. Any other error of the chunk rests the job RetryDelay. The
-// worker itself never stops on a database error: it logs, waits and tries
-// again, so a database restart costs only time.
-//
-// Idle passes wake on a notification (a dedicated LISTEN connection,
-// reconnected when lost) and otherwise every Poll, so a lost notification
-// only costs latency.
-//
-// Before the first pass, Run checks that the database is reachable,
-// writable (not a standby) and has the queue on the search_path. It waits
-// out transient faults ([Classify]: the server down, starting, out of
-// connection slots, a standby not yet promoted), logging every attempt with
-// its reason and trying again after 100 ms, then twice as long each time, up
-// to 5 s; when ctx ends meanwhile, it returns nil (ErrAborted if abort ended
-// too). A permanent fault (authentication, an unknown database, the SQL
-// refused) is returned at once. Then its first heartbeat takes its ID on
-// the server (a session-level lock its heartbeat connection holds): when a
-// live worker holds that ID, Run returns an [driver.ErrInvalid] naming it,
-// before any pass. Run does not migrate: it returns
-// [ErrNotInstalled] at once when the queue is not on the search_path. Once
-// passes run, every error, transient or permanent, is logged and retried:
-// a permanent one at error level, again every minute while it lasts.
-func (w *Worker) Run(ctx, abort context.Context) error {
-	r, err := w.runner()
-	if err != nil {
-		return err
-	}
-	defer r.pacer.Close()
-	if abort == nil {
-		abort = context.Background()
-	}
-	stop, cancelStop := context.WithCancel(ctx)
-	defer cancelStop()
-	unlink := context.AfterFunc(abort, cancelStop)
-	defer unlink()
-
-	channel, err := r.waitReady(stop)
-	if err != nil {
-		return err
-	}
-	if stop.Err() != nil {
-		r.log.Info("stopped before the database was ready: no chunk ran")
-		if abort.Err() != nil {
-			return ErrAborted
-		}
-		return nil
-	}
-
-	// The first heartbeat takes the worker's id on the server: a live
-	// worker holding it refuses this one, before anything runs.
-	heart := r.newHeart()
-	if err := heart.first(abort); err != nil {
-		return err
-	}
-	var wg, passes sync.WaitGroup
-	started := make(chan bool, 1) // the first LISTEN attempt: true when it listens
-	wg.Go(func() { r.listen(stop, channel, started) })
-	// The heartbeat stops after the last pass: its last beat records the
-	// progress of the chunks that were in flight when the worker stopped.
-	beats, stopBeats := context.WithCancel(context.WithoutCancel(stop))
-	defer stopBeats()
-	wg.Go(func() { heart.run(beats, abort) })
-	listening := false
-	select { // the first LISTEN attempt, bounded: polling works without it
-	case listening = <-started:
-	case <-stop.Done():
-	case <-time.After(firstListenWait):
-	}
-	for range r.passes {
-		passes.Go(func() { r.pass(stop, abort) })
-	}
-	if stop.Err() == nil {
-		rate := "none"
-		if w.Rate > 0 {
-			rate = fmt.Sprintf("%v chunks/s per job", w.Rate)
-		}
-		r.log.Info("ready", "concurrency", r.passes, "poll_ms", r.poll.Milliseconds(), "rate", rate,
-			"retry_delay_ms", r.retryDelay.Milliseconds(), "channel", channel, "listening", listening)
-	}
-	<-stop.Done()
-	if abort.Err() == nil {
-		r.log.Info("stopping: no new chunk starts; waiting for the chunks in flight")
-	}
-	passes.Wait()
-	stopBeats()
-	wg.Wait()
-	st := w.Stats()
-	if abort.Err() != nil {
-		r.log.Warn("aborted", "chunks", st.Chunks, "jobs_done", st.JobsDone)
-		return ErrAborted
-	}
-	r.log.Info("stopped", "chunks", st.Chunks, "jobs_done", st.JobsDone, "conflicts", st.Conflicts, "failures", st.Failures)
 	return nil
 }
 

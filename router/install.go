@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/tern/v2/migrate"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/dbutil"
 	chunkssql "github.com/chunks-dev/chunks/sql"
 )
 
@@ -89,7 +90,7 @@ func Install(ctx context.Context, conn *pgx.Conn, cfg Config) (err error) {
 		return err
 	}
 	if status := conn.PgConn().TxStatus(); status != 'I' {
-		return invalidf("conn: is inside a transaction (status %q); Install commits, so it needs an idle connection", status)
+		return driver.Invalidf("conn: is inside a transaction (status %q); Install commits, so it needs an idle connection", status)
 	}
 	shardSchema := cfg.ShardSchema
 	if shardSchema == "" {
@@ -121,10 +122,7 @@ func Install(ctx context.Context, conn *pgx.Conn, cfg Config) (err error) {
 		return fmt.Errorf("router install %s: %w", cfg.Schema, err)
 	}
 	if err := install(ctx, tx, cfg.Schema, shardSchema, parts, mapping, functions); err != nil {
-		// Rolled back even when ctx is cancelled; a lost connection needs none.
-		if rerr := tx.Rollback(context.WithoutCancel(ctx)); rerr != nil && !conn.IsClosed() {
-			err = fmt.Errorf("%w (and the rollback failed: %w)", err, rerr)
-		}
+		err = dbutil.RollbackWithoutCancel(ctx, tx, err)
 		return fmt.Errorf("router install %s: %w", cfg.Schema, driver.MapError(err))
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -190,17 +188,17 @@ func (cfg Config) check() ([]partition, conninfo, error) {
 		if err := driver.CheckSchema(s.value); err != nil {
 			var de *driver.Error
 			if errors.As(err, &de) && s.field != "schema" {
-				return nil, nil, invalidf("%s%s", s.field, strings.TrimPrefix(de.Msg, "schema"))
+				return nil, nil, driver.Invalidf("%s%s", s.field, strings.TrimPrefix(de.Msg, "schema"))
 			}
 			return nil, nil, err
 		}
 	}
 	if len(cfg.Schema) > maxSchemaLen {
-		return nil, nil, invalidf("schema: a router's schema has at most %d characters (its PL/Proxy cluster is named chunks_<schema>), got %d", maxSchemaLen, len(cfg.Schema))
+		return nil, nil, driver.Invalidf("schema: a router's schema has at most %d characters (its PL/Proxy cluster is named chunks_<schema>), got %d", maxSchemaLen, len(cfg.Schema))
 	}
 	n := len(cfg.Shards)
 	if n < 1 || n > MaxShards || n&(n-1) != 0 {
-		return nil, nil, invalidf("shards: PL/Proxy needs a power of 2 of them (1, 2, 4, ... %d), got %d", MaxShards, n)
+		return nil, nil, driver.Invalidf("shards: PL/Proxy needs a power of 2 of them (1, 2, 4, ... %d), got %d", MaxShards, n)
 	}
 	parts := make([]partition, n)
 	var mapping conninfo
@@ -208,14 +206,14 @@ func (cfg Config) check() ([]partition, conninfo, error) {
 		name := "p" + strconv.Itoa(i)
 		c, err := parseConninfo(dsn)
 		if err != nil {
-			return nil, nil, invalidf("shard %s: dsn: %v", name, err)
+			return nil, nil, driver.Invalidf("shard %s: dsn: %v", name, err)
 		}
 		if _, err := driver.ParseDSN(c.without(serverFiles...).String()); err != nil {
-			return nil, nil, invalidf("shard %s: %s", name, strings.TrimPrefix(err.Error(), "invalid: "))
+			return nil, nil, driver.Invalidf("shard %s: %s", name, strings.TrimPrefix(err.Error(), "invalid: "))
 		}
 		for _, p := range c {
 			if isSecret(p.key) && p.key != "password" {
-				return nil, nil, invalidf("shard %s: %s: a router has nowhere to keep it secret (every role that can connect to the router's "+
+				return nil, nil, driver.Invalidf("shard %s: %s: a router has nowhere to keep it secret (every role that can connect to the router's "+
 					"database reads the cluster's options, and PL/Proxy's user mapping takes only user and password); give the router's "+
 					"server a client key without a passphrase (sslkey, a file there that only its OS user reads), or use a password", name, p.key)
 			}
@@ -229,7 +227,7 @@ func (cfg Config) check() ([]partition, conninfo, error) {
 		if i == 0 {
 			mapping = role
 		} else if role.String() != mapping.String() {
-			return nil, nil, invalidf("shard %s: names another user or password than shard p0; every shard of a router is reached as one role (its user mapping)", name)
+			return nil, nil, driver.Invalidf("shard %s: names another user or password than shard p0; every shard of a router is reached as one role (its user mapping)", name)
 		}
 		c = c.compact().without("user", "password")
 		if _, ok := c.get("connect_timeout"); !ok {
@@ -259,7 +257,7 @@ func install(ctx context.Context, tx pgx.Tx, schema, shardSchema string, parts [
 		return err
 	}
 	if holdsData {
-		return invalidf("schema: %s holds chunks data (the table %s.jobs): a router's schema holds only routing functions; choose another schema or database", schema, schema)
+		return driver.Invalidf("schema: %s holds chunks data (the table %s.jobs): a router's schema holds only routing functions; choose another schema or database", schema, schema)
 	}
 	if _, err := tx.Exec(ctx, "create schema if not exists plproxy"); err != nil {
 		return fmt.Errorf("create schema plproxy: %w", err)
@@ -297,7 +295,7 @@ func setCluster(ctx context.Context, tx pgx.Tx, cluster string, parts []partitio
 		return fmt.Errorf("read the cluster %s: %w", cluster, err)
 	}
 	if exists && wrapper != "plproxy" {
-		return invalidf("schema: the foreign server %s exists for the wrapper %s, not plproxy; drop it or choose another schema", cluster, wrapper)
+		return driver.Invalidf("schema: the foreign server %s exists for the wrapper %s, not plproxy; drop it or choose another schema", cluster, wrapper)
 	}
 	old := map[string]bool{}
 	for _, o := range options {
@@ -435,12 +433,8 @@ func checkShards(ctx context.Context, tx pgx.Tx, schema, shardSchema string) err
 	}
 	for _, s := range shards {
 		if !s.Installed {
-			return invalidf("shard %s: has no chunks in schema %s: run chunks migrate --schema %s on it first", s.Shard, shardSchema, shardSchema)
+			return driver.Invalidf("shard %s: has no chunks in schema %s: run chunks migrate --schema %s on it first", s.Shard, shardSchema, shardSchema)
 		}
 	}
 	return nil
-}
-
-func invalidf(format string, args ...any) error {
-	return &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf(format, args...)}
 }

@@ -36,7 +36,7 @@ func benchCommand() *cli.Command {
 				return err
 			}
 			if c.Duration("duration") <= 0 || c.Duration("delay") < 0 {
-				return &driver.Error{Kind: driver.ErrInvalid, Msg: "duration: must be positive, and delay not negative"}
+				return driver.Invalidf("duration: must be positive, and delay not negative")
 			}
 			// Only a --dsn typed here picks the server: an exported
 			// $CHUNKS_DSN (the demo's, say) is not what "without --dsn, a

@@ -268,7 +268,7 @@ func campaignCheckCommand() *cli.Command {
 				say("campaign %s: %d of %d targets remaining, %d ok, %d with a problem", ch.Name, ch.Remaining, ch.Targets, ch.OK, ch.Problems)
 			}
 			if ch.Problems > 0 {
-				return &driver.Error{Kind: driver.ErrConflict, Msg: fmt.Sprintf("campaign %s: %d targets cannot take their change now", name, ch.Problems)}
+				return driver.NewError(driver.ErrConflict, nil, "campaign %s: %d targets cannot take their change now", name, ch.Problems)
 			}
 			return nil
 		},

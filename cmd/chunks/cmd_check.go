@@ -47,7 +47,7 @@ func checkCommand() *cli.Command {
 			if err != nil || res.OK {
 				return err
 			}
-			return &driver.Error{Kind: driver.ErrConflict, Msg: checkSummary(res)}
+			return driver.NewError(driver.ErrConflict, nil, "%s", checkSummary(res))
 		},
 	}
 }

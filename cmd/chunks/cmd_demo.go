@@ -184,7 +184,7 @@ func (d *demo) run() (err error) {
 		return err
 	}
 	if exists { // the demo inserts orders: never into a schema of yours
-		return &driver.Error{Kind: driver.ErrConflict, Msg: "schema " + d.schema + ": already exists; the demo works in a new schema only"}
+		return driver.NewError(driver.ErrConflict, nil, "schema %s: already exists; the demo works in a new schema only", d.schema)
 	}
 	if err := driver.Migrate(d.ctx, admin, d.schema); err != nil {
 		return err

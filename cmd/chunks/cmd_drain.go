@@ -53,12 +53,12 @@ func drainCommand() *cli.Command {
 			jobID := job.ID
 			workers := c.Int("workers")
 			if workers < 1 || workers > 64 {
-				return &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf("workers: must be between 1 and 64, got %d", workers)}
+				return driver.Invalidf("workers: must be between 1 and 64, got %d", workers)
 			}
 			// Checked here too (driver.Drain checks it per worker): before the
 			// progress bar's connection, and said once, not once per worker.
 			if n := c.Int("max-chunks"); n < 1 || n > driver.MaxMaxChunks {
-				return &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf("max_chunks: must be between 1 and %d, got %d", driver.MaxMaxChunks, n)}
+				return driver.Invalidf("max_chunks: must be between 1 and %d, got %d", driver.MaxMaxChunks, n)
 			}
 			cfg, err := connConfig(c)
 			if err != nil {
@@ -66,7 +66,7 @@ func drainCommand() *cli.Command {
 			}
 			pacing := paceFlags(c)
 			if err := pacing.Validate(); err != nil {
-				return &driver.Error{Kind: driver.ErrInvalid, Msg: err.Error()}
+				return driver.Invalidf("%v", err)
 			}
 			if !pacing.Off() {
 				if err := refuseRouter(c); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
 
@@ -85,8 +84,8 @@ func readInput(path string) (data []byte, err error) {
 		return nil, err
 	}
 	if len(data) > driver.MaxInputBytes {
-		return nil, &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf("%s: is larger than the 1 MiB limit (more than %d bytes)",
-			driver.Excerpt(name, false), driver.MaxInputBytes)}
+		return nil, driver.Invalidf("%s: is larger than the 1 MiB limit (more than %d bytes)",
+			driver.Excerpt(name, false), driver.MaxInputBytes)
 	}
 	return data, nil
 }

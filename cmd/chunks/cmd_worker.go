@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 
-	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
 	"github.com/chunks-dev/chunks/internal/metrics"
 )
@@ -60,33 +59,19 @@ func workerCommand() *cli.Command {
 			if c.Args().Len() > 0 {
 				return usagef("worker takes no arguments, got %q (flags go before arguments)", c.Args().Slice())
 			}
-			n := c.Int("concurrency")
-			if n < 1 || n > fleet.MaxConcurrency {
-				return &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf("concurrency: must be between 1 and %d, got %d", fleet.MaxConcurrency, n)}
-			}
 			id := c.String("id")
 			if id == "" {
 				id = fleet.DefaultID()
 			}
+			// Checked here as well as by Validate: the id names the pool's
+			// connections below, and its error names the flag; the flag's 0
+			// is not the field's "1".
 			if err := fleet.CheckID("--id", id); err != nil {
 				return err
 			}
-			cfg, err := poolConfig(c) // with the connect timeout, and cancel requests: an aborting worker's chunks roll back
-			if err != nil {
+			if err := fleet.CheckConcurrency(c.Int("concurrency")); err != nil {
 				return err
 			}
-			cfg.MaxConns = int32(n) + 1 // each pass holds one connection at a time; one more for pacing (the heartbeat has its own)
-			// chunks status shows which worker runs a chunk by this name,
-			// unless the DSN names the connections itself.
-			if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
-				cfg.ConnConfig.RuntimeParams["application_name"] = id
-			}
-			pool, err := pgxpool.NewWithConfig(c.Context, cfg)
-			if err != nil {
-				return err
-			}
-			defer pool.Close()
-
 			level := slog.LevelInfo
 			if c.Bool("verbose") {
 				level = slog.LevelDebug
@@ -97,14 +82,32 @@ func workerCommand() *cli.Command {
 				handler = slog.NewJSONHandler(os.Stderr, opts)
 			}
 			w := &fleet.Worker{
-				Pool:        pool,
 				ID:          id,
-				Concurrency: n,
+				Concurrency: c.Int("concurrency"),
 				Poll:        c.Duration("poll"),
 				Rate:        c.Float64("rate"),
 				RetryDelay:  c.Duration("retry-delay"),
 				Pace:        paceFlags(c),
 				Logger:      slog.New(handler),
+			}
+			cfg, err := poolConfig(c) // with the connect timeout, and cancel requests: an aborting worker's chunks roll back
+			if err != nil {
+				return err
+			}
+			// Each pass holds one connection at a time; one more for pacing
+			// (the heartbeat has its own).
+			cfg.MaxConns = int32(w.Concurrency) + 1
+			// chunks status shows which worker runs a chunk by this name,
+			// unless the DSN names the connections itself.
+			if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+				cfg.ConnConfig.RuntimeParams["application_name"] = id
+			}
+			if w.Pool, err = pgxpool.NewWithConfig(c.Context, cfg); err != nil { // it connects nothing yet
+				return err
+			}
+			defer w.Pool.Close()
+			if err := w.Validate(); err != nil {
+				return err
 			}
 			log := w.Logger.With("worker", w.ID)
 			var srv *httpServer
@@ -117,12 +120,11 @@ func workerCommand() *cli.Command {
 					return err
 				}
 			}
-			stop, abort, release := stopOnSignals(c.Context, log)
-			defer release()
-			if err := runWithHTTP(w, srv, stop, abort); err != nil {
-				if errors.Is(err, fleet.ErrAborted) {
-					return fmt.Errorf("worker %s: %w", w.ID, err)
-				}
+			switch err := runWithHTTP(c.Context, w, srv, log); {
+			case errors.Is(err, fleet.ErrStopped): // a signal while it waited for the database: a clean stop
+			case errors.Is(err, fleet.ErrAborted):
+				return fmt.Errorf("worker %s: %w", w.ID, err)
+			case err != nil:
 				return err
 			}
 			st := w.Stats()
@@ -138,48 +140,56 @@ func workerCommand() *cli.Command {
 	}
 }
 
-// runWithHTTP runs the worker, and srv (when not nil) beside it until the
-// worker has stopped: the page and /metrics stay up while the chunks in
-// flight finish.
-func runWithHTTP(w *fleet.Worker, srv *httpServer, stop, abort context.Context) error {
+// runWithHTTP runs the worker until a signal stops it
+// ([runUntilSignalled]), and srv (when not nil) beside it until the worker
+// has stopped: the page and /metrics stay up while the chunks in flight
+// finish.
+func runWithHTTP(ctx context.Context, w *fleet.Worker, srv *httpServer, log *slog.Logger) error {
 	if srv == nil {
-		return w.Run(stop, abort)
+		return runUntilSignalled(ctx, w, log)
 	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(stop))
+	serving, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx) }()
-	err := w.Run(stop, abort)
+	go func() { served <- srv.Serve(serving) }()
+	err := runUntilSignalled(ctx, w, log)
 	cancel()
 	return errors.Join(err, <-served)
 }
 
-// stopOnSignals returns stop, which ends at the first SIGTERM or SIGINT,
-// and abort, which ends at the second. release stops listening for them.
-func stopOnSignals(parent context.Context, log *slog.Logger) (stop, abort context.Context, release func()) {
-	stop, cancelStop := context.WithCancel(parent)
-	abort, cancelAbort := context.WithCancel(parent)
+// runUntilSignalled starts w and stops it at the first SIGTERM or SIGINT
+// (Stop: the chunks in flight finish, no new one starts) and cancels the
+// chunks in flight at the second (StopAndCancel: they roll back), also
+// while Start still waits for the database. It returns once the worker has
+// stopped: Start's error (fleet.ErrStopped after a signal while it
+// started), fleet.ErrAborted after a second signal, or nil.
+func runUntilSignalled(ctx context.Context, w *fleet.Worker, log *slog.Logger) error {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	done := make(chan struct{})
-	go func() {
+	defer signal.Stop(sigs)
+	started := make(chan error, 1)
+	go func() { started <- w.Start(ctx) }()
+	var stopped chan error // Stop's outcome, once the first signal came
+	for {
 		select {
+		case err := <-started:
+			if err != nil {
+				return err
+			}
+			started = nil // running: wait for a signal
 		case s := <-sigs:
-			log.Info("signal: finishing the chunks in flight; a second signal cancels them", "signal", s.String())
-			cancelStop()
-		case <-done:
-			return
-		}
-		select {
-		case s := <-sigs:
+			if stopped == nil {
+				log.Info("signal: finishing the chunks in flight; a second signal cancels them", "signal", s.String())
+				stopped = make(chan error, 1)
+				go func() { stopped <- w.Stop(ctx) }()
+				continue
+			}
 			log.Warn("second signal: cancelling the chunks in flight", "signal", s.String())
-			cancelAbort()
-		case <-done:
+			if err := w.StopAndCancel(ctx); err != nil {
+				return err
+			}
+			return <-stopped // ErrAborted, or nil when the chunks had finished already
+		case err := <-stopped:
+			return err
 		}
-	}()
-	return stop, abort, func() {
-		signal.Stop(sigs)
-		close(done)
-		cancelStop()
-		cancelAbort()
 	}
 }

@@ -42,10 +42,10 @@ type httpServer struct {
 func newHTTPServer(c *cli.Context, cfg *pgxpool.Config, metrics prometheus.Gatherer, log *slog.Logger) (*httpServer, error) {
 	size, refresh := c.Int("page-size"), c.Duration("refresh")
 	if size < 1 || size > web.MaxPageSize {
-		return nil, &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf("page-size: must be between 1 and %d, got %d", web.MaxPageSize, size)}
+		return nil, driver.Invalidf("page-size: must be between 1 and %d, got %d", web.MaxPageSize, size)
 	}
 	if refresh < web.MinRefresh || refresh > web.MaxRefresh {
-		return nil, &driver.Error{Kind: driver.ErrInvalid, Msg: fmt.Sprintf("refresh: must be between %v and %v, got %v", web.MinRefresh, web.MaxRefresh, refresh)}
+		return nil, driver.Invalidf("refresh: must be between %v and %v, got %v", web.MinRefresh, web.MaxRefresh, refresh)
 	}
 	cfg = cfg.Copy()
 	cfg.MaxConns = 2 // a page, a report or a scrape is one query
@@ -58,7 +58,7 @@ func newHTTPServer(c *cli.Context, cfg *pgxpool.Config, metrics prometheus.Gathe
 		pool.Close()
 		var addrErr *net.AddrError
 		if errors.As(err, &addrErr) {
-			return nil, &driver.Error{Kind: driver.ErrInvalid, Msg: err.Error(), Err: err}
+			return nil, driver.NewError(driver.ErrInvalid, err, "%v", err)
 		}
 		return nil, err
 	}

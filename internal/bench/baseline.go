@@ -3,12 +3,12 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/dbutil"
 )
 
 // baselineChunk is the comparison, not a product: the same contract done the
@@ -21,11 +21,7 @@ func baselineChunk(ctx context.Context, conn *pgx.Conn, jobID string) (res drive
 	if err != nil {
 		return res, err
 	}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, tx.Rollback(context.WithoutCancel(ctx)))
-		}
-	}()
+	defer func() { err = dbutil.RollbackWithoutCancel(ctx, tx, err) }()
 	var tenant string
 	var targetsJSON []byte
 	var chunkSize, next int

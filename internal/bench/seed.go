@@ -2,10 +2,11 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/chunks-dev/chunks/internal/dbutil"
 )
 
 // targetsPerJob is the size of every benchmark job: the contract's maximum.
@@ -37,11 +38,7 @@ func (s *seeder) register(ctx context.Context, n, chunkSize int, paused bool) (i
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if rerr := tx.Rollback(context.WithoutCancel(ctx)); rerr != nil && !errors.Is(rerr, pgx.ErrTxClosed) {
-			err = errors.Join(err, rerr)
-		}
-	}()
+	defer func() { err = dbutil.RollbackWithoutCancel(ctx, tx, err) }()
 	if _, err := tx.Exec(ctx, `insert into orders (id, tenant, qty, state, revision)
 		select $1 + g, $3::text, 1 + (g % $4) % 7, 'pending', (g % $4) % 5 from generate_series(0, $2 - 1) as g`,
 		first, n*size, s.tenant, size); err != nil {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+
+	"github.com/chunks-dev/chunks/internal/dbutil"
 )
 
 // The per-chunk bounds.
@@ -38,28 +40,28 @@ func Call(ctx context.Context, pg *pgconn.PgConn, query string, args ...Arg) ([]
 	batch.ExecParams("commit", nil, nil, nil, nil)
 	results, err := pg.ExecBatch(ctx, batch).ReadAll()
 	if err != nil {
-		return nil, Rollback(ctx, pg, err)
+		return nil, dbutil.RollbackWithoutCancel(ctx, dbutil.Raw{Conn: pg}, err)
 	}
 	if len(results) != 5 || results[4].CommandTag.String() != "COMMIT" {
-		return nil, Rollback(ctx, pg, fmt.Errorf("%s: unexpected reply (%d results); the transaction was not committed", query, len(results)))
+		return nil, dbutil.RollbackWithoutCancel(ctx, dbutil.Raw{Conn: pg}, fmt.Errorf("%s: unexpected reply (%d results); the transaction was not committed", query, len(results)))
 	}
 	return value(query, results[3])
 }
 
 // Open is [Call] without the COMMIT: the transaction stays open on pg for
-// the caller to end with [Commit] or [Rollback]. On failure it is rolled
+// the caller to end with [Commit] or [dbutil.RollbackWithoutCancel] of [dbutil.Raw]. On failure it is rolled
 // back already.
 func Open(ctx context.Context, pg *pgconn.PgConn, query string, args ...Arg) ([]byte, error) {
 	results, err := pg.ExecBatch(ctx, open(query, args)).ReadAll()
 	if err != nil {
-		return nil, Rollback(ctx, pg, err)
+		return nil, dbutil.RollbackWithoutCancel(ctx, dbutil.Raw{Conn: pg}, err)
 	}
 	if len(results) != 4 {
-		return nil, Rollback(ctx, pg, fmt.Errorf("%s: unexpected reply (%d results)", query, len(results)))
+		return nil, dbutil.RollbackWithoutCancel(ctx, dbutil.Raw{Conn: pg}, fmt.Errorf("%s: unexpected reply (%d results)", query, len(results)))
 	}
 	v, err := value(query, results[3])
 	if err != nil {
-		return nil, Rollback(ctx, pg, err)
+		return nil, dbutil.RollbackWithoutCancel(ctx, dbutil.Raw{Conn: pg}, err)
 	}
 	return v, nil
 }
@@ -96,23 +98,6 @@ func Commit(ctx context.Context, pg *pgconn.PgConn) error {
 		return errors.New("commit: the server rolled the transaction back")
 	}
 	return nil
-}
-
-// Rollback ends the transaction on pg, if one is open, even when ctx is
-// cancelled, and returns cause. When the connection is gone there is
-// nothing to roll back (the server has ended the transaction), so cause is
-// returned alone; a rollback that fails on a live connection is joined to it.
-func Rollback(ctx context.Context, pg *pgconn.PgConn, cause error) error {
-	if pg.IsClosed() || pg.TxStatus() == 'I' {
-		return cause
-	}
-	if _, err := pg.Exec(context.WithoutCancel(ctx), "rollback").ReadAll(); err != nil {
-		if pg.IsClosed() {
-			return cause
-		}
-		return errors.Join(cause, fmt.Errorf("rollback: %w", err))
-	}
-	return cause
 }
 
 // CancelOnContext makes a cancelled context cancel the statement on the

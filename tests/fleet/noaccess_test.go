@@ -36,10 +36,10 @@ func TestWorkerAccessRevokedSaysWhichGrant(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
 	w := l.worker(t, "w1", "--poll", "100ms")
+	from := w.lineCount() // before the revoke: the next pass may fail before Grant returns here
 	if _, err := driver.Grant(ctx, l.Conn, l.operator.Name, driver.Viewer, true); err != nil {
 		t.Fatal(err)
 	}
-	from := w.lineCount()
 	for _, msg := range []string{"pass failed", "heartbeat failed"} {
 		i := w.waitLine(t, from, 20*time.Second, "level=ERROR", msg, "SQLSTATE 42501",
 			fmt.Sprintf("chunks grant --schema %s --operator %s", l.Name, l.operator.Name))

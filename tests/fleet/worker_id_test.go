@@ -37,7 +37,7 @@ func TestWorkerIDIsWhatApplicationNameKeeps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = (&fleetapi.Worker{Pool: pool, ID: id}).Run(ctx, nil)
+		err = (&fleetapi.Worker{Pool: pool, ID: id}).Start(ctx)
 		pool.Close()
 		if !errors.Is(err, driver.ErrInvalid) || !strings.HasPrefix(err.Error(), "invalid: id: "+idRule) {
 			t.Errorf("fleet.Worker with ID %q: %v", id, err)

@@ -2,7 +2,6 @@ package shards
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -371,9 +370,11 @@ func (c *cluster) startWorkers(t *testing.T, concurrency int, rate float64) []*w
 		w := &worker{shard: sh, done: make(chan error, 1)}
 		fw := &fleet.Worker{Pool: pool, ID: "worker-" + sh.name, Concurrency: concurrency, Poll: 20 * time.Millisecond,
 			RetryDelay: 50 * time.Millisecond, Rate: rate, Logger: slog.New(slog.NewTextHandler(w, nil))}
-		stop, cancelStop := context.WithCancel(ctx)
-		w.stop = cancelStop
-		go func() { w.done <- fw.Run(stop, ctx); pool.Close() }()
+		if err := fw.Start(ctx); err != nil {
+			pool.Close()
+			t.Fatalf("worker of shard %s: %v\n%s", sh.name, err, w.logText())
+		}
+		w.stop = func() { go func() { w.done <- fw.Stop(ctx); pool.Close() }() }
 		out = append(out, w)
 	}
 	return out
