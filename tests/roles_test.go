@@ -239,7 +239,7 @@ func TestRolesGrantAndRevoke(t *testing.T) {
 		return mustString(t, r.Conn, `select jsonb_build_object(
 		  'usage', has_schema_privilege($1, $2, 'USAGE'),
 		  'create', has_schema_privilege($1, $2, 'CREATE'),
-		  'functions', (select coalesce(jsonb_agg(p.proname order by p.proname), '[]') from pg_proc as p
+		  'functions', (select coalesce(jsonb_agg(p.proname || '(' || oidvectortypes(p.proargtypes) || ')' order by p.proname, oidvectortypes(p.proargtypes)), '[]') from pg_proc as p
 		                 where p.pronamespace = $2::regnamespace and has_function_privilege($1, p.oid, 'EXECUTE')),
 		  'tables', (select coalesce(jsonb_object_agg(c.relname, (select jsonb_agg(k order by k) from unnest(array['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) as k
 		                                                            where has_table_privilege($1, c.oid, k))), '{}')
@@ -247,11 +247,19 @@ func TestRolesGrantAndRevoke(t *testing.T) {
 		                and has_table_privilege($1, c.oid, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')))::text`,
 			role.Name, r.Name)
 	}
-	viewerFunctions := `["campaign_report", "campaign_status", "inspect_job", "job_lineage", "job_status", "queue_channel", "report", "status_page", "worker_status"]`
-	operatorFunctions := `["campaign_check", "campaign_create", "campaign_pause", "campaign_report", "campaign_resume", "campaign_status",
-	  "campaign_undo", "cancel_chunk", "check_plan", "inspect_job", "job_lineage", "job_status", "pause_job", "pause_job_after",
-	  "queue_channel", "record_progress", "register", "register_undo", "report", "resume_job", "run_chunk", "run_next_chunk",
-	  "status_page", "worker_gone", "worker_heartbeat", "worker_status"]`
+	// By signature: a job function and its tenant-scoped overload (tenant, job_id, ...) are granted together.
+	viewerFunctions := `["campaign_report(text)", "campaign_status(text)", "inspect_job(text)", "inspect_job(text, text)",
+	  "job_lineage(text)", "job_lineage(text, text)", "job_status()", "queue_channel()", "report(text)", "report(text, text)",
+	  "status_page(text, integer)", "worker_status()"]`
+	operatorFunctions := `["campaign_check(text, integer)", "campaign_create(text, text, integer, integer[], integer[], integer[], integer)",
+	  "campaign_pause(text)", "campaign_report(text)", "campaign_resume(text)", "campaign_status(text)", "campaign_undo(text, text)",
+	  "cancel_chunk(text, jsonb)", "check_plan(jsonb)", "inspect_job(text)", "inspect_job(text, text)", "job_lineage(text)",
+	  "job_lineage(text, text)", "job_status()", "pause_job(text)", "pause_job(text, text)", "pause_job_after(text, integer)",
+	  "pause_job_after(text, text, integer)", "queue_channel()", "record_progress(jsonb)", "register(jsonb)",
+	  "register_undo(text, text)", "register_undo(text, text, text)", "report(text)", "report(text, text)", "resume_job(text)",
+	  "resume_job(text, text)", "run_chunk(text)", "run_chunk(text, text)", "run_next_chunk(text, integer, integer)",
+	  "status_page(text, integer)", "worker_gone(text)",
+	  "worker_heartbeat(text, text, integer, timestamp with time zone, bigint, text, text)", "worker_status()"]`
 	tables := `{"jobs": ["SELECT"], "job_audit": ["SELECT"], "job_approval": ["SELECT"], "job_kind": ["SELECT"], "job_queue": ["SELECT"],
 	  "job_progress": ["SELECT"], "workers": ["SELECT"], "campaigns": ["SELECT"], "campaign_jobs": ["SELECT"]}`
 	sameJSON(t, "operator", privileges(r.operator), `{"usage": true, "create": false, "functions": `+operatorFunctions+`, "tables": `+tables+`}`)
@@ -259,7 +267,7 @@ func TestRolesGrantAndRevoke(t *testing.T) {
 
 	owner := r.connect(t, r.owner)
 	g, err := driver.Grant(ctx, owner, r.operator.Name, driver.Operator, true)
-	if err != nil || !g.Revoked || len(g.Functions) != 17 || len(g.Tables) != 0 {
+	if err != nil || !g.Revoked || len(g.Functions) != 22 || len(g.Tables) != 0 {
 		t.Fatalf("revoke operator: %+v, %v", g, err)
 	}
 	sameJSON(t, "operator revoked", privileges(r.operator), `{"usage": true, "create": false, "functions": `+viewerFunctions+`, "tables": `+tables+`}`)
