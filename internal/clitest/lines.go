@@ -5,22 +5,22 @@ import (
 	"sync"
 )
 
-// output is what a process wrote on one stream, kept whole and read as lines
-// while the process still writes (safe for concurrent use).
-type output struct {
+// Output is what a process (or a logger) wrote on one stream, kept whole
+// and read while it still writes: safe for concurrent use.
+type Output struct {
 	mu   sync.Mutex
 	text strings.Builder
 }
 
 // Write keeps p.
-func (o *output) Write(p []byte) (int, error) {
+func (o *Output) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.text.Write(p)
 }
 
 // String is everything written so far.
-func (o *output) String() string {
+func (o *Output) String() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.text.String()
@@ -28,7 +28,7 @@ func (o *output) String() string {
 
 // lines is the complete lines written so far (without their "\n"), and with
 // all a last line that has no "\n" yet.
-func (o *output) lines(all bool) []string {
+func (o *Output) lines(all bool) []string {
 	text := o.String()
 	if !all {
 		text = text[:strings.LastIndexByte(text, '\n')+1]

@@ -57,8 +57,8 @@ type Proc struct {
 	Name     string
 	cmd      *exec.Cmd
 	timeout  time.Duration
-	stdout   output
-	stderr   output
+	stdout   Output
+	stderr   Output
 	ended    chan struct{} // closed once the process has been waited for
 	timedOut bool          // the process outlived its timeout and was killed; set before ended closes
 	res      Result        // set before ended closes

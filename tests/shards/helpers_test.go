@@ -1,7 +1,6 @@
 package shards
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -311,16 +310,11 @@ type worker struct {
 	shard *shard
 	stop  func()
 	done  chan error
-	log   bytes.Buffer
-	mu    sync.Mutex
+	log   clitest.Output // safe for the handler's concurrent writes
 }
 
-// Write keeps the worker's log (safe for the handler's concurrent writes).
-func (w *worker) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.log.Write(p)
-}
+// Write keeps the worker's log.
+func (w *worker) Write(p []byte) (int, error) { return w.log.Write(p) }
 
 // startWorkers starts one worker per shard; they stop when the test ends.
 func (c *cluster) startWorkers(t *testing.T, concurrency int, rate float64) []*worker {
@@ -359,11 +353,7 @@ func (c *cluster) startWorkers(t *testing.T, concurrency int, rate float64) []*w
 	return out
 }
 
-func (w *worker) logText() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.log.String()
-}
+func (w *worker) logText() string { return w.log.String() }
 
 // waitFor polls cond every 20 ms until it holds; the test fails after
 // timeout (a bound on a hung test, not a measurement), saying what it
