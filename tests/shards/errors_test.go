@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/router"
 )
 
@@ -66,7 +67,7 @@ func TestShardErrorsPassThrough(t *testing.T) {
 		t.Fatal(rerr)
 	}
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "55P03" || !contains(pgErr.Message, "job spring: lock timeout after 500ms: waited for the job row") {
+	if !errors.As(err, &pgErr) || pgErr.Code != "55P03" || !clitest.ContainsAll(pgErr.Message, "job spring: lock timeout after 500ms: waited for the job row") {
 		t.Errorf("run_chunk on a locked job: %v; want the shard's 55P03", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/router"
 )
 
@@ -109,7 +110,7 @@ func TestJobIDsPerShard(t *testing.T) {
 	}
 
 	_, err = driver.Register(ctx, c.router, job2(a2, "spring", 9))
-	if !errors.Is(err, driver.ErrConflict) || !contains(err.Error(), `job spring: already registered for tenant "`+a+`"`) {
+	if !errors.Is(err, driver.ErrConflict) || !clitest.ContainsAll(err.Error(), `job spring: already registered for tenant "`+a+`"`) {
 		t.Fatalf("register spring of %s on %s's shard: %v; want a conflict naming %s", a2, a, err, a)
 	}
 	_, err = router.RunChunk(ctx, c.router, a2, "spring")
@@ -125,7 +126,7 @@ func TestJobIDsPerShard(t *testing.T) {
 		func() error { _, err := router.Pause(ctx, c.router, a2, "spring"); return err },
 		func() error { _, err := router.Resume(ctx, c.router, a2, "spring"); return err },
 	} {
-		if err := call(); !errors.Is(err, driver.ErrConflict) || !contains(err.Error(), "not found for tenant "+a2) {
+		if err := call(); !errors.Is(err, driver.ErrConflict) || !clitest.ContainsAll(err.Error(), "not found for tenant "+a2) {
 			t.Errorf("a call of %s's job spring as %s: %v; want not found for tenant %s", a, a2, err, a2)
 		}
 	}

@@ -35,7 +35,7 @@ func TestRouterAsOperator(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		for _, sh := range c.shards {
-			if err := withConn(sh.server.DSN(), func(conn *pgx.Conn) error {
+			if err := pgtest.WithConn(sh.server.DSN(), func(conn *pgx.Conn) error {
 				_, err := conn.Exec(ctx, "drop owned by "+pgx.Identifier{op}.Sanitize()+"; drop role "+pgx.Identifier{op}.Sanitize())
 				return err
 			}); err != nil {
