@@ -109,7 +109,7 @@ func NewSchema(t testing.TB) *Schema {
 	ctx := context.Background()
 	name := NewSchemaName(t)
 	admin := Connect(t, baseDSN)
-	if err := driver.Migrate(ctx, admin, name); err != nil {
+	if err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{}); err != nil {
 		t.Fatalf("migrate %s: %v", name, err)
 	}
 	t.Cleanup(func() {

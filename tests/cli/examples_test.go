@@ -251,7 +251,7 @@ func (w *exampleWorld) prepare(t *testing.T, routed bool) {
 				_, err := conn.Exec(ctx, "drop server if exists "+router.Cluster("lab")+" cascade")
 				return err
 			}
-			return driver.Migrate(ctx, conn, "lab")
+			return driver.Migrate(ctx, conn, "lab", driver.MigrateOptions{})
 		})
 		if err != nil {
 			t.Fatalf("fresh lab in %s: %v", db, err)

@@ -143,14 +143,14 @@ func TestCampaign100000Targets(t *testing.T) {
 		mustString(t, l.Conn, "select run_next_chunk('w')::text")
 	}
 	l.Exec(t, "update orders set qty = qty + 1, revision = revision + 1 where id in (select id from job_audit order by id limit 2)")
-	st := campaignJSON[driver.CampaignStatus](t, l, "status", "from-file")
-	rep := campaignJSON[driver.CampaignReport](t, l, "report", "from-file")
+	st := campaignJSON[driver.CampaignProgress](t, l, "status", "from-file")
+	rep := campaignJSON[driver.CampaignDrift](t, l, "report", "from-file")
 	if st.Targets != n || st.Committed != 50 || st.Remaining != n-50 || st.Jobs != 1667 || st.JobsQueued != 16 ||
 		st.JobsWaiting != 1651 || st.Drift != 2 || rep.Committed != 50 || rep.Matching != 48 || fmt.Sprint(rep.Drifted) != "[1 2]" ||
 		len(rep.Missing) != 0 {
 		t.Fatalf("status %+v\nreport %+v", st, rep)
 	}
-	q := campaignJSON[driver.CampaignStatus](t, l, "status", "from-query")
+	q := campaignJSON[driver.CampaignProgress](t, l, "status", "from-query")
 	if q.Targets != n || q.Committed != 0 || q.Drift != 0 {
 		t.Fatalf("status of the query's campaign %+v", q)
 	}

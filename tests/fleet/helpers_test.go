@@ -46,7 +46,7 @@ func labOn(t testing.TB, base string) *lab {
 	t.Helper()
 	admin := pgtest.Connect(t, base)
 	name := pgtest.NewSchemaName(t)
-	if err := driver.Migrate(ctx, admin, name); err != nil {
+	if err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{}); err != nil {
 		t.Fatalf("migrate %s: %v", name, err)
 	}
 	dsn := pgtest.WithSearchPath(base, name)
@@ -69,7 +69,7 @@ func labOn(t testing.TB, base string) *lab {
 func newOperator(t testing.TB, conn *pgx.Conn, base string) pgtest.Role {
 	t.Helper()
 	op := pgtest.NewRole(t, base, "operator")
-	g, err := driver.Grant(ctx, conn, op.Name, driver.Operator, false)
+	g, err := driver.Grant(ctx, conn, op.Name, driver.Operator)
 	if err != nil {
 		t.Fatalf("grant operator: %v", err)
 	}

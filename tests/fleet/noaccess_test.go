@@ -38,7 +38,7 @@ func TestWorkerAccessRevokedSaysWhichGrant(t *testing.T) {
 	l := newLab(t)
 	w := l.worker(t, "w1", "--poll", "100ms")
 	from := w.LineCount() // before the revoke: the next pass may fail before Grant returns here
-	if _, err := driver.Grant(ctx, l.Conn, l.operator.Name, driver.Viewer, true); err != nil {
+	if _, err := driver.Revoke(ctx, l.Conn, l.operator.Name, driver.Viewer); err != nil {
 		t.Fatal(err)
 	}
 	for _, msg := range []string{"pass failed", "heartbeat failed"} {
@@ -48,7 +48,7 @@ func TestWorkerAccessRevokedSaysWhichGrant(t *testing.T) {
 			t.Errorf("the worker says to migrate: %s", line)
 		}
 	}
-	if _, err := driver.Grant(ctx, l.Conn, l.operator.Name, driver.Operator, false); err != nil {
+	if _, err := driver.Grant(ctx, l.Conn, l.operator.Name, driver.Operator); err != nil {
 		t.Fatal(err)
 	}
 	stopWorkers(t, w)

@@ -554,7 +554,7 @@ func TestSQLUpgradeQueuesUnfinishedJobs(t *testing.T) {
 		values ('fresh', 't', $1, 1, 0), ('half', 't', $1, 1, 1), ('finished', 't', $1, 1, 2)`, targets); err != nil {
 		t.Fatal(err)
 	}
-	if err := driver.Migrate(ctx, admin, name); err != nil {
+	if err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	got := mustString(t, admin, `select jsonb_agg(jsonb_build_array(job_id, visible_at <= now(), paused) order by job_id)::text
@@ -569,7 +569,7 @@ func TestSQLUpgradeQueuesUnfinishedJobs(t *testing.T) {
 		t.Fatalf("pass after the upgrade: %+v", p)
 	}
 	before := mustString(t, admin, "select jsonb_agg(q order by job_id)::text from "+name+".job_queue q")
-	if err := driver.Migrate(ctx, admin, name); err != nil {
+	if err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if after := mustString(t, admin, "select jsonb_agg(q order by job_id)::text from "+name+".job_queue q"); after != before {
@@ -598,7 +598,7 @@ func TestSQLUpgradeKeepsQueuedAndPausedJobs(t *testing.T) {
 		('resting', '2999-01-01', 8, null, false)`); err != nil {
 		t.Fatal(err)
 	}
-	if err := driver.Migrate(ctx, admin, name); err != nil {
+	if err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	got := mustString(t, admin, `select jsonb_agg(jsonb_build_array(job_id, visible_at <= now(), paused,

@@ -60,7 +60,7 @@ func newCluster(t testing.TB, servers []*localpg.Server) *cluster {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = pgtest.WithConn(s.DSN(), func(conn *pgx.Conn) error { return driver.Migrate(ctx, conn, schema) })
+			errs[i] = pgtest.WithConn(s.DSN(), func(conn *pgx.Conn) error { return driver.Migrate(ctx, conn, schema, driver.MigrateOptions{}) })
 		}()
 	}
 	wg.Wait()

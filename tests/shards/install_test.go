@@ -25,7 +25,7 @@ func TestInstallChecksShards(t *testing.T) {
 	admin := pgtest.Connect(t, routerServer.DSN())
 	schema := pgtest.NewSchemaName(t)
 	for _, s := range shardServers[:2] {
-		if err := pgtest.WithConn(s.DSN(), func(conn *pgx.Conn) error { return driver.Migrate(ctx, conn, schema) }); err != nil {
+		if err := pgtest.WithConn(s.DSN(), func(conn *pgx.Conn) error { return driver.Migrate(ctx, conn, schema, driver.MigrateOptions{}) }); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
@@ -101,7 +101,7 @@ func TestInstallChecksShards(t *testing.T) {
 	}
 
 	// A router's schema is not a shard's, and the other way round.
-	err = driver.Migrate(ctx, admin, schema)
+	err = driver.Migrate(ctx, admin, schema, driver.MigrateOptions{})
 	if !errors.Is(err, driver.ErrInvalid) || !strings.Contains(err.Error(), "holds a chunks router") {
 		t.Errorf("migrate a router's schema: %v", err)
 	}

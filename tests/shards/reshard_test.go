@@ -181,7 +181,7 @@ func TestReshardByPowersOfTwo(t *testing.T) {
 	}
 	for _, j := range campaignJobs {
 		spec := strings.TrimSuffix(j.id, "-000001")
-		if s, err := driver.GetCampaignStatus(ctx, c.shardOf(t, j.tenant).conn, spec); err != nil || s.Tenant != j.tenant {
+		if s, err := driver.CampaignStatus(ctx, c.shardOf(t, j.tenant).conn, spec); err != nil || s.Tenant != j.tenant {
 			t.Errorf("campaign %s on the shard of %s after the move: %+v, %v", spec, j.tenant, s, err)
 		}
 	}

@@ -28,7 +28,7 @@ func TestRouterAsOperator(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := driver.Grant(ctx, sh.conn, op, driver.Operator, false); err != nil {
+		if _, err := driver.Grant(ctx, sh.conn, op, driver.Operator); err != nil {
 			t.Fatalf("grant on %s: %v", sh.name, err)
 		}
 		dsns = append(dsns, role.DSN(sh.server.DSN()))
