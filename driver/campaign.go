@@ -50,31 +50,31 @@ type CampaignCreated struct {
 	Digest  string `json:"digest"` // sha256 of tenant, chunk size and the sorted targets
 }
 
-// CampaignStatus is campaign_status: the campaign summed over its jobs.
-type CampaignStatus struct {
-	Name        string    `json:"name"`
-	Tenant      string    `json:"tenant"`
-	ChunkSize   int       `json:"chunk_size"`
-	Digest      string    `json:"digest"`
-	CreatedAt   time.Time `json:"created_at"`
-	Paused      bool      `json:"paused"`
-	QueueWindow int       `json:"queue_window"`
-	Targets     int       `json:"targets"`
-	Committed   int       `json:"committed"`
-	Remaining   int       `json:"remaining"`
-	Jobs        int       `json:"jobs"`
-	JobsDone    int       `json:"jobs_done"`
-	JobsRunning int       `json:"jobs_running"`
-	JobsPaused  int       `json:"jobs_paused"`
-	JobsQueued  int       `json:"jobs_queued"`
-	JobsWaiting int       `json:"jobs_waiting"` // not yet released into the queue
-	Drift       int       `json:"drift"`
-	RatePerS    float64   `json:"rate_per_s"` // committed targets per second since created_at
-	ETAS        *float64  `json:"eta_s"`      // nil before the first commit
+// CampaignProgress is campaign_status: the campaign summed over its jobs.
+type CampaignProgress struct {
+	Name          string    `json:"name"`
+	Tenant        string    `json:"tenant"`
+	ChunkSize     int       `json:"chunk_size"`
+	Digest        string    `json:"digest"`
+	CreatedAt     time.Time `json:"created_at"`
+	Paused        bool      `json:"paused"`
+	QueueWindow   int       `json:"queue_window"`
+	Targets       int       `json:"targets"`
+	Committed     int       `json:"committed"`
+	Remaining     int       `json:"remaining"`
+	Jobs          int       `json:"jobs"`
+	JobsDone      int       `json:"jobs_done"`
+	JobsRunning   int       `json:"jobs_running"`
+	JobsPaused    int       `json:"jobs_paused"`
+	JobsQueued    int       `json:"jobs_queued"`
+	JobsWaiting   int       `json:"jobs_waiting"` // not yet released into the queue
+	Drift         int       `json:"drift"`
+	RatePerSecond float64   `json:"rate_per_s"` // committed targets per second since created_at
+	ETASeconds    *float64  `json:"eta_s"`      // nil before the first commit
 }
 
-// CampaignReport is campaign_report: report() over every job of a campaign.
-type CampaignReport struct {
+// CampaignDrift is campaign_report: report() over every job of a campaign.
+type CampaignDrift struct {
 	Name         string  `json:"name"`
 	Targets      int     `json:"targets"`
 	Committed    int     `json:"committed"`
@@ -446,10 +446,10 @@ func CampaignTargetsFromQuery(ctx context.Context, conn *pgx.Conn, query string)
 	return ct, ct.check()
 }
 
-// GetCampaignStatus is campaign_status: one query over the campaign's own
+// CampaignStatus is campaign_status: one query over the campaign's own
 // jobs. An unknown campaign is an [ErrConflict].
-func GetCampaignStatus(ctx context.Context, db DB, name string) (CampaignStatus, error) {
-	var s CampaignStatus
+func CampaignStatus(ctx context.Context, db DB, name string) (CampaignProgress, error) {
+	var s CampaignProgress
 	if err := checkName("name", name); err != nil {
 		return s, err
 	}
@@ -457,10 +457,10 @@ func GetCampaignStatus(ctx context.Context, db DB, name string) (CampaignStatus,
 	return s, err
 }
 
-// GetCampaignReport is campaign_report: report() over every job of the
+// CampaignReport is campaign_report: report() over every job of the
 // campaign in one query. An unknown campaign is an [ErrConflict].
-func GetCampaignReport(ctx context.Context, db DB, name string) (CampaignReport, error) {
-	var r CampaignReport
+func CampaignReport(ctx context.Context, db DB, name string) (CampaignDrift, error) {
+	var r CampaignDrift
 	if err := checkName("name", name); err != nil {
 		return r, err
 	}

@@ -25,14 +25,24 @@ type Granted struct {
 }
 
 // Grant gives role (exactly as pg_roles spells it) the privileges of access
-// on the schema of db's search_path, or with revoke takes them back: one
-// call of the SQL function grant_access, in its own statement. An operator
-// can do everything a viewer can; revoking [Operator] leaves a viewer,
-// revoking [Viewer] takes everything, the schema's USAGE included. Neither
-// kind ever holds a privilege to write a table, or any on orders: the
-// functions are SECURITY DEFINER. Run it as the schema's owner (or a
-// superuser). A bad access or an unknown role is an [ErrInvalid].
-func Grant(ctx context.Context, db DB, role string, access Access, revoke bool) (Granted, error) {
+// on the schema of db's search_path: one call of the SQL function
+// grant_access, in its own statement. An operator can do everything a
+// viewer can. Neither kind ever holds a privilege to write a table, or any
+// on orders: the functions are SECURITY DEFINER. Run it as the schema's
+// owner (or a superuser). A bad access, an unknown role or the schema's
+// owner is an [ErrInvalid].
+func Grant(ctx context.Context, db DB, role string, access Access) (Granted, error) {
+	return grant(ctx, db, role, access, false)
+}
+
+// Revoke takes back what [Grant] gave: revoking [Operator] leaves a
+// viewer, revoking [Viewer] takes everything, the schema's USAGE included.
+// The same rules as Grant's apply.
+func Revoke(ctx context.Context, db DB, role string, access Access) (Granted, error) {
+	return grant(ctx, db, role, access, true)
+}
+
+func grant(ctx context.Context, db DB, role string, access Access, revoke bool) (Granted, error) {
 	if access != Operator && access != Viewer {
 		return Granted{}, Invalidf("access: must be %s or %s, got %s", Operator, Viewer, Excerpt(string(access), true))
 	}

@@ -55,6 +55,20 @@ func CheckSchema(schema string) error {
 	return nil
 }
 
+// MigrateOptions are the choices of a [Migrate]. The zero value keeps the
+// schema's owner.
+type MigrateOptions struct {
+	// Owner (a role name, exactly as pg_roles spells it; "" keeps the
+	// schema's owner, or the migrating role owns a new schema) becomes the
+	// owner of schema and of everything in it: its tables and the
+	// functions, which are SECURITY DEFINER and so act with Owner's rights
+	// for every operator and viewer. The role that runs Migrate must then be
+	// a superuser or a member of Owner, and be allowed to change the owner
+	// of what it does not own. Owner should not be a superuser: see the
+	// README's "Roles".
+	Owner string
+}
+
 // Migrate installs chunks into schema, or upgrades it, in ONE transaction:
 // it creates the schema when missing, runs the pending tern migrations
 // (tables; tern's version table is schema.schema_version, as the tern CLI
@@ -72,21 +86,11 @@ func CheckSchema(schema string) error {
 // sequences, functions) is handed to that owner in the same transaction, so
 // the SECURITY DEFINER functions always run as it; an orders table that a
 // third role (the application) owns stays its own, and the owner is granted
-// SELECT and UPDATE on it. [MigrateOwner] names the owner instead.
+// SELECT and UPDATE on it. opts.Owner names the owner instead.
 //
 // conn must not be inside a transaction.
-func Migrate(ctx context.Context, conn *pgx.Conn, schema string) error {
-	return MigrateOwner(ctx, conn, schema, "")
-}
-
-// MigrateOwner is [Migrate] that makes owner (a role name, exactly as
-// pg_roles spells it; "" keeps the schema's owner) the owner of schema and
-// of everything in it: its tables and the functions, which are SECURITY
-// DEFINER and so act with owner's rights for every operator and viewer.
-// The role that runs it must be a superuser or a member of owner, and be
-// allowed to change the owner of what it does not own. owner should not be
-// a superuser: see the README's "Roles".
-func MigrateOwner(ctx context.Context, conn *pgx.Conn, schema, owner string) error {
+func Migrate(ctx context.Context, conn *pgx.Conn, schema string, opts MigrateOptions) error {
+	owner := opts.Owner
 	if err := CheckSchema(schema); err != nil {
 		return err
 	}
@@ -166,7 +170,7 @@ func install(ctx context.Context, tx pgx.Tx, schema, owner, versionTable string,
 	if _, err := tx.Exec(ctx, functions); err != nil {
 		return fmt.Errorf("install functions: %w", err)
 	}
-	if err := hand(ctx, tx, schema, owner); err != nil {
+	if err := handOwnership(ctx, tx, schema, owner); err != nil {
 		return err
 	}
 	return restoreOwner(ctx, tx, schema)
@@ -213,11 +217,11 @@ func execAll(ctx context.Context, tx pgx.Tx, what, query string, args ...any) er
 	return nil
 }
 
-// hand makes owner ("": the schema's owner) own schema and every table,
+// handOwnership makes owner ("": the schema's owner) own schema and every table,
 // view, sequence and function in it that the role running migrate or the
 // schema's owner owned; a third role's orders stays its own, and owner is
 // granted SELECT and UPDATE on it.
-func hand(ctx context.Context, tx pgx.Tx, schema, owner string) error {
+func handOwnership(ctx context.Context, tx pgx.Tx, schema, owner string) error {
 	if owner == "" {
 		if err := tx.QueryRow(ctx, "select nspowner::regrole::text from pg_namespace where nspname = $1", schema).Scan(&owner); err != nil {
 			return fmt.Errorf("owner: %w", err)

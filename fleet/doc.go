@@ -44,7 +44,7 @@
 //
 // # Watching
 //
-// [Look] reads the fleet in one query (SQL status_page), however many jobs
+// [LoadOverview] reads the fleet in one query (SQL status_page), however many jobs
 // there are: a page of jobs with their drift, recent rate and [ETA], the
 // live workers, and counts over every job. A [Worker]'s heartbeat records
 // the progress of the jobs it ran (SQL record_progress), which is where the

@@ -120,12 +120,12 @@ type Pass struct {
 }
 
 // Status lists every job of the schema with its fleet state and ETA,
-// ordered by job id: [Look] at every job. It reads only. Through a chunks
+// ordered by job id: [LoadOverview] at every job. It reads only. Through a chunks
 // router it lists the jobs of every shard (asked at once), ordered by job
 // id, then shard, each with its Shard; a shard that cannot be reached fails
 // it with SQLSTATE 08006, naming the shard.
 func Status(ctx context.Context, db driver.DB) ([]JobStatus, error) {
-	ov, err := Look(ctx, db, "", 0)
+	ov, err := LoadOverview(ctx, db, "", 0)
 	if err != nil {
 		return nil, err
 	}

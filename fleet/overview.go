@@ -9,7 +9,7 @@ import (
 )
 
 // Overview is the fleet at one moment, as chunks status and the status
-// page show it ([Look]).
+// page show it ([LoadOverview]).
 type Overview struct {
 	Now  time.Time   `json:"now"`  // the server's clock
 	Jobs []JobStatus `json:"jobs"` // the jobs asked for, in job id order, each with its ETA
@@ -28,11 +28,11 @@ type Overview struct {
 	OldestProgressAt *time.Time `json:"oldest_progress_at"`
 }
 
-// Look reads the fleet in one query (SQL status_page), however many jobs
+// LoadOverview reads the fleet in one query (SQL status_page), however many jobs
 // there are: at most max jobs (0: every job) whose ids follow after (""
 // from the first), each with its drift and ETA, the live workers, and for
 // all jobs their counts by state and the orders left. It reads only.
-func Look(ctx context.Context, db driver.DB, after string, max int) (*Overview, error) {
+func LoadOverview(ctx context.Context, db driver.DB, after string, max int) (*Overview, error) {
 	if max < 0 {
 		return nil, driver.Invalidf("max: must be 0 (every job) or more, got %d", max)
 	}
@@ -62,7 +62,7 @@ func workersOf(workers []WorkerStatus, shard string) []WorkerStatus {
 	return out
 }
 
-// Totals is [Look] without any job: the counts, the orders left, the
+// Totals is [LoadOverview] without any job: the counts, the orders left, the
 // oldest progress and the live workers (for metrics).
 func Totals(ctx context.Context, db driver.DB) (*Overview, error) {
 	return look(ctx, db, nil, 0)

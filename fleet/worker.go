@@ -211,7 +211,7 @@ func (r *runner) pass(stop, abort context.Context) {
 		if r.pacer.Wait(stop, nil) != nil {
 			return // stopped while throttled
 		}
-		ran, err := r.once(abort)
+		ran, err := r.onePass(abort)
 		if ran {
 			continue
 		}
@@ -229,9 +229,9 @@ func (r *runner) pass(stop, abort context.Context) {
 	}
 }
 
-// once runs one pass and logs what became of its job. It says whether a
+// onePass runs one pass and logs what became of its job. It says whether a
 // job was runnable.
-func (r *runner) once(abort context.Context) (bool, error) {
+func (r *runner) onePass(abort context.Context) (bool, error) {
 	started := time.Now()
 	p, err := r.runNext(abort)
 	if obs := r.w.Observer; obs != nil {

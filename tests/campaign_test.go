@@ -184,15 +184,15 @@ func TestCampaignStatusReportPause(t *testing.T) {
 	}
 	s.Exec(t, "update orders set qty = 3, revision = revision + 1 where id in (5, 65)")
 	s.Exec(t, "delete from orders where id = 12")
-	st, err := driver.GetCampaignStatus(ctx, s.Conn, "c")
+	st, err := driver.CampaignStatus(ctx, s.Conn, "c")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Targets != 300 || st.Committed != 30 || st.Remaining != 270 || st.Jobs != 5 || st.JobsQueued != 2 ||
-		st.JobsWaiting != 3 || st.JobsDone != 0 || st.Drift != 3 || st.ETAS == nil {
+		st.JobsWaiting != 3 || st.JobsDone != 0 || st.Drift != 3 || st.ETASeconds == nil {
 		t.Fatalf("status %+v", st)
 	}
-	r, err := driver.GetCampaignReport(ctx, s.Conn, "c")
+	r, err := driver.CampaignReport(ctx, s.Conn, "c")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestCampaignStatusReportPause(t *testing.T) {
 	if got := queryString(t, s, "select run_next_chunk('w')->>'job_id'"); !strings.HasPrefix(got, "c-00000") {
 		t.Fatalf("after resume a pass ran %s", got)
 	}
-	if _, err := driver.GetCampaignStatus(ctx, s.Conn, "nope"); !errors.Is(err, driver.ErrConflict) {
+	if _, err := driver.CampaignStatus(ctx, s.Conn, "nope"); !errors.Is(err, driver.ErrConflict) {
 		t.Fatalf("unknown campaign: %v", err)
 	}
 }
@@ -344,7 +344,7 @@ func TestCampaignUndo(t *testing.T) {
 	for range 40 {
 		queryString(t, s, "select coalesce(run_next_chunk('w')::text, '')")
 	}
-	st, err := driver.GetCampaignStatus(ctx, s.Conn, "c-undo")
+	st, err := driver.CampaignStatus(ctx, s.Conn, "c-undo")
 	if err != nil {
 		t.Fatal(err)
 	}

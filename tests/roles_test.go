@@ -44,17 +44,17 @@ func newRoles(t testing.TB) *roles {
 		}
 	})
 	r := &roles{owner: pgtest.NewRole(t, pgtest.DSN(), "owner")}
-	if err := driver.MigrateOwner(ctx, admin, name, r.owner.Name); err != nil {
+	if err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{Owner: r.owner.Name}); err != nil {
 		t.Fatalf("migrate %s --owner %s: %v", name, r.owner.Name, err)
 	}
 	dsn := pgtest.WithSearchPath(pgtest.DSN(), name)
 	r.Schema = &pgtest.Schema{Name: name, DSN: dsn, Conn: pgtest.Connect(t, dsn)}
 	r.operator, r.viewer = pgtest.NewRole(t, pgtest.DSN(), "operator"), pgtest.NewRole(t, pgtest.DSN(), "viewer")
 	owner := r.connect(t, r.owner) // the owner grants, as the README has it
-	if _, err := driver.Grant(ctx, owner, r.operator.Name, driver.Operator, false); err != nil {
+	if _, err := driver.Grant(ctx, owner, r.operator.Name, driver.Operator); err != nil {
 		t.Fatalf("grant operator: %v", err)
 	}
-	if _, err := driver.Grant(ctx, owner, r.viewer.Name, driver.Viewer, false); err != nil {
+	if _, err := driver.Grant(ctx, owner, r.viewer.Name, driver.Viewer); err != nil {
 		t.Fatalf("grant viewer: %v", err)
 	}
 	return r
@@ -266,32 +266,32 @@ func TestRolesGrantAndRevoke(t *testing.T) {
 	sameJSON(t, "viewer", privileges(r.viewer), `{"usage": true, "create": false, "functions": `+viewerFunctions+`, "tables": `+tables+`}`)
 
 	owner := r.connect(t, r.owner)
-	g, err := driver.Grant(ctx, owner, r.operator.Name, driver.Operator, true)
+	g, err := driver.Revoke(ctx, owner, r.operator.Name, driver.Operator)
 	if err != nil || !g.Revoked || len(g.Functions) != 22 || len(g.Tables) != 0 {
 		t.Fatalf("revoke operator: %+v, %v", g, err)
 	}
 	sameJSON(t, "operator revoked", privileges(r.operator), `{"usage": true, "create": false, "functions": `+viewerFunctions+`, "tables": `+tables+`}`)
-	if _, err := driver.Grant(ctx, owner, r.operator.Name, driver.Viewer, true); err != nil {
+	if _, err := driver.Revoke(ctx, owner, r.operator.Name, driver.Viewer); err != nil {
 		t.Fatal(err)
 	}
 	sameJSON(t, "viewer revoked", privileges(r.operator), `{"usage": false, "create": false, "functions": [], "tables": {}}`)
 
 	// Bad input names the field; only the owner (or a superuser) grants.
-	if _, err := driver.Grant(ctx, owner, "nobody_at_all", driver.Operator, false); !errors.Is(err, driver.ErrInvalid) ||
+	if _, err := driver.Grant(ctx, owner, "nobody_at_all", driver.Operator); !errors.Is(err, driver.ErrInvalid) ||
 		!strings.Contains(err.Error(), `role: there is no role "nobody_at_all"`) {
 		t.Fatalf("grant to no role: %v", err)
 	}
-	if _, err := driver.Grant(ctx, owner, r.viewer.Name, "admin", false); !errors.Is(err, driver.ErrInvalid) ||
+	if _, err := driver.Grant(ctx, owner, r.viewer.Name, "admin"); !errors.Is(err, driver.ErrInvalid) ||
 		!strings.Contains(err.Error(), "access: must be operator or viewer") {
 		t.Fatalf("grant admin: %v", err)
 	}
-	_, err = driver.Grant(ctx, r.connect(t, r.viewer), r.viewer.Name, driver.Operator, false)
+	_, err = driver.Grant(ctx, r.connect(t, r.viewer), r.viewer.Name, driver.Operator)
 	wantPgError(t, err, "42501", "permission denied for function grant_access")
 	// An operator cannot grant either: grant_access is the owner's.
-	if _, err := driver.Grant(ctx, owner, r.operator.Name, driver.Operator, false); err != nil {
+	if _, err := driver.Grant(ctx, owner, r.operator.Name, driver.Operator); err != nil {
 		t.Fatal(err)
 	}
-	_, err = driver.Grant(ctx, r.connect(t, r.operator), r.viewer.Name, driver.Operator, false)
+	_, err = driver.Grant(ctx, r.connect(t, r.operator), r.viewer.Name, driver.Operator)
 	wantPgError(t, err, "42501", "permission denied for function grant_access")
 }
 
@@ -404,7 +404,7 @@ func TestRolesApplicationKeepsItsOrders(t *testing.T) {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
-	if err := driver.MigrateOwner(ctx, admin, name, owner.Name); err != nil {
+	if err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{Owner: owner.Name}); err != nil {
 		t.Fatal(err)
 	}
 	got := mustString(t, admin, `select jsonb_build_object('orders', c.relowner::regrole::text, 'jobs', (select j.relowner::regrole::text from pg_class as j where j.oid = $2::text::regclass),
@@ -417,7 +417,7 @@ func TestRolesApplicationKeepsItsOrders(t *testing.T) {
 	if _, err := appConn.Exec(ctx, "insert into orders values (1, 'acme', 2, 'pending', 3)"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := driver.Grant(ctx, pgtest.Connect(t, pgtest.WithSearchPath(owner.DSN(pgtest.DSN()), name)), op.Name, driver.Operator, false); err != nil {
+	if _, err := driver.Grant(ctx, pgtest.Connect(t, pgtest.WithSearchPath(owner.DSN(pgtest.DSN()), name)), op.Name, driver.Operator); err != nil {
 		t.Fatal(err)
 	}
 	opConn := pgtest.Connect(t, pgtest.WithSearchPath(op.DSN(pgtest.DSN()), name))
@@ -537,7 +537,11 @@ func TestRolesOwnerKeepsItsPrivileges(t *testing.T) {
 		access driver.Access
 		revoke bool
 	}{{owner, driver.Viewer, true}, {owner, driver.Operator, true}, {owner, driver.Viewer, false}, {r.Conn, driver.Viewer, true}} {
-		_, err := driver.Grant(ctx, c.conn, r.owner.Name, c.access, c.revoke)
+		change := driver.Grant
+		if c.revoke {
+			change = driver.Revoke
+		}
+		_, err := change(ctx, c.conn, r.owner.Name, c.access)
 		if !errors.Is(err, driver.ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("role: %q owns schema %s, and every chunks function runs with its privileges", r.owner.Name, r.Name)) {
 			t.Fatalf("grant %s (revoke %v) to the owner: %v", c.access, c.revoke, err)
 		}
@@ -559,7 +563,7 @@ func TestRolesOwnerKeepsItsPrivileges(t *testing.T) {
 	if _, err := driver.RunChunk(ctx, op, "j", nil); err == nil {
 		t.Fatal("a chunk ran with the owner's privileges revoked")
 	}
-	if err := driver.Migrate(ctx, pgtest.Connect(t, pgtest.DSN()), r.Name); err != nil {
+	if err := driver.Migrate(ctx, pgtest.Connect(t, pgtest.DSN()), r.Name, driver.MigrateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	sameJSON(t, "the owner's privileges after migrate", privileges(), owned)

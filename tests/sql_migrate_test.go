@@ -25,7 +25,7 @@ import (
 func ownSchema(t *testing.T, admin *pgx.Conn) *pgtest.Schema {
 	t.Helper()
 	name := pgtest.NewSchemaName(t)
-	if err := driver.Migrate(ctx, admin, name); err != nil {
+	if err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{}); err != nil {
 		t.Fatalf("migrate %s: %v", name, err)
 	}
 	dropSchemaAtEnd(t, admin, name)
@@ -116,7 +116,7 @@ func TestSQLMigrateAgainIsANoOp(t *testing.T) {
 		t.Fatalf("version table: %s", before)
 	}
 	for i := 0; i < 2; i++ {
-		if err := driver.Migrate(ctx, admin, s.Name); err != nil {
+		if err := driver.Migrate(ctx, admin, s.Name, driver.MigrateOptions{}); err != nil {
 			t.Fatalf("migrate again: %v", err)
 		}
 		if after := catalog(t, admin, s.Name); after != before {
@@ -133,7 +133,7 @@ func TestSQLMigrateNothingInPublic(t *testing.T) {
 	admin := pgtest.Connect(t, pgtest.DSN())
 	before := publicObjects(t, admin)
 	s := ownSchema(t, admin)
-	if err := driver.Migrate(ctx, admin, s.Name); err != nil {
+	if err := driver.Migrate(ctx, admin, s.Name, driver.MigrateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if after := publicObjects(t, admin); after != before {
@@ -207,7 +207,7 @@ func TestSQLMigrateConcurrently(t *testing.T) {
 			defer done.Done()
 			ready.Done()
 			<-start
-			errs[i] = driver.Migrate(ctx, conn, name)
+			errs[i] = driver.Migrate(ctx, conn, name, driver.MigrateOptions{})
 		}()
 	}
 	ready.Wait()
@@ -253,7 +253,7 @@ func TestSQLMigrateRestoresShippedFunctions(t *testing.T) {
 	if got := mustString(t, s.Conn, "select inspect_job('j')::text"); got != `"hand-made"` {
 		t.Fatalf("hand-made inspect_job: %s", got)
 	}
-	if err := driver.Migrate(ctx, admin, s.Name); err != nil {
+	if err := driver.Migrate(ctx, admin, s.Name, driver.MigrateOptions{}); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	if got := catalog(t, admin, s.Name); got != shipped {
@@ -286,7 +286,7 @@ func TestSQLMigrateRefusesSystemSchemas(t *testing.T) {
 	for _, name := range []string{"information_schema", "public", "pg_catalog", "pg_toast", "pg_chunks"} {
 		t.Run(name, func(t *testing.T) {
 			before := namespaceCatalog(t, admin, name)
-			err := driver.Migrate(ctx, admin, name)
+			err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{})
 			if !errors.Is(err, driver.ErrInvalid) || !strings.Contains(err.Error(), "schema: "+name+" belongs to the system") {
 				t.Fatalf("migrate %s: %v, want ErrInvalid saying it belongs to the system", name, err)
 			}
@@ -333,7 +333,7 @@ func TestSQLMigrateKeywordSchemas(t *testing.T) {
 		t.Fatalf("%d reserved and %d other keywords: the server's list looks wrong", len(reserved), len(unreserved))
 	}
 	for _, name := range []string{"select", "user", "left"} {
-		if err := driver.Migrate(ctx, admin, name); !errors.Is(err, driver.ErrInvalid) {
+		if err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{}); !errors.Is(err, driver.ErrInvalid) {
 			t.Fatalf("migrate %s: %v, want ErrInvalid", name, err)
 		}
 		if got := mustString(t, admin, "select count(*)::text from pg_namespace where nspname = $1", name); got != "0" {
@@ -347,7 +347,7 @@ func TestSQLMigrateKeywordSchemas(t *testing.T) {
 			t.Fatalf("%s is not an unreserved keyword on this server", name)
 		}
 		dropSchemaAtEnd(t, admin, name)
-		if err := driver.Migrate(ctx, admin, name); err != nil {
+		if err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{}); err != nil {
 			t.Fatalf("migrate %s: %v", name, err)
 		}
 		conn := pgtest.Connect(t, pgtest.WithSearchPath(pgtest.DSN(), name))
@@ -371,7 +371,7 @@ func TestSQLMigrateFailureLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := namespaceCatalog(t, admin, name)
-	err := driver.Migrate(ctx, admin, name)
+	err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "cannot change return type of existing function") {
 		t.Fatalf("migrate over a conflicting function: %v", err)
 	}
@@ -385,7 +385,7 @@ func TestSQLMigrateFailureLeavesNothing(t *testing.T) {
 	if _, err := admin.Exec(ctx, "drop function "+name+".queue_channel()"); err != nil {
 		t.Fatal(err)
 	}
-	if err := driver.Migrate(ctx, admin, name); err != nil {
+	if err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := installedFunctions(t, admin, name), shippedFunctions(t); !slices.Equal(got, want) {

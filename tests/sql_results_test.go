@@ -38,7 +38,7 @@ func resultSchema(t *testing.T) *pgtest.Schema {
 	return s
 }
 
-// What each function that Go reads (QueryJSON, fleet.Look, fleet.Workers)
+// What each function that Go reads (QueryJSON, fleet.LoadOverview, fleet.Workers)
 // returns, called on a server with data, has exactly the keys of the Go
 // type that mirrors it, at every depth: no key the type does not name,
 // none it names missing (only omitempty keys may be absent, as the
@@ -63,8 +63,8 @@ func TestResultKeysMatchGoTypes(t *testing.T) {
 		{"job_status", "select job_status()::text", nil, []fleet.JobStatus{}, []string{"[].shard"}},
 		{"status_page", "select status_page(null, null)::text", nil, fleet.Overview{},
 			[]string{"jobs[].shard", "workers[].shard"}},
-		{"campaign_status", "select campaign_status('c')::text", nil, driver.CampaignStatus{}, nil},
-		{"campaign_report", "select campaign_report('c')::text", nil, driver.CampaignReport{}, nil},
+		{"campaign_status", "select campaign_status('c')::text", nil, driver.CampaignProgress{}, nil},
+		{"campaign_report", "select campaign_report('c')::text", nil, driver.CampaignDrift{}, nil},
 		{"campaign_check", "select campaign_check('c', 100)::text", nil, driver.CampaignCheck{}, nil},
 		{"campaign_pause", "select campaign_pause('c')::text", nil, driver.CampaignChange{}, nil},
 		{"campaign_undo", "select campaign_undo('c')::text", nil, driver.CampaignUndo{}, nil},
@@ -208,7 +208,7 @@ func TestResultsDecodeStrictly(t *testing.T) {
 	t.Parallel()
 	s := resultSchema(t)
 	workers := func() error { _, err := fleet.Workers(ctx, s.Conn); return err }
-	look := func() error { _, err := fleet.Look(ctx, s.Conn, "", 0); return err }
+	look := func() error { _, err := fleet.LoadOverview(ctx, s.Conn, "", 0); return err }
 	for _, c := range []struct {
 		fn   string // the function, replaced by one returning edit of what it returns now (%s)
 		edit string
@@ -218,7 +218,7 @@ func TestResultsDecodeStrictly(t *testing.T) {
 		{"worker_status()", `jsonb_set(%s, '{0,load}', '1')`, workers, `worker_status: json: unknown field "load"`},
 		{"worker_status()", `%s #- '{0,reason}'`, workers, `worker_status: missing key [0].reason`},
 		{"campaign_status(text)", `%s - 'created_at'`,
-			func() error { _, err := driver.GetCampaignStatus(ctx, s.Conn, "c"); return err },
+			func() error { _, err := driver.CampaignStatus(ctx, s.Conn, "c"); return err },
 			`campaign_status: missing key created_at`},
 		{"status_page(text, integer)", `%s #- '{jobs,0,tenant}'`, look, `status_page: missing key jobs[0].tenant`},
 		{"status_page(text, integer)", `%s #- '{workers,0,host}'`, look, `status_page: missing key workers[0].host`},
@@ -272,14 +272,14 @@ func TestResultTimestampsAreTimes(t *testing.T) {
 		}
 		return v
 	}
-	st, err := driver.GetCampaignStatus(ctx, s.Conn, "c")
+	st, err := driver.CampaignStatus(ctx, s.Conn, "c")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := at("select created_at from campaigns where name = 'c'"); !st.CreatedAt.Equal(want) || st.CreatedAt.IsZero() {
 		t.Errorf("campaign created_at %v, want %v", st.CreatedAt, want)
 	}
-	ov, err := fleet.Look(ctx, s.Conn, "", 0)
+	ov, err := fleet.LoadOverview(ctx, s.Conn, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -146,9 +146,9 @@ func campaignStatusCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			var st driver.CampaignStatus
+			var st driver.CampaignProgress
 			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				st, err = driver.GetCampaignStatus(ctx, conn, name)
+				st, err = driver.CampaignStatus(ctx, conn, name)
 				return err
 			})
 			if err != nil {
@@ -158,8 +158,8 @@ func campaignStatusCommand() *cli.Command {
 				return printJSON(st)
 			}
 			eta := "unknown"
-			if st.ETAS != nil {
-				eta = fmt.Sprintf("%.1f s", *st.ETAS)
+			if st.ETASeconds != nil {
+				eta = fmt.Sprintf("%.1f s", *st.ETASeconds)
 			}
 			paused := ""
 			if st.Paused {
@@ -167,7 +167,7 @@ func campaignStatusCommand() *cli.Command {
 			}
 			say("campaign %s%s: %d targets, %d committed, %d remaining; jobs: %d done, %d running, %d queued, %d paused, %d waiting of %d; rate %.1f/s, ETA %s; drift %d",
 				st.Name, paused, st.Targets, st.Committed, st.Remaining, st.JobsDone, st.JobsRunning, st.JobsQueued,
-				st.JobsPaused, st.JobsWaiting, st.Jobs, st.RatePerS, eta, st.Drift)
+				st.JobsPaused, st.JobsWaiting, st.Jobs, st.RatePerSecond, eta, st.Drift)
 			return nil
 		},
 	}
@@ -185,9 +185,9 @@ func campaignReportCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			var r driver.CampaignReport
+			var r driver.CampaignDrift
 			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				r, err = driver.GetCampaignReport(ctx, conn, name)
+				r, err = driver.CampaignReport(ctx, conn, name)
 				return err
 			})
 			if err != nil {

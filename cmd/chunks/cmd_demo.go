@@ -186,7 +186,7 @@ func (d *demo) run() (err error) {
 	if exists { // the demo inserts orders: never into a schema of yours
 		return driver.NewError(driver.ErrConflict, nil, "schema %s: already exists; the demo works in a new schema only", d.schema)
 	}
-	if err := driver.Migrate(d.ctx, admin, d.schema); err != nil {
+	if err := driver.Migrate(d.ctx, admin, d.schema, driver.MigrateOptions{}); err != nil {
 		return err
 	}
 	if d.conn, err = pgx.ConnectConfig(d.ctx, d.cfg()); err != nil {

@@ -49,13 +49,16 @@ func grantCommand() *cli.Command {
 			if global(c, "schema") == "" {
 				return usagef("grant needs --schema (or $CHUNKS_SCHEMA)")
 			}
-			revoke := c.Bool("revoke")
+			change := driver.Grant
+			if c.Bool("revoke") {
+				change = driver.Revoke
+			}
 			var done []driver.Granted
 			// One transaction: every grant, or none.
 			err := withConn(c, func(ctx context.Context, conn *pgx.Conn) error {
 				return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 					for _, g := range grants {
-						out, err := driver.Grant(ctx, tx, g.role, g.access, revoke)
+						out, err := change(ctx, tx, g.role, g.access)
 						if err != nil {
 							return err
 						}
@@ -74,7 +77,7 @@ func grantCommand() *cli.Command {
 					}
 					continue
 				}
-				if revoke {
+				if c.Bool("revoke") {
 					say("revoked %s from %s: EXECUTE on %s, SELECT on %s", g.Access, terminalSafe(g.Role),
 						plural(len(g.Functions), "function"), plural(len(g.Tables), "table"))
 				} else {

@@ -59,7 +59,7 @@ func migrateCommand() *cli.Command {
 			var version int
 			var owner string
 			var superuser bool
-			err = driver.MigrateOwner(c.Context, conn, schema, c.String("owner"))
+			err = driver.Migrate(c.Context, conn, schema, driver.MigrateOptions{Owner: c.String("owner")})
 			if err == nil {
 				err = conn.QueryRow(c.Context, `select v.version, r.rolname, r.rolsuper
 				  from `+pgx.Identifier{schema, "schema_version"}.Sanitize()+` as v, pg_namespace as n join pg_roles as r on r.oid = n.nspowner

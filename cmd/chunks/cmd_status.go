@@ -40,7 +40,7 @@ func statusCommand() *cli.Command {
 			}
 			var ov *fleet.Overview
 			err := withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				ov, err = fleet.Look(ctx, conn, "", 0)
+				ov, err = fleet.LoadOverview(ctx, conn, "", 0)
 				return err
 			})
 			if err != nil {

@@ -218,7 +218,7 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 // newSchema installs chunks into schema and returns a connection config on
 // it, a seeder and the function that drops it again.
 func newSchema(ctx context.Context, admin *pgx.Conn, base *pgx.ConnConfig, schema string) (*pgx.ConnConfig, *seeder, func() error, error) {
-	if err := driver.Migrate(ctx, admin, schema); err != nil {
+	if err := driver.Migrate(ctx, admin, schema, driver.MigrateOptions{}); err != nil {
 		return nil, nil, nil, err
 	}
 	drop := func() error {

@@ -73,8 +73,8 @@ func campaigns(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, n int, ad
 			what string
 			fn   func() error
 		}{
-			{"status", func() error { _, err := driver.GetCampaignStatus(ctx, conn, name); return err }},
-			{"report", func() error { _, err := driver.GetCampaignReport(ctx, conn, name); return err }},
+			{"status", func() error { _, err := driver.CampaignStatus(ctx, conn, name); return err }},
+			{"report", func() error { _, err := driver.CampaignReport(ctx, conn, name); return err }},
 		} {
 			s := sample{chunks: reps, orders: reps * n}
 			for range reps {

@@ -26,9 +26,15 @@ func Binary() string { return os.Getenv(BinaryEnv) }
 // binary's path in $CHUNKS_TEST_BIN), waits for it, removes the folder and
 // exits with the child's status. The child runs the tests under Main.
 func MainWithBinary(m *testing.M) {
+	WithBinary(func() int { return run(m) })
+}
+
+// WithBinary is [MainWithBinary] for a TestMain of its own (one that starts
+// its own servers, say): in the child, with the binary built, it exits
+// with main's status.
+func WithBinary(main func() int) {
 	if Binary() != "" {
-		Main(m)
-		return
+		os.Exit(main())
 	}
 	os.Exit(buildAndRunChild())
 }

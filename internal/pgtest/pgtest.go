@@ -109,7 +109,7 @@ func NewSchema(t testing.TB) *Schema {
 	ctx := context.Background()
 	name := NewSchemaName(t)
 	admin := Connect(t, baseDSN)
-	if err := driver.Migrate(ctx, admin, name); err != nil {
+	if err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{}); err != nil {
 		t.Fatalf("migrate %s: %v", name, err)
 	}
 	t.Cleanup(func() {
@@ -162,21 +162,13 @@ func Pool(t testing.TB, dsn string) *pgxpool.Pool {
 }
 
 // printServerVersion says on stderr which PostgreSQL the tests run against.
-func printServerVersion() (err error) {
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, baseDSN)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := conn.Close(ctx); cerr != nil && err == nil {
-			err = cerr
+func printServerVersion() error {
+	return WithConn(baseDSN, func(conn *pgx.Conn) error {
+		var version string
+		if err := conn.QueryRow(context.Background(), "show server_version").Scan(&version); err != nil {
+			return err
 		}
-	}()
-	var version string
-	if err := conn.QueryRow(ctx, "show server_version").Scan(&version); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "pgtest: PostgreSQL %s\n", version)
-	return nil
+		fmt.Fprintf(os.Stderr, "pgtest: PostgreSQL %s\n", version)
+		return nil
+	})
 }

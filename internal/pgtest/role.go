@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -63,44 +62,36 @@ const sessionsGoneTimeout = 30 * time.Second
 
 // waitGone waits until no backend of role is left on the server of dsn,
 // and says which are left after sessionsGoneTimeout.
-func waitGone(dsn, role string) (err error) {
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, conn.Close(ctx)) }()
-	deadline := time.Now().Add(sessionsGoneTimeout)
-	for {
-		var pids []int32
-		if err := conn.QueryRow(ctx, `select coalesce(array_agg(pid order by pid), '{}') from pg_stat_activity
-		  where usename = $1 and pid <> pg_backend_pid()`, role).Scan(&pids); err != nil {
-			return err
+func waitGone(dsn, role string) error {
+	return WithConn(dsn, func(conn *pgx.Conn) error {
+		deadline := time.Now().Add(sessionsGoneTimeout)
+		for {
+			var pids []int32
+			if err := conn.QueryRow(context.Background(), `select coalesce(array_agg(pid order by pid), '{}') from pg_stat_activity
+			  where usename = $1 and pid <> pg_backend_pid()`, role).Scan(&pids); err != nil {
+				return err
+			}
+			if len(pids) == 0 {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the backends %v of the role still run after %s: a connection of the test was left open", pids, sessionsGoneTimeout)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
-		if len(pids) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the backends %v of the role still run after %s: a connection of the test was left open", pids, sessionsGoneTimeout)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	})
 }
 
 // runOn runs statements on a connection of its own.
-func runOn(dsn string, statements ...string) (err error) {
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, conn.Close(ctx)) }()
-	for _, sql := range statements {
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			return err
+func runOn(dsn string, statements ...string) error {
+	return WithConn(dsn, func(conn *pgx.Conn) error {
+		for _, sql := range statements {
+			if _, err := conn.Exec(context.Background(), sql); err != nil {
+				return err
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // DSN is base (key=value or a URL) logging in as the role.

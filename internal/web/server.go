@@ -122,7 +122,7 @@ func (s *Server) look(r *http.Request) (View, int, error) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), queryTimeout)
 	defer cancel()
-	ov, err := fleet.Look(ctx, s.DB, after, s.pageSize())
+	ov, err := fleet.LoadOverview(ctx, s.DB, after, s.pageSize())
 	if err != nil {
 		return View{}, http.StatusServiceUnavailable, err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/clitest"
 )
 
 // spaced is how chunks lists ids that are not consecutive: "101 104 107".
@@ -21,12 +22,12 @@ func TestCampaignCreateFromStdin(t *testing.T) {
 	l := newLab(t)
 	l.Exec(t, `insert into orders values (7, 'alien-desert', 2, 'pending', 0), (3, 'alien-desert', 1, 'pending', 4), (5, 'alien-desert', 9, 'pending', 1)`)
 	stdin := `{"id": 7, "revision": 0, "qty": 2}` + "\n" + `{"id": 3, "revision": 4, "qty": 1}` + "\n" + `{"id": 5, "revision": 1, "qty": 9}` + "\n"
-	r := runWith(t, opts{stdin: stdin}, append(l.globals(), "campaign", "create", "--tenant", "alien-desert", "--chunk-size", "2",
+	r := clitest.RunWith(t, clitest.Options{Stdin: stdin}, append(l.Globals(), "campaign", "create", "--tenant", "alien-desert", "--chunk-size", "2",
 		"--allow-partial", "spring", "-")...)
 	if out := wantOK(t, r); !strings.HasPrefix(out, "created campaign spring: 3 orders of alien-desert in 1 job of up to 64, 2 per chunk (digest ") {
 		t.Fatalf("campaign create spring -: %q", out)
 	}
-	job := decode[driver.Job](t, l.chunks(t, "inspect", "--json", "spring-000001"))
+	job := decode[driver.Job](t, l.Chunks(t, "inspect", "--json", "spring-000001"))
 	want := []driver.Target{{ID: 3, Revision: 4, Qty: 1}, {ID: 5, Revision: 1, Qty: 9}, {ID: 7, Revision: 0, Qty: 2}}
 	if fmt.Sprint(job.Targets) != fmt.Sprint(want) || job.Tenant != "alien-desert" || job.ChunkSize != 2 {
 		t.Fatalf("spring-000001: %+v, want the targets %+v of alien-desert, 2 per chunk", job, want)
@@ -72,7 +73,7 @@ func TestCommandLineUsageErrors(t *testing.T) {
 		{[]string{"manifest", "items.json", "--job-id", "j"}, []string{"usage: flag --job-id after ITEMS.json"}},
 		{[]string{"manifest", "-"}, []string{"usage: manifest needs --job-id, --tenant, --chunk-size"}},
 	} {
-		wantFailure(t, l.chunks(t, c.args...), 2, c.parts...)
+		wantFailure(t, l.Chunks(t, c.args...), 2, c.parts...)
 	}
 	var jobs, campaigns int
 	if err := l.Conn.QueryRow(ctx, "select (select count(*) from jobs), (select count(*) from campaigns)").Scan(&jobs, &campaigns); err != nil {
@@ -111,14 +112,14 @@ func TestIntegerFlagsDecimal(t *testing.T) {
 		{[]string{"pause", "--after", "2147483648", j.ID}, `usage: --after "2147483648": ` + int4},
 		{[]string{"drain", "--max-chunks", "99999999999999999999", j.ID}, `usage: --max-chunks "99999999999999999999": ` + int4},
 	} {
-		wantFailure(t, l.chunks(t, c.args...), 2, c.part)
+		wantFailure(t, l.Chunks(t, c.args...), 2, c.part)
 	}
-	wantFailure(t, run(t, "manifest", "--job-id", "m", "--tenant", "t", "--chunk-size", "010", "--allow-partial", "-"), 2,
+	wantFailure(t, clitest.Run(t, "manifest", "--job-id", "m", "--tenant", "t", "--chunk-size", "010", "--allow-partial", "-"), 2,
 		`usage: --chunk-size "010": `+digits)
 	j.wantState(t, 0)
 	// Plain decimal is read as before: the canary pauses after 10 chunks, a drain of 3 calls runs 3.
-	wantJSON(t, l.chunks(t, "pause", "--json", "--after", "10", j.ID), map[string]any{"job_id": j.ID, "changed": true, "after": float64(10)})
-	wantJSON(t, l.chunks(t, "drain", "--json", "--max-chunks", "3", j.ID),
+	wantJSON(t, l.Chunks(t, "pause", "--json", "--after", "10", j.ID), map[string]any{"job_id": j.ID, "changed": true, "after": float64(10)})
+	wantJSON(t, l.Chunks(t, "drain", "--json", "--max-chunks", "3", j.ID),
 		driver.DrainResult{Calls: 3, Processed: j.ids(0, 6), NextIndex: 6, Done: false})
 	j.wantState(t, 6)
 }
@@ -130,12 +131,12 @@ func TestUndoWording(t *testing.T) {
 	u := seedUndo(t, newLab(t), 30, 4)
 	n := len(u.Targets)
 	want := fmt.Sprintf("job festival-undo: restored %s to pending; next_index 4\n", spaced(u.ids(0, 4)))
-	if out := wantOK(t, u.lab.chunks(t, "run", u.ID)); out != want {
+	if out := wantOK(t, u.lab.Chunks(t, "run", u.ID)); out != want {
 		t.Fatalf("run of an undo:\n got %q\nwant %q", out, want)
 	}
 	calls := (n - 4 + 3) / 4
 	want = fmt.Sprintf("job festival-undo: %d calls restored %s to pending; next_index %d; the job is done\n", calls, spaced(u.ids(4, n)), n)
-	if out := wantOK(t, u.lab.chunks(t, "drain", u.ID)); out != want {
+	if out := wantOK(t, u.lab.Chunks(t, "drain", u.ID)); out != want {
 		t.Fatalf("drain of an undo:\n got %q\nwant %q", out, want)
 	}
 	u.wantState(t, n)

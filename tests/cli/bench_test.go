@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chunks-dev/chunks/internal/bench"
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
@@ -19,13 +20,13 @@ func TestBenchSmoke(t *testing.T) {
 	t.Parallel()
 	secret := "SECRETPW-" + pgtest.NewSchemaName(t)
 	dsn := pgtest.DSN() + " password=" + secret
-	r, kids := watchChildren(t, start(t, opts{timeout: 3 * time.Minute}, "bench", "--dsn", dsn, "--duration", "100ms", "--scale=false", "--json"))
+	r, kids := watchChildren(t, clitest.Start(t, clitest.Options{Timeout: 3 * time.Minute}, "bench", "--dsn", dsn, "--duration", "100ms", "--scale=false", "--json"))
 	report := decode[bench.Report](t, r)
 	if len(kids) < 8 {
 		t.Errorf("saw %d child processes of the bench, want its workers and its drain: %v", len(kids), kids)
 	}
 	wantDSNInEnvironment(t, kids, dsn, secret)
-	if strings.Contains(r.stdout+r.stderr, secret) {
+	if strings.Contains(r.Stdout+r.Stderr, secret) {
 		t.Errorf("the bench printed the password:\n%v", r)
 	}
 	if !report.Equivalent {
@@ -74,15 +75,15 @@ func TestBenchSmoke(t *testing.T) {
 // the demo's); a --dsn it cannot parse is refused without being shown.
 func TestBenchTypedDSNOnly(t *testing.T) {
 	t.Parallel()
-	r := runWith(t, opts{timeout: 3 * time.Minute, env: []string{"CHUNKS_DSN=" + unreachableDSN, "DATABASE_URL=" + unreachableDSN}},
+	r := clitest.RunWith(t, clitest.Options{Timeout: 3 * time.Minute, Env: []string{"CHUNKS_DSN=" + unreachableDSN, "DATABASE_URL=" + unreachableDSN}},
 		"bench", "--duration", "100ms", "--scale=false", "--json")
 	report := decode[bench.Report](t, r)
 	if s := report.Settings; s["fsync"] != "on" || s["synchronous_commit"] != "on" || s["full_page_writes"] != "on" || !report.Equivalent {
 		t.Fatalf("bench without --dsn: settings %v, equivalent %t; want its own durable server", s, report.Equivalent)
 	}
-	r = run(t, "bench", "--dsn", "host=h password = TopSecret port=abc")
+	r = clitest.Run(t, "bench", "--dsn", "host=h password = TopSecret port=abc")
 	wantFailure(t, r, 2, "dsn: ", "the connection string is not shown")
-	if strings.Contains(r.stderr, "TopSecret") {
+	if strings.Contains(r.Stderr, "TopSecret") {
 		t.Fatalf("bench shows the password of a DSN it cannot parse: %v", r)
 	}
 }

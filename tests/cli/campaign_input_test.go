@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
@@ -79,13 +80,13 @@ func TestCampaignFileMemoryBounded(t *testing.T) {
 		{"a 100 MiB line", write("note.jsonl", entry, "\n", `{"id": 2, "note": "`, "<100 MiB>", "\"}\n"), "line 2: longer than 4096 bytes"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			args := append(l.globals(), "campaign", "create", "--tenant", "acme", "--chunk-size", "10", "--allow-partial", "big", c.path)
+			args := append(l.Globals(), "campaign", "create", "--tenant", "acme", "--chunk-size", "10", "--allow-partial", "big", c.path)
 			if _, err := os.Stat(timeCmd); err != nil {
-				wantFailure(t, run(t, args...), 2, c.msg) // refused as it should be; its memory needs GNU time
+				wantFailure(t, clitest.Run(t, args...), 2, c.msg) // refused as it should be; its memory needs GNU time
 				pgtest.RequireTool(t, err, timeCmd, "time")
 			}
 			rss := filepath.Join(dir, "rss")
-			wantFailure(t, runWith(t, opts{under: []string{timeCmd, "--format", "%M", "--output", rss}}, args...), 2, c.msg)
+			wantFailure(t, clitest.RunWith(t, clitest.Options{Under: []string{timeCmd, "--format", "%M", "--output", rss}}, args...), 2, c.msg)
 			text, err := os.ReadFile(rss)
 			if err != nil {
 				t.Fatal(err)

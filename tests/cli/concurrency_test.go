@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
@@ -22,11 +23,11 @@ func TestTwoDrainProcesses(t *testing.T) {
 		t.Run(fmt.Sprintf("chunk_size=%d", size), func(t *testing.T) {
 			t.Parallel()
 			j := seedJob(t, newLab(t), "rush", 64, size)
-			procs := []*proc{j.lab.start(t, "drain", "--json", j.ID), j.lab.start(t, "drain", "--json", j.ID)}
+			procs := []*clitest.Proc{j.lab.Start(t, clitest.Options{}, "drain", "--json", j.ID), j.lab.Start(t, clitest.Options{}, "drain", "--json", j.ID)}
 			var all []int64
 			calls := 0
 			for i, p := range procs {
-				r := p.wait(t)
+				r := p.Wait(t)
 				wantOK(t, r)
 				res := decode[driver.DrainResult](t, r)
 				if res.NextIndex != 64 || !res.Done {
@@ -61,7 +62,7 @@ func TestDrainWorkers(t *testing.T) {
 	j := seedJob(t, newLab(t), "rush", 64, 4)
 	// 16 chunks, and the two workers that did not run the last one each end
 	// with a call that only learns that the job is done.
-	wantJSON(t, j.lab.chunks(t, "drain", "--workers", "3", "--json", j.ID),
+	wantJSON(t, j.lab.Chunks(t, "drain", "--workers", "3", "--json", j.ID),
 		driver.DrainResult{Calls: 16 + 2, Processed: j.ids(0, 64), NextIndex: 64, Done: true})
 	j.wantState(t, 64)
 }
@@ -82,13 +83,13 @@ func TestConcurrentMigrate(t *testing.T) {
 	if err := admin.QueryRow(ctx, "select to_regnamespace($1) is not null", schema).Scan(&exists); err != nil || exists {
 		t.Fatalf("schema %s exists before the test: %t, %v", schema, exists, err)
 	}
-	procs := make([]*proc, 8)
+	procs := make([]*clitest.Proc, 8)
 	for i := range procs {
-		procs[i] = start(t, opts{}, "migrate", "--dsn", pgtest.DSN(), "--schema", schema, "--json")
+		procs[i] = clitest.Start(t, clitest.Options{}, "migrate", "--dsn", pgtest.DSN(), "--schema", schema, "--json")
 	}
-	results := make([]result, len(procs))
+	results := make([]clitest.Result, len(procs))
 	for i, p := range procs {
-		results[i] = p.wait(t)
+		results[i] = p.Wait(t)
 	}
 	var version int
 	if err := admin.QueryRow(ctx, "select version from "+schema+".schema_version").Scan(&version); err != nil {

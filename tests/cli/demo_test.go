@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/internal/localpg"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
@@ -42,20 +43,20 @@ var demoFacts = []string{
 	"the job alien-desert-festival now reports 0 matching and 39 drifted orders, and was undone by alien-desert-festival-undo",
 }
 
-func wantDemo(t *testing.T, r result) {
+func wantDemo(t *testing.T, r clitest.Result) {
 	t.Helper()
-	if r.code != 0 || r.signal != 0 {
+	if r.Code != 0 || r.Signal != 0 {
 		t.Fatalf("want exit 0, got %v", r)
 	}
 	at := 0 // the facts come in this order
 	for _, fact := range demoFacts {
-		i := strings.Index(r.stdout[at:], fact)
+		i := strings.Index(r.Stdout[at:], fact)
 		if i < 0 {
 			t.Fatalf("the demo's output lacks %q after what came before it:\n%v", fact, r)
 		}
 		at += i + len(fact)
 	}
-	if !strings.Contains(r.stdout[at:], "\n\n") || strings.Contains(r.stdout[at:], "▸") {
+	if !strings.Contains(r.Stdout[at:], "\n\n") || strings.Contains(r.Stdout[at:], "▸") {
 		t.Fatalf("the demo does not end with the undo's report:\n%v", r)
 	}
 }
@@ -73,23 +74,23 @@ func TestDemo(t *testing.T) {
 		return mustText(t, admin, "select count(*)::text from pg_namespace where nspname in ('festival_demo', 'lab_of_the_env')")
 	}
 	before := schemas()
-	r := runWith(t, opts{timeout: 60 * time.Second, env: []string{"CHUNKS_DSN=" + pgtest.DSN(), "DATABASE_URL=" + pgtest.DSN(),
+	r := clitest.RunWith(t, clitest.Options{Timeout: 60 * time.Second, Env: []string{"CHUNKS_DSN=" + pgtest.DSN(), "DATABASE_URL=" + pgtest.DSN(),
 		"CHUNKS_SCHEMA=lab_of_the_env"}}, "demo")
 	wantDemo(t, r)
-	if !strings.Contains(r.stdout, "Starting a throwaway PostgreSQL server") || !strings.Contains(r.stdout, "Installing chunks into schema festival_demo\n") {
+	if !strings.Contains(r.Stdout, "Starting a throwaway PostgreSQL server") || !strings.Contains(r.Stdout, "Installing chunks into schema festival_demo\n") {
 		t.Fatalf("the demo did not use a throwaway server and its own schema:\n%v", r)
 	}
 	if after := schemas(); after != before {
 		t.Fatalf("the demo made schemas in the database of $CHUNKS_DSN: %s before, %s after", before, after)
 	}
-	m := regexp.MustCompile(`data in (\S+)`).FindStringSubmatch(r.stdout)
-	if m == nil || !strings.Contains(r.stdout, "throwaway server is stopped and removed") {
+	m := regexp.MustCompile(`data in (\S+)`).FindStringSubmatch(r.Stdout)
+	if m == nil || !strings.Contains(r.Stdout, "throwaway server is stopped and removed") {
 		t.Fatalf("the demo does not say where its server was and that it is gone:\n%v", r)
 	}
-	if !strings.Contains(r.stdout, "not durable (fsync, synchronous_commit and full_page_writes off, for speed): it is removed at the end") {
+	if !strings.Contains(r.Stdout, "not durable (fsync, synchronous_commit and full_page_writes off, for speed): it is removed at the end") {
 		t.Fatalf("the demo does not say that its throwaway server is not durable:\n%v", r)
 	}
-	if strings.Contains(r.stdout, "psql") || !strings.Contains(r.stdout, "run chunks demo --keep") {
+	if strings.Contains(r.Stdout, "psql") || !strings.Contains(r.Stdout, "run chunks demo --keep") {
 		t.Fatalf("without --keep the demo must not offer a psql command for a server that is gone, and must point to --keep:\n%v", r)
 	}
 	if _, err := os.Stat(m[1]); !errors.Is(err, fs.ErrNotExist) {
@@ -107,18 +108,18 @@ func TestDemoKeep(t *testing.T) {
 	t.Parallel()
 	_, err := localpg.FindBinDir()
 	pgtest.RequireTool(t, err, "the PostgreSQL server binaries (chunks demo starts a server)", "postgresql")
-	r := runWith(t, opts{timeout: 60 * time.Second}, "demo", "--keep")
+	r := clitest.RunWith(t, clitest.Options{Timeout: 60 * time.Second}, "demo", "--keep")
 	wantDemo(t, r)
 	m := regexp.MustCompile(`(?s)The server keeps running \(pid (\d+)\)\.\nLook at the data yourself:\n  psql "([^"]+)" -c '([^']+)'\n` +
 		`See it on the status page \(then open http://127\.0\.0\.1:8080/\):\n  chunks serve --dsn "([^"]+)" --schema (\S+) --http 127\.0\.0\.1:8080\n` +
 		`Crash drill: restart it as a crash would \(immediate shutdown, then crash recovery\), as the OS user (\S+),\non its data directory (\S+):\n  (.+)\n` +
 		`Its new pid is then the first line of (\S+)\.\n` +
-		`Stop it and remove its data with:\n  (.+)\n`).FindStringSubmatch(r.stdout)
+		`Stop it and remove its data with:\n  (.+)\n`).FindStringSubmatch(r.Stdout)
 	if m == nil {
 		t.Fatalf("the demo --keep does not say, in this order, that the server runs, how to look, how to see the page, how to crash it, how to stop it:\n%v", r)
 	}
 	pid, dsn, query, serveDSN, schema, osUser, dataDir, crash, pidFile, stop := m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8], m[9], m[10]
-	if export := regexp.MustCompile(`To point chunks at it:\n  export CHUNKS_DSN='([^']+)'\n`).FindStringSubmatch(r.stdout); export == nil || export[1] != dsn {
+	if export := regexp.MustCompile(`To point chunks at it:\n  export CHUNKS_DSN='([^']+)'\n`).FindStringSubmatch(r.Stdout); export == nil || export[1] != dsn {
 		t.Fatalf("the demo --keep does not give the same connection string as an export CHUNKS_DSN line:\n%v", r)
 	}
 	t.Cleanup(func() {
@@ -132,7 +133,7 @@ func TestDemoKeep(t *testing.T) {
 			t.Errorf("after %q the folder %s is still there (%v)", stop, dir[1], err)
 		}
 	})
-	if !strings.Contains(r.stdout, "durable (fsync, synchronous_commit and full_page_writes on, Postgres' defaults): it is kept") {
+	if !strings.Contains(r.Stdout, "durable (fsync, synchronous_commit and full_page_writes on, Postgres' defaults): it is kept") {
 		t.Fatalf("the demo --keep does not say its server is durable:\n%v", r)
 	}
 	durable := func() string {
@@ -273,8 +274,8 @@ func TestDemoOnDSN(t *testing.T) {
 		}
 	})
 
-	r := runWith(t, opts{timeout: 60 * time.Second}, "demo", "--dsn", pgtest.DSN())
-	m := regexp.MustCompile(`The schema (festival_demo_[a-z0-9]+) stays in your database`).FindStringSubmatch(r.stdout)
+	r := clitest.RunWith(t, clitest.Options{Timeout: 60 * time.Second}, "demo", "--dsn", pgtest.DSN())
+	m := regexp.MustCompile(`The schema (festival_demo_[a-z0-9]+) stays in your database`).FindStringSubmatch(r.Stdout)
 	if m == nil {
 		t.Fatalf("the demo does not name its schema:\n%v", r)
 	}
@@ -284,11 +285,11 @@ func TestDemoOnDSN(t *testing.T) {
 		t.Fatalf("the demo reused the existing schema %s", schema)
 	}
 	restored := slices.DeleteFunc(seq(1001, 1040), func(id int64) bool { return id == 1003 || id == 1017 || id == 1025 })
-	wantJSON(t, run(t, "--dsn", pgtest.DSN(), "--schema", schema, "--json", "report", "alien-desert-festival"), driver.JobReport{
+	wantJSON(t, clitest.Run(t, "--dsn", pgtest.DSN(), "--schema", schema, "--json", "report", "alien-desert-festival"), driver.JobReport{
 		Approved: seq(1001, 1040), Committed: seq(1001, 1040), Remaining: []int64{},
 		Matching: []int64{}, Drifted: slices.DeleteFunc(seq(1001, 1040), func(id int64) bool { return id == 1025 }), Missing: []int64{1025},
 	})
-	wantJSON(t, run(t, "--dsn", pgtest.DSN(), "--schema", schema, "--json", "report", "alien-desert-festival-undo"), driver.JobReport{
+	wantJSON(t, clitest.Run(t, "--dsn", pgtest.DSN(), "--schema", schema, "--json", "report", "alien-desert-festival-undo"), driver.JobReport{
 		Approved: restored, Committed: restored, Remaining: []int64{}, Matching: restored, Drifted: []int64{}, Missing: []int64{},
 	})
 	for job, want := range map[string]int{"alien-desert-festival": 40, "alien-desert-festival-undo": 37} {
@@ -313,8 +314,8 @@ func seq(first, last int64) []int64 {
 // usage error, refused before anything starts.
 func TestDemoKeepWithDSN(t *testing.T) {
 	t.Parallel()
-	wantFailure(t, run(t, "demo", "--dsn", pgtest.DSN(), "--keep"), 2, "usage: demo --keep", "with --dsn there is none")
-	wantFailure(t, run(t, "--dsn", pgtest.DSN(), "demo", "--keep"), 2, "usage: demo --keep")
+	wantFailure(t, clitest.Run(t, "demo", "--dsn", pgtest.DSN(), "--keep"), 2, "usage: demo --keep", "with --dsn there is none")
+	wantFailure(t, clitest.Run(t, "--dsn", pgtest.DSN(), "demo", "--keep"), 2, "usage: demo --keep")
 }
 
 // mustText is the single text value of sql.

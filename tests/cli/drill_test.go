@@ -28,7 +28,7 @@ func (j *job) advance(t testing.TB, at int) {
 	t.Helper()
 	for from := 0; from < at; from = j.chunkEnd(from) {
 		end := j.chunkEnd(from)
-		wantJSON(t, j.lab.chunks(t, "run", "--json", j.ID),
+		wantJSON(t, j.lab.Chunks(t, "run", "--json", j.ID),
 			driver.ChunkResult{Processed: j.ids(from, end), NextIndex: end, Done: end == len(j.Targets)})
 	}
 	j.wantState(t, at)
@@ -43,7 +43,7 @@ func (j *job) drainToEnd(t testing.TB, committed int) {
 	if calls == 0 {
 		calls = 1 // a call that only learns that the job is done
 	}
-	wantJSON(t, j.lab.chunks(t, "drain", "--json", j.ID),
+	wantJSON(t, j.lab.Chunks(t, "drain", "--json", j.ID),
 		driver.DrainResult{Calls: calls, Processed: j.ids(committed, n), NextIndex: n, Done: true})
 	j.wantState(t, n)
 }
@@ -76,11 +76,11 @@ func crashDrills(t *testing.T, seed func(t *testing.T) *job) {
 				from := at.chunk * drillChunkSize
 				j.advance(t, from)
 
-				r := j.lab.chunks(t, "run", "--crash-at", point, j.ID)
-				if r.signal != syscall.SIGKILL {
+				r := j.lab.Chunks(t, "run", "--crash-at", point, j.ID)
+				if r.Signal != syscall.SIGKILL {
 					t.Fatalf("want the process killed by SIGKILL, got %v", r)
 				}
-				if r.stdout != "" || !strings.Contains(r.stderr, "--crash-at "+point+": killing this process") {
+				if r.Stdout != "" || !strings.Contains(r.Stderr, "--crash-at "+point+": killing this process") {
 					t.Fatalf("want nothing on stdout and the drill's notice on stderr, got %v", r)
 				}
 				committed := from
@@ -118,13 +118,13 @@ func TestFailDrill(t *testing.T) {
 			from := drill.chunk * drillChunkSize
 			j.advance(t, from)
 
-			r := j.lab.chunks(t, "run", "--json", "--fail-at", drill.point, j.ID)
+			r := j.lab.Chunks(t, "run", "--json", "--fail-at", drill.point, j.ID)
 			hookError := "chunks: --fail-at " + drill.point + ": drill failure\n"
 			committed := from
 			if drill.point == driver.AfterCommit {
 				end := j.chunkEnd(from)
 				committed = end
-				if r.code != 1 || r.stderr != hookError {
+				if r.Code != 1 || r.Stderr != hookError {
 					t.Fatalf("want exit 1 and %q on stderr, got %v", hookError, r)
 				}
 				got := decode[driver.ChunkResult](t, r)
@@ -134,7 +134,7 @@ func TestFailDrill(t *testing.T) {
 				}
 			} else {
 				wantFailure(t, r, 1)
-				if r.stderr != hookError {
+				if r.Stderr != hookError {
 					t.Fatalf("want %q on stderr, got %v", hookError, r)
 				}
 			}
@@ -149,13 +149,13 @@ func TestFailDrill(t *testing.T) {
 func TestFailAfterCommitHuman(t *testing.T) {
 	t.Parallel()
 	j := seedJob(t, newLab(t), "festival", drillTargets, drillChunkSize)
-	r := j.lab.chunks(t, "run", "--fail-at", driver.AfterCommit, j.ID)
+	r := j.lab.Chunks(t, "run", "--fail-at", driver.AfterCommit, j.ID)
 	var ids []string
 	for _, id := range j.ids(0, 10) {
 		ids = append(ids, fmt.Sprint(id))
 	}
 	want := fmt.Sprintf("job festival: cancelled %s; next_index 10\n", strings.Join(ids, " "))
-	if r.code != 1 || r.stdout != want {
+	if r.Code != 1 || r.Stdout != want {
 		t.Fatalf("want exit 1 and stdout %q, got %v", want, r)
 	}
 	wantErrorLine(t, r, "--fail-at after-commit: drill failure")

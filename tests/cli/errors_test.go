@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestExitCodes(t *testing.T) {
 	t.Parallel()
 	j := seedJob(t, newLab(t), "j", 10, 4)
-	g := j.lab.globals()
+	g := j.lab.Globals()
 	at := func(args ...string) []string { return append(append([]string{}, g...), args...) }
 	samePlan := func(change string) string {
 		return fmt.Sprintf(`{"job_id": "j", "tenant": "alien-desert", "targets": [{"id": 101, "revision": %s, "qty": 1}], "chunk_size": 4, "allow_partial": true}`, change)
@@ -103,9 +104,9 @@ func TestExitCodes(t *testing.T) {
 	before := j.state(t)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := runWith(t, opts{stdin: c.stdin}, c.args...)
+			r := clitest.RunWith(t, clitest.Options{Stdin: c.stdin}, c.args...)
 			wantFailure(t, r, c.code, c.parts...)
-			if c.match != "" && !regexp.MustCompile(c.match).MatchString(r.stderr) {
+			if c.match != "" && !regexp.MustCompile(c.match).MatchString(r.Stderr) {
 				t.Fatalf("want stderr to match %s, got %v", c.match, r)
 			}
 		})
@@ -127,9 +128,9 @@ func TestExitCodes(t *testing.T) {
 	// Many workers that fail the same way say it once.
 	t.Run("workers say it once", func(t *testing.T) {
 		for _, args := range [][]string{at("drain", "--max-chunks", "65", "j"), at("drain", "nope"), bad("drain", "j")} {
-			one := run(t, args...)
-			three := run(t, append(append([]string{}, args[:len(args)-1]...), "--workers", "3", args[len(args)-1])...)
-			if three.code != one.code || three.stderr != one.stderr || three.stdout != "" {
+			one := clitest.Run(t, args...)
+			three := clitest.Run(t, append(append([]string{}, args[:len(args)-1]...), "--workers", "3", args[len(args)-1])...)
+			if three.Code != one.Code || three.Stderr != one.Stderr || three.Stdout != "" {
 				t.Errorf("with --workers 3:\n%v\nwith one worker:\n%v", three, one)
 			}
 		}
@@ -141,7 +142,7 @@ func TestExitCodes(t *testing.T) {
 func TestRunConflictNamesOrder(t *testing.T) {
 	t.Parallel()
 	j := seedJob(t, newLab(t), "j", 10, 4)
-	wantJSON(t, j.lab.chunks(t, "run", "--json", "j"), driver.ChunkResult{Processed: j.ids(0, 4), NextIndex: 4})
+	wantJSON(t, j.lab.Chunks(t, "run", "--json", "j"), driver.ChunkResult{Processed: j.ids(0, 4), NextIndex: 4})
 	paid := j.Targets[4].ID
 	j.lab.Exec(t, "update orders set state = 'paid', revision = revision + 1 where id = $1", paid)
 	for i := range j.orders {
@@ -150,9 +151,9 @@ func TestRunConflictNamesOrder(t *testing.T) {
 		}
 	}
 	message := fmt.Sprintf("order %d: state is paid", paid)
-	wantFailure(t, j.lab.chunks(t, "run", "j"), 3, message)
-	wantFailure(t, j.lab.chunks(t, "run", "--json", "j"), 3, message)
-	wantFailure(t, j.lab.chunks(t, "drain", "--json", "j"), 3, message)
+	wantFailure(t, j.lab.Chunks(t, "run", "j"), 3, message)
+	wantFailure(t, j.lab.Chunks(t, "run", "--json", "j"), 3, message)
+	wantFailure(t, j.lab.Chunks(t, "drain", "--json", "j"), 3, message)
 	j.wantState(t, 4)
 }
 
@@ -177,10 +178,10 @@ func TestLongArgumentsAreExcerpted(t *testing.T) {
 		{"migrate argument", append(g, "migrate", long), []string{`migrate takes no arguments, got ["xxx`, "characters)"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := run(t, c.args...)
+			r := clitest.Run(t, c.args...)
 			wantFailure(t, r, 2, c.parts...)
-			if len(r.stderr) > 400 {
-				t.Fatalf("the error is %d bytes long:\n%.500s", len(r.stderr), r.stderr)
+			if len(r.Stderr) > 400 {
+				t.Fatalf("the error is %d bytes long:\n%.500s", len(r.Stderr), r.Stderr)
 			}
 		})
 	}

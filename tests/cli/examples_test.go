@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/internal/localpg"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 	"github.com/chunks-dev/chunks/router"
@@ -101,7 +101,7 @@ func helpExamples(t *testing.T) []exampleBlock {
 	var blocks []exampleBlock
 	var walk func(path []string)
 	walk = func(path []string) {
-		out := wantOK(t, run(t, append(path, "--help")...))
+		out := wantOK(t, clitest.Run(t, append(path, "--help")...))
 		if len(path) > 0 {
 			if lines := examplesOf(out); len(lines) > 0 {
 				blocks = append(blocks, exampleBlock{command: strings.Join(path, " "), lines: lines})
@@ -194,9 +194,9 @@ func newExampleWorld(t *testing.T) *exampleWorld {
 	}
 	var jsonl []string
 	for _, x := range targets(41, 50) {
-		jsonl = append(jsonl, mustJSON(t, x))
+		jsonl = append(jsonl, clitest.MustJSON(t, x))
 	}
-	for name, text := range map[string]string{"plan.json": mustJSON(t, plan), "items.json": mustJSON(t, plan.Targets),
+	for name, text := range map[string]string{"plan.json": clitest.MustJSON(t, plan), "items.json": clitest.MustJSON(t, plan.Targets),
 		"targets.jsonl": strings.Join(jsonl, "\n") + "\n"} {
 		if err := os.WriteFile(filepath.Join(w.dir, name), []byte(text), 0o600); err != nil {
 			t.Fatal(err)
@@ -205,22 +205,13 @@ func newExampleWorld(t *testing.T) *exampleWorld {
 	return w
 }
 
-func mustJSON(t testing.TB, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // prepare makes the world afresh (see TestHelpExamples): schema lab in the
 // server's database, and with routed the router and its shards too.
 func (w *exampleWorld) prepare(t *testing.T, routed bool) {
 	t.Helper()
 	seed := func(db, tenant, jobID string, n, chunkSize, committed int) {
 		t.Helper()
-		err := withDB(w.dsn(db), func(conn *pgx.Conn) error {
+		err := pgtest.WithConn(w.dsn(db), func(conn *pgx.Conn) error {
 			if _, err := conn.Exec(ctx, "insert into lab.orders (id, tenant, qty, state, revision) select g, $1, 1, 'pending', 0 from generate_series(1, $2) g",
 				tenant, n); err != nil {
 				return err
@@ -252,7 +243,7 @@ func (w *exampleWorld) prepare(t *testing.T, routed bool) {
 	}
 	fresh := func(db string) {
 		t.Helper()
-		err := withDB(w.dsn(db), func(conn *pgx.Conn) error {
+		err := pgtest.WithConn(w.dsn(db), func(conn *pgx.Conn) error {
 			if _, err := conn.Exec(ctx, "drop schema if exists lab cascade"); err != nil {
 				return err
 			}
@@ -260,7 +251,7 @@ func (w *exampleWorld) prepare(t *testing.T, routed bool) {
 				_, err := conn.Exec(ctx, "drop server if exists "+router.Cluster("lab")+" cascade")
 				return err
 			}
-			return driver.Migrate(ctx, conn, "lab")
+			return driver.Migrate(ctx, conn, "lab", driver.MigrateOptions{})
 		})
 		if err != nil {
 			t.Fatalf("fresh lab in %s: %v", db, err)
@@ -278,7 +269,7 @@ func (w *exampleWorld) prepare(t *testing.T, routed bool) {
 	for _, db := range []string{"router", "shard0", "shard1"} {
 		fresh(db)
 	}
-	err := withDB(w.dsn("router"), func(conn *pgx.Conn) error {
+	err := pgtest.WithConn(w.dsn("router"), func(conn *pgx.Conn) error {
 		return router.Install(ctx, conn, router.Config{Schema: "lab", Shards: []string{w.dsn("shard0"), w.dsn("shard1")}})
 	})
 	if err != nil {
@@ -289,27 +280,13 @@ func (w *exampleWorld) prepare(t *testing.T, routed bool) {
 		n, size    int
 	}{{"acme", "spring-cleanup", 20, 5}, {"alien-desert", "festival-2026", 40, 10}} {
 		var shard string
-		if err := withDB(w.dsn("router"), func(conn *pgx.Conn) error {
+		if err := pgtest.WithConn(w.dsn("router"), func(conn *pgx.Conn) error {
 			return conn.QueryRow(ctx, "select lab.shard_of($1)", job.tenant).Scan(&shard)
 		}); err != nil {
 			t.Fatalf("shard_of %s: %v", job.tenant, err)
 		}
 		seed("shard"+strings.TrimPrefix(shard, "p"), job.tenant, job.id, job.n, job.size, 0)
 	}
-}
-
-// withDB runs fn on a connection of its own to dsn.
-func withDB(dsn string, fn func(*pgx.Conn) error) (err error) {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := conn.Close(ctx); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
-	return fn(conn)
 }
 
 var loopbackAddr = regexp.MustCompile(`127\.0\.0\.1:\d+`)
@@ -424,7 +401,7 @@ func (w *exampleWorld) isUp(t *testing.T, command, line string) bool {
 		return resp.StatusCode == http.StatusOK
 	}
 	var n int
-	if err := withDB(w.dsn("postgres"), func(conn *pgx.Conn) error {
+	if err := pgtest.WithConn(w.dsn("postgres"), func(conn *pgx.Conn) error {
 		return conn.QueryRow(ctx, "select count(*) from lab.workers").Scan(&n)
 	}); err != nil {
 		t.Fatal(err)

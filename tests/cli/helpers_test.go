@@ -1,26 +1,21 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/internal/localpg"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
@@ -30,118 +25,23 @@ var ctx = context.Background()
 // unreachableDSN is a server that is not there: connecting fails at once.
 const unreachableDSN = "host=127.0.0.1 port=1 user=nobody dbname=nothing sslmode=disable connect_timeout=2"
 
-// processTimeout bounds every chunks process; a process that runs longer is
-// a test failure, never mistaken for a crash drill's SIGKILL.
-const processTimeout = 30 * time.Second
-
-// result is how one chunks process ended.
-type result struct {
-	args   []string
-	stdout string
-	stderr string
-	code   int            // the exit status, or -1 when a signal killed it
-	signal syscall.Signal // the signal that killed it, or 0
-}
-
-func (r result) String() string {
-	end := fmt.Sprintf("exit status %d", r.code)
-	if r.signal != 0 {
-		end = "killed by " + r.signal.String()
-	}
-	return fmt.Sprintf("chunks %s: %s\n--- stdout:\n%s--- stderr:\n%s", driver.Excerpt(strings.Join(r.args, " "), false), end, r.stdout, r.stderr)
-}
-
-// opts are the extras of one chunks process.
-type opts struct {
-	env     []string // VAR=value added to the cleaned environment
-	stdin   string
-	timeout time.Duration // processTimeout when zero
-	stderr  io.Writer     // where stderr goes instead of the result (a terminal, say)
-	under   []string      // a command that runs chunks (its args then chunks and its args), such as /usr/bin/time
-}
-
-// proc is a started chunks process.
-type proc struct {
-	cmd            *exec.Cmd
-	ctx            context.Context
-	cancel         context.CancelFunc
-	timeout        time.Duration
-	args           []string
-	stdout, stderr bytes.Buffer
-}
-
-// start starts chunks with args.
-func start(t testing.TB, o opts, args ...string) *proc {
-	t.Helper()
-	if o.timeout == 0 {
-		o.timeout = processTimeout
-	}
-	p := &proc{args: args, timeout: o.timeout}
-	p.ctx, p.cancel = context.WithTimeout(ctx, o.timeout)
-	cmd := append(append(o.under[:len(o.under):len(o.under)], bin), args...)
-	p.cmd = exec.CommandContext(p.ctx, cmd[0], cmd[1:]...)
-	p.cmd.Env = append(pgtest.CleanEnv(), o.env...)
-	p.cmd.Stdin = strings.NewReader(o.stdin)
-	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-	if o.stderr != nil {
-		p.cmd.Stderr = o.stderr
-	}
-	if err := p.cmd.Start(); err != nil {
-		p.cancel()
-		t.Fatalf("start chunks %s: %v", strings.Join(args, " "), err)
-	}
-	return p
-}
-
-// wait waits for the process and says how it ended.
-func (p *proc) wait(t testing.TB) result {
-	t.Helper()
-	defer p.cancel()
-	err := p.cmd.Wait()
-	r := result{args: p.args, stdout: p.stdout.String(), stderr: p.stderr.String()}
-	if p.ctx.Err() != nil {
-		t.Fatalf("%v\n(still running after %s, killed by the test)", r, p.timeout)
-	}
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatalf("chunks %s: %v", strings.Join(p.args, " "), err)
-	}
-	status := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
-	r.code = status.ExitStatus()
-	if status.Signaled() {
-		r.signal = status.Signal()
-	}
-	return r
-}
-
-// run runs chunks with args and says how it ended.
-func run(t testing.TB, args ...string) result {
-	t.Helper()
-	return start(t, opts{}, args...).wait(t)
-}
-
-func runWith(t testing.TB, o opts, args ...string) result {
-	t.Helper()
-	return start(t, o, args...).wait(t)
-}
-
 // wantOK fails unless r exited 0 with nothing on stderr, and returns stdout.
-func wantOK(t testing.TB, r result) string {
+func wantOK(t testing.TB, r clitest.Result) string {
 	t.Helper()
-	if r.code != 0 || r.signal != 0 || r.stderr != "" {
+	if r.Code != 0 || r.Signal != 0 || r.Stderr != "" {
 		t.Fatalf("want exit 0 and an empty stderr, got %v", r)
 	}
-	return r.stdout
+	return r.Stdout
 }
 
 // wantFailure fails unless r exited with code, with one line on stderr that
 // starts with "chunks: " and contains every part, and nothing on stdout.
-func wantFailure(t testing.TB, r result, code int, parts ...string) {
+func wantFailure(t testing.TB, r clitest.Result, code int, parts ...string) {
 	t.Helper()
-	if r.code != code || r.signal != 0 {
+	if r.Code != code || r.Signal != 0 {
 		t.Fatalf("want exit %d, got %v", code, r)
 	}
-	if r.stdout != "" {
+	if r.Stdout != "" {
 		t.Fatalf("want an empty stdout on failure, got %v", r)
 	}
 	wantErrorLine(t, r, parts...)
@@ -149,13 +49,13 @@ func wantFailure(t testing.TB, r result, code int, parts ...string) {
 
 // wantErrorLine fails unless stderr is one line that starts with "chunks: "
 // and contains every part.
-func wantErrorLine(t testing.TB, r result, parts ...string) {
+func wantErrorLine(t testing.TB, r clitest.Result, parts ...string) {
 	t.Helper()
-	if !strings.HasPrefix(r.stderr, "chunks: ") || !strings.HasSuffix(r.stderr, "\n") || strings.Count(r.stderr, "\n") != 1 {
+	if !strings.HasPrefix(r.Stderr, "chunks: ") || !strings.HasSuffix(r.Stderr, "\n") || strings.Count(r.Stderr, "\n") != 1 {
 		t.Fatalf("want one stderr line starting with \"chunks: \", got %v", r)
 	}
 	for _, part := range parts {
-		if !strings.Contains(r.stderr, part) {
+		if !strings.Contains(r.Stderr, part) {
 			t.Fatalf("want stderr to contain %q, got %v", part, r)
 		}
 	}
@@ -164,10 +64,10 @@ func wantErrorLine(t testing.TB, r result, parts ...string) {
 // decode reads stdout as exactly one line of JSON holding a T: no unknown
 // keys, and no key of T missing (the line and T's own JSON have the same
 // keys and values).
-func decode[T any](t testing.TB, r result) T {
+func decode[T any](t testing.TB, r clitest.Result) T {
 	t.Helper()
 	var v T
-	line, ok := strings.CutSuffix(r.stdout, "\n")
+	line, ok := strings.CutSuffix(r.Stdout, "\n")
 	if !ok || strings.Contains(line, "\n") {
 		t.Fatalf("want one line of JSON on stdout, got %v", r)
 	}
@@ -194,13 +94,13 @@ func decode[T any](t testing.TB, r result) T {
 }
 
 // wantJSON fails unless stdout is the JSON of want, exactly (as decode).
-func wantJSON[T any](t testing.TB, r result, want T) {
+func wantJSON[T any](t testing.TB, r clitest.Result, want T) {
 	t.Helper()
-	if r.code != 0 || r.stderr != "" {
+	if r.Code != 0 || r.Stderr != "" {
 		t.Fatalf("want exit 0 and an empty stderr, got %v", r)
 	}
 	if got := decode[T](t, r); !reflect.DeepEqual(got, want) {
-		t.Fatalf("chunks %s:\n got %+v\nwant %+v", strings.Join(r.args, " "), got, want)
+		t.Fatalf("chunks %s:\n got %+v\nwant %+v", strings.Join(r.Args, " "), got, want)
 	}
 }
 
@@ -217,40 +117,25 @@ var superuserWarning = regexp.MustCompile(`^chunks migrate: WARNING: schema \S+ 
 
 // wantMigrated is wantJSON for chunks migrate run by the test server's
 // superuser: its stderr is exactly the superuser warning.
-func wantMigrated(t testing.TB, r result, want migrated) {
+func wantMigrated(t testing.TB, r clitest.Result, want migrated) {
 	t.Helper()
-	if r.code != 0 || !superuserWarning.MatchString(r.stderr) {
+	if r.Code != 0 || !superuserWarning.MatchString(r.Stderr) {
 		t.Fatalf("want exit 0 and the superuser warning alone on stderr, got %v", r)
 	}
 	if got := decode[migrated](t, r); got != want {
-		t.Fatalf("chunks %s:\n got %+v\nwant %+v", strings.Join(r.args, " "), got, want)
+		t.Fatalf("chunks %s:\n got %+v\nwant %+v", strings.Join(r.Args, " "), got, want)
 	}
 }
 
-// lab is a test's own migrated schema in the test database.
+// lab is a test's own migrated schema in the test database, reached by
+// chunks as the superuser.
 type lab struct {
-	*pgtest.Schema
+	*clitest.Lab
 }
 
 func newLab(t testing.TB) *lab {
 	t.Helper()
-	return &lab{pgtest.NewSchema(t)}
-}
-
-// globals are the global flags that point chunks at the lab.
-func (l *lab) globals() []string {
-	return []string{"--dsn", pgtest.DSN(), "--schema", l.Name}
-}
-
-// chunks runs "chunks --dsn D --schema S args...".
-func (l *lab) chunks(t testing.TB, args ...string) result {
-	t.Helper()
-	return run(t, append(l.globals(), args...)...)
-}
-
-func (l *lab) start(t testing.TB, args ...string) *proc {
-	t.Helper()
-	return start(t, opts{}, append(l.globals(), args...)...)
+	return &lab{clitest.NewLab(t)}
 }
 
 // order is a row of orders.
@@ -330,7 +215,7 @@ func seedJob(t testing.TB, l *lab, jobID string, n, chunkSize int) *job {
 	if err := os.WriteFile(file, plan, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	wantJSON(t, l.chunks(t, "register", "--json", file), registered{JobID: jobID, Created: true})
+	wantJSON(t, l.Chunks(t, "register", "--json", file), registered{JobID: jobID, Created: true})
 	j.wantState(t, 0)
 	return j
 }

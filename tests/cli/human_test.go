@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/clitest"
 )
 
 // reportRow is a row of the report's table: an order id and its status.
@@ -19,7 +20,7 @@ var reportRow = regexp.MustCompile(`(?m)^│\s*(\d+)\s*│\s*(\w+)\s*│$`)
 func TestReportHuman(t *testing.T) {
 	t.Parallel()
 	j := seedJob(t, newLab(t), "human", 10, 4)
-	wantJSON(t, j.lab.chunks(t, "drain", "--json", "--max-chunks", "2", j.ID),
+	wantJSON(t, j.lab.Chunks(t, "drain", "--json", "--max-chunks", "2", j.ID),
 		driver.DrainResult{Calls: 2, Processed: j.ids(0, 8), NextIndex: 8})
 
 	drifted, reopened, missing := j.Targets[1].ID, j.Targets[6].ID, j.Targets[5].ID
@@ -27,7 +28,7 @@ func TestReportHuman(t *testing.T) {
 	j.lab.Exec(t, "update orders set state = 'pending', revision = revision + 1 where id = $1", reopened)
 	j.lab.Exec(t, "delete from orders where id = $1", missing)
 
-	out := wantOK(t, j.lab.chunks(t, "report", j.ID))
+	out := wantOK(t, j.lab.Chunks(t, "report", j.ID))
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	summary := "job human: 10 approved, 8 committed, 2 remaining: 5 matching, 2 drifted, 1 missing"
 	if last := lines[len(lines)-1]; last != summary {
@@ -54,7 +55,7 @@ func TestReportHuman(t *testing.T) {
 	}
 
 	// The same facts as --json.
-	wantJSON(t, j.lab.chunks(t, "report", "--json", j.ID), driver.JobReport{
+	wantJSON(t, j.lab.Chunks(t, "report", "--json", j.ID), driver.JobReport{
 		Approved: j.ids(0, 10), Committed: j.ids(0, 8), Remaining: j.ids(8, 10),
 		Matching: []int64{j.Targets[0].ID, j.Targets[2].ID, j.Targets[3].ID, j.Targets[4].ID, j.Targets[7].ID},
 		Drifted:  []int64{drifted, reopened}, Missing: []int64{missing},
@@ -63,9 +64,9 @@ func TestReportHuman(t *testing.T) {
 	// A job with nothing committed yet: no table, only the summary.
 	plan := fmt.Sprintf(`{"job_id": "untouched", "tenant": %q, "targets": [{"id": %d, "revision": %d, "qty": %d}], "chunk_size": 1, "allow_partial": true}`,
 		j.Tenant, j.Targets[9].ID, j.Targets[9].Revision, j.Targets[9].Qty)
-	wantOK(t, runWith(t, opts{stdin: plan}, append(j.lab.globals(), "register", "-")...))
+	wantOK(t, clitest.RunWith(t, clitest.Options{Stdin: plan}, append(j.lab.Globals(), "register", "-")...))
 	want1 := "job untouched: 1 approved, 0 committed, 1 remaining: 0 matching, 0 drifted, 0 missing\n"
-	if out := wantOK(t, j.lab.chunks(t, "report", "untouched")); out != want1 {
+	if out := wantOK(t, j.lab.Chunks(t, "report", "untouched")); out != want1 {
 		t.Fatalf("report of an untouched job:\n%s\nwant\n%s", out, want1)
 	}
 }
@@ -88,28 +89,28 @@ func TestHumanOutputEscapes(t *testing.T) {
 		values ($1, $2, 1, now(), now(), 'throttled', $3)`, evilWorker, "host\u202e", "throttle query said \x1b[5m")
 	l.Exec(t, "select pg_advisory_lock(worker_lock_key($1))", evilWorker) // alive: this session holds its lock, as a worker's would
 	raw := []string{"\x1b", "\x07", "\u202e"}
-	wantEscaped := func(r result, escaped ...string) {
+	wantEscaped := func(r clitest.Result, escaped ...string) {
 		t.Helper()
 		for _, c := range raw {
-			if strings.Contains(r.stdout+r.stderr, c) {
-				t.Fatalf("%q reaches the terminal raw:\n%q", c, r.stdout+r.stderr)
+			if strings.Contains(r.Stdout+r.Stderr, c) {
+				t.Fatalf("%q reaches the terminal raw:\n%q", c, r.Stdout+r.Stderr)
 			}
 		}
 		for _, e := range escaped {
-			if !strings.Contains(r.stdout+r.stderr, e) {
-				t.Fatalf("want %s in the output, got:\n%s%s", e, r.stdout, r.stderr)
+			if !strings.Contains(r.Stdout+r.Stderr, e) {
+				t.Fatalf("want %s in the output, got:\n%s%s", e, r.Stdout, r.Stderr)
 			}
 		}
 	}
-	status := l.chunks(t, "status")
+	status := l.Chunks(t, "status")
 	wantOK(t, status)
 	wantEscaped(status, `clear\x1b[2J`, `\u202eacme`, `w\x1b]0;owned\x07`, `host\u202e`, `throttle query said \x1b[5m`)
 
-	inspect := l.chunks(t, "inspect", "plain")
+	inspect := l.Chunks(t, "inspect", "plain")
 	wantOK(t, inspect)
 	wantEscaped(inspect, `job plain of tenant \u202eacme:`)
 
-	run := l.chunks(t, "run", "plain") // the stored tenant is not valid: a conflict that quotes it
+	run := l.Chunks(t, "run", "plain") // the stored tenant is not valid: a conflict that quotes it
 	wantFailure(t, run, 3, "stored tenant")
 	wantEscaped(run, `\u202eacme`)
 }

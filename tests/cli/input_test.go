@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/clitest"
 )
 
 // TestInputSizeBounded: manifest and register read at most 1 MiB of input
@@ -36,12 +37,12 @@ func TestInputSizeBounded(t *testing.T) {
 		{"manifest /dev/zero", append(manifest, "/dev/zero"), ""},
 		{"manifest, a file one byte over", append(manifest, padded("items.json", items, driver.MaxInputBytes+1)), ""},
 		{"manifest, stdin one byte over", append(manifest, "-"), items + strings.Repeat(" ", driver.MaxInputBytes)},
-		{"register /dev/zero", append(l.globals(), "register", "/dev/zero"), ""},
-		{"register, a file one byte over", append(l.globals(), "register", padded("plan.json", plan, driver.MaxInputBytes+1)), ""},
-		{"register, stdin of 50 MB", append(l.globals(), "register", "-"), plan + strings.Repeat(" ", 50_000_000)},
+		{"register /dev/zero", append(l.Globals(), "register", "/dev/zero"), ""},
+		{"register, a file one byte over", append(l.Globals(), "register", padded("plan.json", plan, driver.MaxInputBytes+1)), ""},
+		{"register, stdin of 50 MB", append(l.Globals(), "register", "-"), plan + strings.Repeat(" ", 50_000_000)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			wantFailure(t, runWith(t, opts{stdin: c.stdin}, c.args...), 2, limit)
+			wantFailure(t, clitest.RunWith(t, clitest.Options{Stdin: c.stdin}, c.args...), 2, limit)
 		})
 	}
 	var jobs int
@@ -49,8 +50,8 @@ func TestInputSizeBounded(t *testing.T) {
 		t.Fatalf("%d jobs after the refusals (%v)", jobs, err)
 	}
 	// Exactly at the limit is fine.
-	wantJSON(t, l.chunks(t, "register", "--json", padded("exact.json", plan, driver.MaxInputBytes)), registered{JobID: "big", Created: true})
-	out := wantOK(t, run(t, append(manifest, padded("exact-items.json", items, driver.MaxInputBytes))...))
+	wantJSON(t, l.Chunks(t, "register", "--json", padded("exact.json", plan, driver.MaxInputBytes)), registered{JobID: "big", Created: true})
+	out := wantOK(t, clitest.Run(t, append(manifest, padded("exact-items.json", items, driver.MaxInputBytes))...))
 	if !strings.Contains(out, `"targets":[{"id":1,"revision":0,"qty":1}]`) {
 		t.Fatalf("manifest of 1 MiB: %s", out)
 	}
@@ -66,9 +67,9 @@ func TestByteOrderMark(t *testing.T) {
 	if err := os.WriteFile(path, []byte(bom+`[{"id": 1, "revision": 0, "qty": 1}]`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	wantFailure(t, run(t, "manifest", "--job-id", "j", "--tenant", "t", "--chunk-size", "1", "--allow-partial", path), 2,
+	wantFailure(t, clitest.Run(t, "manifest", "--job-id", "j", "--tenant", "t", "--chunk-size", "1", "--allow-partial", path), 2,
 		"targets: starts with a UTF-8 byte order mark")
 	plan := fmt.Sprintf(`%s{"job_id": "j", "tenant": "t", "targets": [{"id": 1, "revision": 0, "qty": 1}], "chunk_size": 1, "allow_partial": true}`, bom)
-	wantFailure(t, runWith(t, opts{stdin: plan}, append(l.globals(), "register", "-")...), 2,
+	wantFailure(t, clitest.RunWith(t, clitest.Options{Stdin: plan}, append(l.Globals(), "register", "-")...), 2,
 		"plan: starts with a UTF-8 byte order mark")
 }

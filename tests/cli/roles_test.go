@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
@@ -20,15 +21,15 @@ func TestGrant(t *testing.T) {
 		return mustText(t, l.Conn, "select has_function_privilege($1, $2, 'EXECUTE')::text", role, l.Name+"."+fn)
 	}
 
-	wantFailure(t, l.chunks(t, "grant"), 2, "grant needs at least one --operator ROLE or --viewer ROLE")
-	wantFailure(t, l.chunks(t, "grant", "alice"), 2, "grant takes no arguments")
-	wantFailure(t, l.chunks(t, "grant", "--operator", alice.Name, "--viewer", "nobody_here"), 2,
+	wantFailure(t, l.Chunks(t, "grant"), 2, "grant needs at least one --operator ROLE or --viewer ROLE")
+	wantFailure(t, l.Chunks(t, "grant", "alice"), 2, "grant takes no arguments")
+	wantFailure(t, l.Chunks(t, "grant", "--operator", alice.Name, "--viewer", "nobody_here"), 2,
 		`role: there is no role "nobody_here"; create it first (CREATE ROLE)`)
 	if got := executes(alice.Name, "report(text)"); got != "false" {
 		t.Fatalf("a refused grant left alice with report: %s", got)
 	}
 
-	out := wantOK(t, l.chunks(t, "grant", "--operator", alice.Name, "--viewer", bob.Name))
+	out := wantOK(t, l.Chunks(t, "grant", "--operator", alice.Name, "--viewer", bob.Name))
 	if out != "granted operator to "+alice.Name+": EXECUTE on 34 functions, SELECT on 9 tables\n"+
 		"granted viewer to "+bob.Name+": EXECUTE on 12 functions, SELECT on 9 tables\n" {
 		t.Fatalf("grant: %q", out)
@@ -37,7 +38,7 @@ func TestGrant(t *testing.T) {
 		executes(alice.Name, "run_chunk(text, text)") != "true" || executes(bob.Name, "run_chunk(text, text)") != "false" || executes(bob.Name, "report(text, text)") != "true" {
 		t.Fatal("grant did not grant what it said")
 	}
-	g := decode[driver.Granted](t, l.chunks(t, "--json", "grant", "--revoke", "--operator", alice.Name))
+	g := decode[driver.Granted](t, l.Chunks(t, "--json", "grant", "--revoke", "--operator", alice.Name))
 	if g.Role != alice.Name || g.Access != driver.Operator || !g.Revoked || len(g.Functions) != 22 || len(g.Tables) != 0 {
 		t.Fatalf("grant --revoke --json: %+v", g)
 	}
@@ -46,11 +47,11 @@ func TestGrant(t *testing.T) {
 	}
 	// --json names the role as pg_roles spells it, not as an SQL identifier.
 	mixed := pgtest.NewRole(t, pgtest.DSN(), "Mixed Case")
-	g = decode[driver.Granted](t, l.chunks(t, "--json", "grant", "--viewer", mixed.Name))
+	g = decode[driver.Granted](t, l.Chunks(t, "--json", "grant", "--viewer", mixed.Name))
 	if g.Role != mixed.Name || g.Access != driver.Viewer || g.Revoked || len(g.Functions) != 12 {
 		t.Fatalf("grant --json to %q: %+v", mixed.Name, g)
 	}
-	if out := wantOK(t, l.chunks(t, "grant", "--revoke", "--viewer", mixed.Name)); out != "revoked viewer from "+mixed.Name+": EXECUTE on 34 functions, SELECT on 9 tables\n" {
+	if out := wantOK(t, l.Chunks(t, "grant", "--revoke", "--viewer", mixed.Name)); out != "revoked viewer from "+mixed.Name+": EXECUTE on 34 functions, SELECT on 9 tables\n" {
 		t.Fatalf("grant --revoke: %q", out)
 	}
 	// The schema's owner (here the test's superuser) is refused, revoke or
@@ -59,12 +60,12 @@ func TestGrant(t *testing.T) {
 	for _, flag := range []string{"--viewer", "--operator"} {
 		for _, revoke := range [][]string{{"--revoke"}, nil} {
 			args := append(append([]string{"grant"}, revoke...), flag, owner)
-			wantFailure(t, l.chunks(t, args...), 2, fmt.Sprintf("role: %q owns schema %s, and every chunks function runs with its privileges", owner, l.Name))
+			wantFailure(t, l.Chunks(t, args...), 2, fmt.Sprintf("role: %q owns schema %s, and every chunks function runs with its privileges", owner, l.Name))
 		}
 	}
 
 	// A viewer runs nothing: the CLI says what to do about it.
-	wantFailure(t, run(t, "--dsn", bob.DSN(pgtest.DSN()), "--schema", l.Name, "run", "nojob"), 1,
+	wantFailure(t, clitest.Run(t, "--dsn", bob.DSN(pgtest.DSN()), "--schema", l.Name, "run", "nojob"), 1,
 		"permission denied for function run_chunk (SQLSTATE 42501)", "chunks grant --operator ROLE")
 }
 
@@ -82,11 +83,11 @@ func TestMigrateOwner(t *testing.T) {
 		}
 	})
 	g := []string{"--dsn", pgtest.DSN(), "--schema", schema}
-	wantFailure(t, run(t, append(g, "migrate", "--owner", "nobody_here")...), 2, `owner: there is no role "nobody_here"`)
+	wantFailure(t, clitest.Run(t, append(g, "migrate", "--owner", "nobody_here")...), 2, `owner: there is no role "nobody_here"`)
 	if got := mustText(t, admin, "select (to_regnamespace($1) is null)::text", schema); got != "true" {
 		t.Fatal("a refused migrate left the schema")
 	}
-	out := wantOK(t, run(t, append(g, "migrate", "--owner", owner.Name)...))
+	out := wantOK(t, clitest.Run(t, append(g, "migrate", "--owner", owner.Name)...))
 	if !strings.HasSuffix(out, "owned by "+owner.Name+"\n") {
 		t.Fatalf("migrate --owner: %q", out)
 	}
@@ -96,12 +97,12 @@ func TestMigrateOwner(t *testing.T) {
 		t.Fatalf("%s objects of the schema are not the owner's", got)
 	}
 	// Again without --owner: the schema keeps its owner.
-	if out := wantOK(t, run(t, append(g, "migrate")...)); !strings.HasSuffix(out, "owned by "+owner.Name+"\n") {
+	if out := wantOK(t, clitest.Run(t, append(g, "migrate")...)); !strings.HasSuffix(out, "owned by "+owner.Name+"\n") {
 		t.Fatalf("migrate again: %q", out)
 	}
 	// A superuser owner: said, not refused.
-	r := run(t, append(g, "migrate", "--owner", mustText(t, admin, "select current_user::text"))...)
-	if r.code != 0 || !superuserWarning.MatchString(r.stderr) {
+	r := clitest.Run(t, append(g, "migrate", "--owner", mustText(t, admin, "select current_user::text"))...)
+	if r.Code != 0 || !superuserWarning.MatchString(r.Stderr) {
 		t.Fatalf("migrate --owner a superuser: %v", r)
 	}
 }
@@ -121,18 +122,18 @@ func TestNoGrantSaysWhichGrant(t *testing.T) {
 			fmt.Sprintf("the schema's owner (%s) grants it: chunks grant --schema %s %s %s", owner, l.Name, grant, nobody.Name)}
 	}
 	for _, args := range [][]string{{"status"}, {"report", "nojob"}} {
-		r := run(t, append(as, args...)...)
+		r := clitest.Run(t, append(as, args...)...)
 		wantFailure(t, r, 1, want("--viewer")...)
-		if strings.Contains(r.stderr, "migrate") {
+		if strings.Contains(r.Stderr, "migrate") {
 			t.Fatalf("%s says to migrate: %v", args[0], r)
 		}
 	}
-	r := run(t, append(as, "worker", "--id", "w1")...)
-	if r.code != 1 || !strings.Contains(r.stderr, "cannot start") || strings.Contains(r.stderr, "migrate") {
+	r := clitest.Run(t, append(as, "worker", "--id", "w1")...)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "cannot start") || strings.Contains(r.Stderr, "migrate") {
 		t.Fatalf("a worker without a grant: %v", r)
 	}
 	for _, part := range want("--operator") {
-		if !strings.Contains(r.stderr, part) {
+		if !strings.Contains(r.Stderr, part) {
 			t.Fatalf("a worker without a grant does not say %q: %v", part, r)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
+	"github.com/chunks-dev/chunks/internal/clitest"
 )
 
 // drift changes three committed orders of a finished job j: the 4th
@@ -43,7 +44,7 @@ func seedUndo(t testing.TB, l *lab, n, chunkSize int) *job {
 			restored = append(restored, target.ID)
 		}
 	}
-	wantJSON(t, l.chunks(t, "undo", "--json", "festival"), driver.Undo{JobID: "festival-undo", Undoes: "festival", Created: true,
+	wantJSON(t, l.Chunks(t, "undo", "--json", "festival"), driver.Undo{JobID: "festival-undo", Undoes: "festival", Created: true,
 		Targets: restored, Drifted: drifted[:2], Missing: drifted[2:]})
 	u.orders = u.state(t).Orders
 	u.wantState(t, 0)
@@ -77,7 +78,7 @@ func TestCheck(t *testing.T) {
 	same, second, other := writePlan(t, j, "festival", 4), writePlan(t, j, "second", 4), writePlan(t, j, "festival", 3)
 	before := j.state(t)
 
-	if out := wantOK(t, j.lab.chunks(t, "check", same)); out != "job festival: already registered with this approval; register would change nothing\n"+
+	if out := wantOK(t, j.lab.Chunks(t, "check", same)); out != "job festival: already registered with this approval; register would change nothing\n"+
 		"12 of 12 targets would be cancelled now; 0 would not\n" {
 		t.Fatalf("check of the registered plan:\n%s", out)
 	}
@@ -89,7 +90,7 @@ func TestCheck(t *testing.T) {
 	for _, target := range j.Targets {
 		all.Targets = append(all.Targets, driver.TargetCheck{ID: target.ID, OK: true})
 	}
-	wantJSON(t, runWith(t, opts{stdin: string(data)}, append(j.lab.globals(), "check", "--json", "-")...), all)
+	wantJSON(t, clitest.RunWith(t, clitest.Options{Stdin: string(data)}, append(j.lab.Globals(), "check", "--json", "-")...), all)
 	// The three checks so far wrote nothing: no job second, festival as it was.
 	if after := j.state(t); !reflect.DeepEqual(after, before) {
 		t.Fatalf("check changed the database:\n%+v\n%+v", before, after)
@@ -104,34 +105,34 @@ func TestCheck(t *testing.T) {
 	j.lab.Exec(t, "delete from orders where id = $1", gone.ID)
 	j.lab.Exec(t, "update orders set revision = revision + 2 where id = $1", moved.ID)
 	before = j.state(t)
-	r := j.lab.chunks(t, "check", second)
+	r := j.lab.Chunks(t, "check", second)
 	wantErrorLine(t, r, "conflict: check: job second: 2 of 12 targets would not be cancelled")
 	for _, want := range []string{"job second: the id is free; register would create the job",
 		fmt.Sprintf("order %d: missing", gone.ID), fmt.Sprintf("order %d: revision is %d, approved %d", moved.ID, moved.Revision+2, moved.Revision),
 		"10 of 12 targets would be cancelled now; 2 would not"} {
-		if r.code != 3 || !strings.Contains(r.stdout, want) {
+		if r.Code != 3 || !strings.Contains(r.Stdout, want) {
 			t.Fatalf("want exit 3 and %q on stdout, got %v", want, r)
 		}
 	}
-	r = j.lab.chunks(t, "check", "--json", second)
-	if r.code != 3 {
+	r = j.lab.Chunks(t, "check", "--json", second)
+	if r.Code != 3 {
 		t.Fatalf("check --json of a plan that would not apply: %v", r)
 	}
-	got := decode[driver.PlanCheck](t, result{stdout: r.stdout})
+	got := decode[driver.PlanCheck](t, clitest.Result{Stdout: r.Stdout})
 	if got.OK || len(got.Problems()) != 2 || got.Problems()[0].ID != gone.ID || got.Problems()[1].Problem !=
 		fmt.Sprintf("order %d: revision is %d, approved %d", moved.ID, moved.Revision+2, moved.Revision) {
 		t.Fatalf("check --json: %+v", got)
 	}
 
 	// A conflicting registration: exit 3 even if every target were fine.
-	r = j.lab.chunks(t, "check", other)
+	r = j.lab.Chunks(t, "check", other)
 	wantErrorLine(t, r, "conflict: check: job festival: 2 of 12 targets would not be cancelled; registering would conflict")
-	if r.code != 3 || !strings.Contains(r.stdout, "job festival: register would refuse: job festival: already registered with chunk_size 4, not 3") {
+	if r.Code != 3 || !strings.Contains(r.Stdout, "job festival: register would refuse: job festival: already registered with chunk_size 4, not 3") {
 		t.Fatalf("check of a conflicting plan: %v", r)
 	}
 	// register + drain conflict where check said.
-	wantOK(t, j.lab.chunks(t, "register", second))
-	if got := j.lab.chunks(t, "drain", "second"); got.code != 3 || !strings.Contains(got.stderr, fmt.Sprintf("order %d: missing", gone.ID)) {
+	wantOK(t, j.lab.Chunks(t, "register", second))
+	if got := j.lab.Chunks(t, "drain", "second"); got.Code != 3 || !strings.Contains(got.Stderr, fmt.Sprintf("order %d: missing", gone.ID)) {
 		t.Fatalf("drain after an exit-3 check: %v", got)
 	}
 	j.lab.Exec(t, "delete from job_queue where job_id = 'second'")
@@ -142,8 +143,8 @@ func TestCheck(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(`{"job_id": "x", "tenant": "t", "targets": [], "chunk_size": 1, "allow_partial": true}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	wantFailure(t, run(t, "--dsn", unreachableDSN, "check", bad), 2, "invalid: targets: must be a list of 1 to 64 targets, got 0")
-	wantFailure(t, j.lab.chunks(t, "check", second, "--json"), 2, "flag --json after PLAN.json")
+	wantFailure(t, clitest.Run(t, "--dsn", unreachableDSN, "check", bad), 2, "invalid: targets: must be a list of 1 to 64 targets, got 0")
+	wantFailure(t, j.lab.Chunks(t, "check", second, "--json"), 2, "flag --json after PLAN.json")
 	if after := j.state(t); !reflect.DeepEqual(after, before) {
 		t.Fatalf("check changed the database:\n%+v\n%+v", before, after)
 	}
@@ -155,7 +156,7 @@ func TestCheck(t *testing.T) {
 func TestUndo(t *testing.T) {
 	t.Parallel()
 	u := seedUndo(t, newLab(t), 40, 10)
-	again := u.lab.chunks(t, "undo", "festival")
+	again := u.lab.Chunks(t, "undo", "festival")
 	if out := wantOK(t, again); !strings.HasPrefix(out, "job festival-undo was already registered as the undo of festival; nothing changed (it restores 37 orders)\n") ||
 		!strings.Contains(out, "left alone (changed since festival, or gone): drifted ") {
 		t.Fatalf("undo again:\n%s", out)
@@ -165,28 +166,28 @@ func TestUndo(t *testing.T) {
 	st := decode[struct {
 		Jobs    []fleet.JobStatus    `json:"jobs"`
 		Workers []fleet.WorkerStatus `json:"workers"`
-	}](t, u.lab.chunks(t, "status", "--json")).Jobs
+	}](t, u.lab.Chunks(t, "status", "--json")).Jobs
 	if len(st) != 2 || st[0].Kind != driver.KindCancel || st[0].UndoneBy == nil || *st[0].UndoneBy != "festival-undo" ||
 		st[1].Kind != driver.KindRestore || st[1].Undoes == nil || *st[1].Undoes != "festival" || st[1].State != fleet.StateQueued {
 		t.Fatalf("status --json: %+v", st)
 	}
-	status := wantOK(t, u.lab.chunks(t, "status"))
+	status := wantOK(t, u.lab.Chunks(t, "status"))
 	if !strings.Contains(status, "undo of festival") || !strings.Contains(status, "undone by festival-undo") {
 		t.Fatalf("status:\n%s", status)
 	}
 
 	u.drainToEnd(t, 0)
-	report := wantOK(t, u.lab.chunks(t, "report", "festival-undo"))
+	report := wantOK(t, u.lab.Chunks(t, "report", "festival-undo"))
 	if !strings.Contains(report, "job festival-undo: 37 approved, 37 committed, 0 remaining: 37 matching, 0 drifted, 0 missing\n") ||
 		!strings.HasSuffix(report, "job festival-undo is the undo of festival: matching orders are pending again, as they were before festival\n") {
 		t.Fatalf("report of the undo:\n%s", report)
 	}
-	report = wantOK(t, u.lab.chunks(t, "report", "festival"))
+	report = wantOK(t, u.lab.Chunks(t, "report", "festival"))
 	if !strings.HasSuffix(report, "job festival: 40 approved, 40 committed, 0 remaining: 0 matching, 39 drifted, 1 missing\n"+
 		"job festival was undone by festival-undo (chunks report festival-undo shows what it restored)\n") {
 		t.Fatalf("report of the undone job:\n%s", report)
 	}
-	wantJSON(t, u.lab.chunks(t, "report", "--json", "festival-undo"), driver.JobReport{
+	wantJSON(t, u.lab.Chunks(t, "report", "--json", "festival-undo"), driver.JobReport{
 		Approved: u.ids(0, 37), Committed: u.ids(0, 37), Remaining: []int64{}, Matching: u.ids(0, 37), Drifted: []int64{}, Missing: []int64{},
 	})
 	// Done: draining again changes nothing.
@@ -205,8 +206,8 @@ func TestUndoRefusals(t *testing.T) {
 		"targets": [{"id": 9001, "revision": 0, "qty": 1}, {"id": 9002, "revision": 0, "qty": 1}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	wantOK(t, u.lab.chunks(t, "register", plan))
-	wantOK(t, u.lab.chunks(t, "run", "running"))
+	wantOK(t, u.lab.Chunks(t, "register", plan))
+	wantOK(t, u.lab.Chunks(t, "run", "running"))
 	before := u.state(t)
 	long := strings.Repeat("j", 60)
 	for _, c := range []struct {
@@ -223,18 +224,18 @@ func TestUndoRefusals(t *testing.T) {
 		{[]string{"undo", long}, 2, "invalid: new_job_id: job " + long + " is 60 characters, too long to name its undo"},
 		{[]string{"undo", "festival", "--job-id", "x"}, 2, "usage: flag --job-id after the job id"},
 	} {
-		wantFailure(t, u.lab.chunks(t, c.args...), c.code, c.msg)
+		wantFailure(t, u.lab.Chunks(t, c.args...), c.code, c.msg)
 	}
 	if after := u.state(t); !reflect.DeepEqual(after, before) {
 		t.Fatalf("the refusals changed the database")
 	}
 	// Paused, the job can be undone; then resume and pause --after refuse it.
-	wantOK(t, u.lab.chunks(t, "pause", "running"))
-	if out := wantOK(t, u.lab.chunks(t, "undo", "running")); out != "registered job running-undo, the undo of running: it restores 1 order to pending, 9001\n" {
+	wantOK(t, u.lab.Chunks(t, "pause", "running"))
+	if out := wantOK(t, u.lab.Chunks(t, "undo", "running")); out != "registered job running-undo, the undo of running: it restores 1 order to pending, 9001\n" {
 		t.Fatalf("undo of the paused job: %q", out)
 	}
-	wantFailure(t, u.lab.chunks(t, "resume", "running"), 3, "conflict: job running: undone by running-undo; nothing to resume")
-	wantFailure(t, u.lab.chunks(t, "pause", "--after", "1", "running"), 3, "conflict: job running: undone by running-undo; nothing to run")
+	wantFailure(t, u.lab.Chunks(t, "resume", "running"), 3, "conflict: job running: undone by running-undo; nothing to resume")
+	wantFailure(t, u.lab.Chunks(t, "pause", "--after", "1", "running"), 3, "conflict: job running: undone by running-undo; nothing to run")
 }
 
 // TestTwoDrainProcessesOnAnUndo: two chunks drain processes on one undo at
@@ -247,10 +248,10 @@ func TestTwoDrainProcessesOnAnUndo(t *testing.T) {
 			t.Parallel()
 			u := seedUndo(t, newLab(t), 64, size)
 			n := len(u.Targets)
-			procs := []*proc{u.lab.start(t, "drain", "--json", u.ID), u.lab.start(t, "drain", "--json", u.ID)}
+			procs := []*clitest.Proc{u.lab.Start(t, clitest.Options{}, "drain", "--json", u.ID), u.lab.Start(t, clitest.Options{}, "drain", "--json", u.ID)}
 			var all []int64
 			for _, p := range procs {
-				r := p.wait(t)
+				r := p.Wait(t)
 				wantOK(t, r)
 				res := decode[driver.DrainResult](t, r)
 				if res.NextIndex != n || !res.Done {
@@ -273,14 +274,14 @@ func TestTwoDrainProcessesOnAnUndo(t *testing.T) {
 func TestPauseAfterCLI(t *testing.T) {
 	t.Parallel()
 	j := seedJob(t, newLab(t), "festival", 12, 2) // 6 chunks
-	if out := wantOK(t, j.lab.chunks(t, "pause", "--after", "2", "festival")); out !=
+	if out := wantOK(t, j.lab.Chunks(t, "pause", "--after", "2", "festival")); out !=
 		"job festival: the workers run 2 more chunks of it, then it pauses itself until chunks resume festival\n" {
 		t.Fatalf("pause --after: %q", out)
 	}
-	if out := wantOK(t, j.lab.chunks(t, "pause", "--after", "2", "--json", "festival")); out != `{"after":2,"changed":false,"job_id":"festival"}`+"\n" {
+	if out := wantOK(t, j.lab.Chunks(t, "pause", "--after", "2", "--json", "festival")); out != `{"after":2,"changed":false,"job_id":"festival"}`+"\n" {
 		t.Fatalf("pause --after again: %q", out)
 	}
-	if out := wantOK(t, j.lab.chunks(t, "status")); !strings.Contains(out, "pauses after 2 more chunks") {
+	if out := wantOK(t, j.lab.Chunks(t, "status")); !strings.Contains(out, "pauses after 2 more chunks") {
 		t.Fatalf("status:\n%s", out)
 	}
 	for _, c := range []struct {
@@ -293,7 +294,7 @@ func TestPauseAfterCLI(t *testing.T) {
 		{[]string{"pause", "--after", "x", "festival"}, 2, "usage:"},
 		{[]string{"pause", "--after", "1", "nope"}, 3, "conflict: job nope: not found"},
 	} {
-		wantFailure(t, j.lab.chunks(t, c.args...), c.code, c.msg)
+		wantFailure(t, j.lab.Chunks(t, c.args...), c.code, c.msg)
 	}
 	j.wantState(t, 0)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
@@ -35,11 +36,11 @@ func TestDSNNeverShown(t *testing.T) {
 			{"inspect", "j"}, {"run", "j"}, {"drain", "j"}, {"drain", "--workers", "3", "j"}, {"report", "j"},
 			{"migrate"}, {"status"}, {"worker"},
 		} {
-			r := run(t, append([]string{"--dsn", dsn, "--schema", "lab"}, args...)...)
+			r := clitest.Run(t, append([]string{"--dsn", dsn, "--schema", "lab"}, args...)...)
 			wantFailure(t, r, 2, "dsn: ", "the connection string is not shown")
 			for _, part := range []string{"SECRET", "search_path"} {
-				if strings.Contains(r.stderr, part) {
-					t.Fatalf("chunks %s with the DSN %q shows %q:\n%s", strings.Join(args, " "), dsn, part, r.stderr)
+				if strings.Contains(r.Stderr, part) {
+					t.Fatalf("chunks %s with the DSN %q shows %q:\n%s", strings.Join(args, " "), dsn, part, r.Stderr)
 				}
 			}
 		}
@@ -53,7 +54,7 @@ func TestSchemaIsAStartupParameter(t *testing.T) {
 	t.Parallel()
 	j := seedJob(t, newLab(t), "j", 5, 2)
 	for _, dsn := range []string{pgtest.DSN() + ` application_name=chunks\`, pgtest.DSN() + " options='-c search_path=public'"} {
-		r := run(t, "--dsn", dsn, "--schema", j.lab.Name, "--json", "inspect", "j")
+		r := clitest.Run(t, "--dsn", dsn, "--schema", j.lab.Name, "--json", "inspect", "j")
 		wantJSON(t, r, &driver.Job{JobID: "j", Tenant: j.Tenant, Targets: j.Targets, ChunkSize: 2, NextIndex: 0})
 	}
 }
@@ -62,7 +63,7 @@ func TestSchemaIsAStartupParameter(t *testing.T) {
 // chunks looked, besides libpq's socket.
 func TestMissingDSN(t *testing.T) {
 	t.Parallel()
-	r := runWith(t, opts{env: []string{"PGHOST=" + t.TempDir()}}, "--schema", "lab", "inspect", "j") // no server listens there
+	r := clitest.RunWith(t, clitest.Options{Env: []string{"PGHOST=" + t.TempDir()}}, "--schema", "lab", "inspect", "j") // no server listens there
 	wantFailure(t, r, 1, ".s.PGSQL.5432", "not --dsn, $CHUNKS_DSN nor $DATABASE_URL", "PG* variables")
 }
 
@@ -105,22 +106,22 @@ func TestDemoKeepsPasswordsOut(t *testing.T) {
 		cannotRun(t, "this test needs an event trigger (superuser): %v", err)
 	}
 
-	r, seen := watchChildren(t, start(t, opts{timeout: 90 * time.Second}, "demo", "--dsn", dsn))
+	r, seen := watchChildren(t, clitest.Start(t, clitest.Options{Timeout: 90 * time.Second}, "demo", "--dsn", dsn))
 	wantDemo(t, r)
 	if len(seen) < 3 {
 		t.Fatalf("saw %d child processes of the demo, want the crash drill and two drains: %v", len(seen), seen)
 	}
 	wantDSNInEnvironment(t, seen, dsn, secret)
-	if strings.Contains(r.stdout+r.stderr, secret) {
+	if strings.Contains(r.Stdout+r.Stderr, secret) {
 		t.Fatalf("the demo printed the password:\n%v", r)
 	}
-	m := strings.Fields(r.stdout[strings.Index(r.stdout, "The schema ")+len("The schema "):])
+	m := strings.Fields(r.Stdout[strings.Index(r.Stdout, "The schema ")+len("The schema "):])
 	if len(m) == 0 || !strings.HasPrefix(m[0], "festival_demo_") {
 		t.Fatalf("the demo does not name the schema it left:\n%v", r)
 	}
-	if !strings.Contains(r.stdout, "psql -h 127.0.0.1 -p ") || !strings.Contains(r.stdout, "-d "+db+" -c 'select * from "+m[0]+".job_audit") ||
-		!strings.Contains(r.stdout, "(psql asks for the password, or reads $PGPASSWORD: it is not printed here)") {
-		t.Fatalf("the demo's psql line:\n%s", r.stdout)
+	if !strings.Contains(r.Stdout, "psql -h 127.0.0.1 -p ") || !strings.Contains(r.Stdout, "-d "+db+" -c 'select * from "+m[0]+".job_audit") ||
+		!strings.Contains(r.Stdout, "(psql asks for the password, or reads $PGPASSWORD: it is not printed here)") {
+		t.Fatalf("the demo's psql line:\n%s", r.Stdout)
 	}
 	var audit int
 	if err := setup.QueryRow(ctx, "select count(*) from "+pgx.Identifier{m[0], "job_audit"}.Sanitize()).Scan(&audit); err != nil || audit != 40+37 {
@@ -135,17 +136,17 @@ type child struct {
 }
 
 // watchChildren waits for p, recording every child it starts as it runs.
-func watchChildren(t testing.TB, p *proc) (result, map[int]child) {
+func watchChildren(t testing.TB, p *clitest.Proc) (clitest.Result, map[int]child) {
 	t.Helper()
 	seen := map[int]child{}
-	done := make(chan result)
-	go func() { done <- p.wait(t) }()
+	done := make(chan clitest.Result)
+	go func() { done <- p.Wait(t) }()
 	for {
 		select {
 		case r := <-done:
 			return r, seen
 		default:
-			children(p.cmd.Process.Pid, seen)
+			children(p.PID(), seen)
 			time.Sleep(5 * time.Millisecond)
 		}
 	}

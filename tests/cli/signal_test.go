@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/clitest"
 )
 
 // slowChunks makes every chunk of the lab take at least seconds: a trigger
@@ -60,18 +61,16 @@ func TestDrainInterrupted(t *testing.T) {
 		j := seedJob(t, newLab(t), "festival", 40, 10)
 		j.lab.slowChunks(t, 1)
 		term := newTerminal(t)
-		p := start(t, opts{stderr: term.tty}, append(j.lab.globals(), "drain", j.ID)...)
+		p := clitest.Start(t, clitest.Options{Stderr: term.tty}, append(j.lab.Globals(), "drain", j.ID)...)
 		j.waitInFlight(t, 10)
-		if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
-			t.Fatal(err)
-		}
-		r := p.wait(t)
+		p.Signal(t, syscall.SIGINT)
+		r := p.Wait(t)
 		screen := term.output(t)
-		if r.code != 130 {
+		if r.Code != 130 {
 			t.Fatalf("want exit 130, got %v\n--- terminal:\n%q", r, screen)
 		}
-		if want := fmt.Sprintf("job festival: 1 call cancelled %s; next_index 10\n", idRange(j.ids(0, 10))); r.stdout != want {
-			t.Fatalf("stdout %q, want %q", r.stdout, want)
+		if want := fmt.Sprintf("job festival: 1 call cancelled %s; next_index 10\n", idRange(j.ids(0, 10))); r.Stdout != want {
+			t.Fatalf("stdout %q, want %q", r.Stdout, want)
 		}
 		// The bar was drawn, in ids, and erased (a carriage return, blanks,
 		// a carriage return) before the one line that says what happened.
@@ -97,13 +96,11 @@ func TestDrainInterrupted(t *testing.T) {
 		t.Parallel()
 		j := seedJob(t, newLab(t), "festival", 40, 10)
 		j.lab.slowChunks(t, 1)
-		p := j.lab.start(t, "drain", "--json", j.ID)
+		p := j.lab.Start(t, clitest.Options{}, "drain", "--json", j.ID)
 		j.waitInFlight(t, 10)
-		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		r := p.wait(t)
-		if r.code != 143 {
+		p.Signal(t, syscall.SIGTERM)
+		r := p.Wait(t)
+		if r.Code != 143 {
 			t.Fatalf("want exit 143, got %v", r)
 		}
 		wantErrorLine(t, r, "chunks: interrupted by SIGTERM: the chunk in flight, if any, was cancelled and rolled back")
@@ -123,18 +120,18 @@ func TestDrainWorkersLockTimeout(t *testing.T) {
 	t.Parallel()
 	j := seedJob(t, newLab(t), "rush", 40, 10)
 	j.lab.slowChunks(t, 0.8)
-	r := j.lab.chunks(t, "drain", "--workers", "2", j.ID)
-	if r.code != 1 {
+	r := j.lab.Chunks(t, "drain", "--workers", "2", j.ID)
+	if r.Code != 1 {
 		t.Fatalf("want exit 1, got %v", r)
 	}
 	wantErrorLine(t, r)
 	line := regexp.MustCompile(`^chunks: drainer [12] of 2: ERROR: job rush: lock timeout after 500ms: waited for the job row \(another transaction holds it: a chunk of this job in flight, or a session that locked it\) \(SQLSTATE 55P03\)\n$`)
-	if !line.MatchString(r.stderr) {
-		t.Fatalf("stderr %q, want one line naming the drainer and the lock", r.stderr)
+	if !line.MatchString(r.Stderr) {
+		t.Fatalf("stderr %q, want one line naming the drainer and the lock", r.Stderr)
 	}
-	m := regexp.MustCompile(`^job rush: (\d+) calls? cancelled (.*); next_index (\d+)\n$`).FindStringSubmatch(r.stdout)
-	if m == nil || strings.Contains(r.stdout, "done") {
-		t.Fatalf("stdout %q, want the summary without \"the job is done\"", r.stdout)
+	m := regexp.MustCompile(`^job rush: (\d+) calls? cancelled (.*); next_index (\d+)\n$`).FindStringSubmatch(r.Stdout)
+	if m == nil || strings.Contains(r.Stdout, "done") {
+		t.Fatalf("stdout %q, want the summary without \"the job is done\"", r.Stdout)
 	}
 	next, _ := strconv.Atoi(m[3])
 	if m[2] != idRange(j.ids(0, next)) {

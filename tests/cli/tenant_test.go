@@ -22,19 +22,19 @@ func TestTenantOnOneServer(t *testing.T) {
 		{"pause", "--after", "1", "--tenant", "lunar-bazaar", j.ID},
 		{"undo", "--tenant", "lunar-bazaar", j.ID},
 	} {
-		wantFailure(t, l.chunks(t, args...), 3, "job tenanted: not found for tenant lunar-bazaar")
+		wantFailure(t, l.Chunks(t, args...), 3, "job tenanted: not found for tenant lunar-bazaar")
 	}
-	wantJSON(t, l.chunks(t, "inspect", "--json", "--tenant", "lunar-bazaar", j.ID), (*driver.Job)(nil))
+	wantJSON(t, l.Chunks(t, "inspect", "--json", "--tenant", "lunar-bazaar", j.ID), (*driver.Job)(nil))
 	j.wantState(t, 0)
-	wantFailure(t, l.chunks(t, "run", "--tenant", "a b", j.ID), 2, "tenant")
+	wantFailure(t, l.Chunks(t, "run", "--tenant", "a b", j.ID), 2, "tenant")
 
-	wantJSON(t, l.chunks(t, "run", "--json", "--tenant", j.Tenant, j.ID),
+	wantJSON(t, l.Chunks(t, "run", "--json", "--tenant", j.Tenant, j.ID),
 		driver.ChunkResult{Processed: j.ids(0, 2), NextIndex: 2})
 	j.wantState(t, 2)
-	wantFailure(t, l.chunks(t, "run", "--json", "--fail-at", "after-audit", "--tenant", j.Tenant, j.ID), 1, "drill failure")
+	wantFailure(t, l.Chunks(t, "run", "--json", "--fail-at", "after-audit", "--tenant", j.Tenant, j.ID), 1, "drill failure")
 	j.wantState(t, 2)
-	wantJSON(t, l.chunks(t, "drain", "--json", "--tenant", j.Tenant, j.ID),
+	wantJSON(t, l.Chunks(t, "drain", "--json", "--tenant", j.Tenant, j.ID),
 		driver.DrainResult{Calls: 2, Processed: j.ids(2, 6), NextIndex: 6, Done: true})
 	j.wantState(t, 6)
-	wantOK(t, l.chunks(t, "report", "--tenant", j.Tenant, j.ID))
+	wantOK(t, l.Chunks(t, "report", "--tenant", j.Tenant, j.ID))
 }

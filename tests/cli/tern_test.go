@@ -56,7 +56,7 @@ func TestTernCLIInstall(t *testing.T) {
 		return s
 	}
 	before := functions()
-	if err := driver.Migrate(ctx, admin, schema); err != nil {
+	if err := driver.Migrate(ctx, admin, schema, driver.MigrateOptions{}); err != nil {
 		t.Fatalf("chunks migrate after tern: %v", err)
 	}
 	if after := functions(); after != before {

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
@@ -124,7 +125,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	l.Exec(t, "update orders set qty = qty + 1, revision = revision + 1 where id = $1", bazaar.Targets[4].ID) // drifted
 	l.Exec(t, "update orders set qty = qty + 1, revision = revision + 1 where id = $1", fair.Targets[3].ID)   // its second chunk conflicts
 
-	srv := start(t, "serve", append(l.globals(), "serve", "--http", "127.0.0.1:0", "--refresh", "200ms")...)
+	srv := clitest.Start(t, clitest.Options{Name: "serve"}, append(l.Globals(), "serve", "--http", "127.0.0.1:0", "--refresh", "200ms")...)
 	base := servedURL(t, srv)
 	do(t, tab, "open the page", chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="festival"]`)))
 	rows := eval[[]string](t, tab, `Array.from(document.querySelectorAll("#jobs tbody tr")).map(tr => tr.dataset.job)`)

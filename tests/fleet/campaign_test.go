@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/clitest"
 )
 
 // seedCampaignOrders inserts pending orders first..last of tenant acme with
@@ -41,12 +42,12 @@ func writeCampaignFile(t testing.TB, first, last int) string {
 
 func campaignJSON[T any](t testing.TB, l *lab, args ...string) T {
 	t.Helper()
-	r := l.chunks(t, append([]string{"--json", "campaign"}, args...)...)
-	if r.code != 0 {
+	r := l.Chunks(t, append([]string{"--json", "campaign"}, args...)...)
+	if r.Code != 0 {
 		t.Fatalf("%v", r)
 	}
 	var v T
-	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+	if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil {
 		t.Fatalf("%v: %v", r, err)
 	}
 	return v
@@ -70,19 +71,19 @@ func TestCampaignDrainedWithAKilledWorker(t *testing.T) {
 	}
 	victimApp := l.Name + "-victim"
 	l.slowOrdersFor(t, 0, victimApp, 0.3)
-	workers := []*proc{
+	workers := []*clitest.Proc{
 		l.startWorker(t, "w1", "--concurrency", "2", "--poll", "200ms"),
 		l.startWorkerAs(t, victimApp, "victim", "--concurrency", "1", "--poll", "200ms"),
 		l.startWorker(t, "w3", "--concurrency", "2", "--poll", "200ms"),
 	}
 	for _, w := range workers {
-		w.waitLine(t, 0, 20*time.Second, "msg=ready")
+		w.WaitLine(t, 0, 20*time.Second, "msg=ready")
 	}
 	waitFor(t, 30*time.Second, "the victim inside a chunk after 1,000 orders", func() bool {
 		return mustInt(t, l.Conn, "select coalesce(sum(next_index), 0)::int from jobs") >= 1000 && l.chunkInFlightAs(t, victimApp)
 	})
-	workers[1].signal(t, syscall.SIGKILL)
-	if r := workers[1].wait(t, 10*time.Second); r.signal != syscall.SIGKILL {
+	workers[1].Signal(t, syscall.SIGKILL)
+	if r := workers[1].WaitWithin(t, 10*time.Second); r.Signal != syscall.SIGKILL {
 		t.Fatalf("want the victim killed by SIGKILL, got %v", r)
 	}
 	if l.allDone(t) {
@@ -142,14 +143,14 @@ func TestCampaign100000Targets(t *testing.T) {
 		mustString(t, l.Conn, "select run_next_chunk('w')::text")
 	}
 	l.Exec(t, "update orders set qty = qty + 1, revision = revision + 1 where id in (select id from job_audit order by id limit 2)")
-	st := campaignJSON[driver.CampaignStatus](t, l, "status", "from-file")
-	rep := campaignJSON[driver.CampaignReport](t, l, "report", "from-file")
+	st := campaignJSON[driver.CampaignProgress](t, l, "status", "from-file")
+	rep := campaignJSON[driver.CampaignDrift](t, l, "report", "from-file")
 	if st.Targets != n || st.Committed != 50 || st.Remaining != n-50 || st.Jobs != 1667 || st.JobsQueued != 16 ||
 		st.JobsWaiting != 1651 || st.Drift != 2 || rep.Committed != 50 || rep.Matching != 48 || fmt.Sprint(rep.Drifted) != "[1 2]" ||
 		len(rep.Missing) != 0 {
 		t.Fatalf("status %+v\nreport %+v", st, rep)
 	}
-	q := campaignJSON[driver.CampaignStatus](t, l, "status", "from-query")
+	q := campaignJSON[driver.CampaignProgress](t, l, "status", "from-query")
 	if q.Targets != n || q.Committed != 0 || q.Drift != 0 {
 		t.Fatalf("status of the query's campaign %+v", q)
 	}
@@ -164,13 +165,13 @@ func TestCampaignCreateKilledLeavesNothing(t *testing.T) {
 	const n = 200000
 	seedCampaignOrders(t, l, 1, n)
 	file := writeCampaignFile(t, 1, n)
-	p := start(t, "create", append(l.globals(), "campaign", "create", "--tenant", "acme", "--chunk-size", "10", "--allow-partial", "big", file)...)
+	p := clitest.Start(t, clitest.Options{Name: "create"}, append(l.Globals(), "campaign", "create", "--tenant", "acme", "--chunk-size", "10", "--allow-partial", "big", file)...)
 	waitFor(t, 30*time.Second, "campaign_create running on the server", func() bool {
 		return mustInt(t, l.Conn, `select count(*) from pg_stat_activity where application_name = $1 and state = 'active'
 		    and query like '%campaign_create%'`, l.Name) > 0
 	})
-	p.signal(t, syscall.SIGKILL)
-	if r := p.wait(t, 10*time.Second); r.signal != syscall.SIGKILL {
+	p.Signal(t, syscall.SIGKILL)
+	if r := p.WaitWithin(t, 10*time.Second); r.Signal != syscall.SIGKILL {
 		t.Fatalf("want create killed by SIGKILL, got %v", r)
 	}
 	waitFor(t, 30*time.Second, "the killed client's session to end", func() bool {
@@ -211,7 +212,7 @@ func TestFromQueryIsOneReadOnlyStatement(t *testing.T) {
 		{"delete from " + orders + " where id = 20 returning id, revision, qty", 1,
 			"chunks: --from-query: ERROR: cannot execute DELETE in a read-only transaction (SQLSTATE 25006)"},
 	} {
-		if r := run(t, append(create, tc.query, "escape")...); r.code != tc.code || !strings.HasPrefix(r.stderr, tc.want) {
+		if r := clitest.Run(t, append(create, tc.query, "escape")...); r.Code != tc.code || !strings.HasPrefix(r.Stderr, tc.want) {
 			t.Errorf("want exit %d and %q, got %v", tc.code, tc.want, r)
 		}
 	}
@@ -220,8 +221,8 @@ func TestFromQueryIsOneReadOnlyStatement(t *testing.T) {
 		t.Fatalf("orders, campaigns, jobs after the refusals: %s", got)
 	}
 	// One select is fine under the same DSN.
-	r := run(t, append(create, "select id, revision, qty from "+orders, "fest")...)
-	if r.code != 0 || !strings.Contains(r.stdout, `"targets":20`) {
+	r := clitest.Run(t, append(create, "select id, revision, qty from "+orders, "fest")...)
+	if r.Code != 0 || !strings.Contains(r.Stdout, `"targets":20`) {
 		t.Fatalf("%v", r)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	fleetapi "github.com/chunks-dev/chunks/fleet"
+	"github.com/chunks-dev/chunks/internal/clitest"
 )
 
 // The canary in SQL: pause_job_after(job, n) lets the passes run exactly n
@@ -58,8 +59,8 @@ func TestSQLPauseJobAfter(t *testing.T) {
 	if got := strings.Join(ran, " "); got != "a2 b2 a4 b4 b6 b8 b10" {
 		t.Fatalf("passes %s, want a2 b2 a4 b4 b6 b8 b10", got)
 	}
-	if got := l.queueRow(t, "a"); !containsAll(got, []string{`"paused": true`,
-		`"pause_reason": "paused after the chunks that pause --after allowed"`, `"paused_by": "w7"`}) {
+	if got := l.queueRow(t, "a"); !clitest.ContainsAll(got, `"paused": true`,
+		`"pause_reason": "paused after the chunks that pause --after allowed"`, `"paused_by": "w7"`) {
 		t.Fatalf("a's queue row: %s", got)
 	}
 	if s := l.status(t)["a"]; s.State != fleetapi.StatePaused || s.PauseAfter != nil || s.NextIndex != 4 {
@@ -153,13 +154,13 @@ func TestCanaryWithSeveralWorkers(t *testing.T) {
 		l.register(t, j)
 		jobs = append(jobs, j)
 	}
-	wantOut(t, l.chunks(t, "pause", "--after", "3", "canary"),
+	wantOut(t, l.Chunks(t, "pause", "--after", "3", "canary"),
 		"job canary: the workers run 3 more chunks of it, then it pauses itself until chunks resume canary\n")
-	if out := wantOut(t, l.chunks(t, "status"), ""); !strings.Contains(out, "pauses after 3 more chunks") {
+	if out := wantOut(t, l.Chunks(t, "status"), ""); !strings.Contains(out, "pauses after 3 more chunks") {
 		t.Fatalf("status before the workers start:\n%s", out)
 	}
 
-	var workers []*proc
+	var workers []*clitest.Proc
 	for i := range 3 {
 		workers = append(workers, l.worker(t, fmt.Sprintf("w%d", i), "--concurrency", "2", "--poll", "50ms"))
 	}
@@ -194,7 +195,7 @@ func TestCanaryWithSeveralWorkers(t *testing.T) {
 	}
 	logged := 0
 	for _, w := range workers {
-		for _, line := range w.snapshot() {
+		for _, line := range w.Lines() {
 			if strings.Contains(line, "canary done") && strings.Contains(line, "job=canary") {
 				logged++
 			}
@@ -204,7 +205,7 @@ func TestCanaryWithSeveralWorkers(t *testing.T) {
 		t.Fatalf("%d workers logged that the canary is done, want 1", logged)
 	}
 
-	wantOut(t, l.chunks(t, "resume", "canary"), "resumed job canary: it is queued again\n")
+	wantOut(t, l.Chunks(t, "resume", "canary"), "resumed job canary: it is queued again\n")
 	waitFor(t, 30*time.Second, "every job done after resume", func() bool { return l.allDone(t) })
 	stopWorkers(t, workers...)
 	l.wantFinished(t, jobs)
@@ -212,10 +213,10 @@ func TestCanaryWithSeveralWorkers(t *testing.T) {
 
 // wantOut fails unless r exited 0 with nothing on stderr and, when want is
 // not empty, exactly want on stdout; it returns stdout.
-func wantOut(t testing.TB, r result, want string) string {
+func wantOut(t testing.TB, r clitest.Result, want string) string {
 	t.Helper()
-	if r.code != 0 || r.signal != 0 || strings.TrimSpace(r.stderr) != "" || want != "" && r.stdout != want {
+	if r.Code != 0 || r.Signal != 0 || strings.TrimSpace(r.Stderr) != "" || want != "" && r.Stdout != want {
 		t.Fatalf("want exit 0 and stdout %q, got %v", want, r)
 	}
-	return r.stdout
+	return r.Stdout
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	fleetapi "github.com/chunks-dev/chunks/fleet"
+
+	"github.com/chunks-dev/chunks/internal/clitest"
 )
 
 // progressed gives job a progress row: it reached next at atAgo before
@@ -79,21 +81,21 @@ func TestETA(t *testing.T) {
 	check(base)
 
 	// chunks status: the rate and the ETA, in text and JSON.
-	human := l.chunks(t, "status")
-	if human.code != 0 {
+	human := l.Chunks(t, "status")
+	if human.Code != 0 {
 		t.Fatalf("chunks status: %v", human)
 	}
 	for id, parts := range map[string][]string{"moving": {"20.0 ids/min", "30s"}, "slow": {"6.0 ids/h", "2h 30m"},
 		"stalled": {"stalled: no progress for 10m"}, "fresh": {"no rate yet"}} {
-		if !strings.Contains(human.stdout, id) || !lineWith(human.stdout, append([]string{id}, parts...)...) {
-			t.Errorf("chunks status: the line of %s lacks %q:\n%s", id, parts, human.stdout)
+		if !strings.Contains(human.Stdout, id) || !lineWith(human.Stdout, append([]string{id}, parts...)...) {
+			t.Errorf("chunks status: the line of %s lacks %q:\n%s", id, parts, human.Stdout)
 		}
 	}
-	js := l.chunks(t, "status", "--json")
+	js := l.Chunks(t, "status", "--json")
 	var out struct {
 		Jobs []fleetapi.JobStatus `json:"jobs"`
 	}
-	if err := json.Unmarshal([]byte(js.stdout), &out); err != nil || js.code != 0 {
+	if err := json.Unmarshal([]byte(js.Stdout), &out); err != nil || js.Code != 0 {
 		t.Fatalf("chunks status --json: %v %v", err, js)
 	}
 	for _, j := range out.Jobs {
@@ -123,7 +125,7 @@ func TestETA(t *testing.T) {
 // lineWith says whether a line of out holds every part.
 func lineWith(out string, parts ...string) bool {
 	for _, line := range strings.Split(out, "\n") {
-		if containsAll(line, parts) {
+		if clitest.ContainsAll(line, parts...) {
 			return true
 		}
 	}
@@ -142,11 +144,11 @@ func TestWorkerRecordsProgress(t *testing.T) {
 	w := l.worker(t, "w1", "--rate", "2", "--poll", "100ms")
 	var st fleetapi.JobStatus
 	waitFor(t, 20*time.Second, "a rate and an ETA in chunks status --json", func() bool {
-		r := l.chunks(t, "status", "--json")
+		r := l.Chunks(t, "status", "--json")
 		var out struct {
 			Jobs []fleetapi.JobStatus `json:"jobs"`
 		}
-		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 || len(out.Jobs) != 1 {
+		if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil || r.Code != 0 || len(out.Jobs) != 1 {
 			t.Fatalf("chunks status --json: %v %v", err, r)
 		}
 		st = out.Jobs[0]

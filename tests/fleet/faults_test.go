@@ -22,6 +22,7 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	fleetapi "github.com/chunks-dev/chunks/fleet"
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/internal/localpg"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
@@ -146,9 +147,9 @@ func TestWorkerStartup(t *testing.T) {
 			"chunks: no chunks queue on the search_path: run chunks migrate for this schema first (function queue_channel() does not exist)"},
 		{"invalid DSN", "host=127.0.0.1 port=notaport", c.schema, 2, "chunks: invalid: dsn: cannot parse"},
 	} {
-		r := run(t, "--dsn", tc.dsn, "--schema", tc.schema, "worker", "--id", "w")
-		lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
-		if r.code != tc.code || len(lines) != 1 || !strings.HasPrefix(lines[0], tc.want) || r.stdout != "" {
+		r := clitest.Run(t, "--dsn", tc.dsn, "--schema", tc.schema, "worker", "--id", "w")
+		lines := strings.Split(strings.TrimSuffix(r.Stderr, "\n"), "\n")
+		if r.Code != tc.code || len(lines) != 1 || !strings.HasPrefix(lines[0], tc.want) || r.Stdout != "" {
 			t.Errorf("%s: want exit %d and one line starting %q, got %v", tc.name, tc.code, tc.want, r)
 		}
 	}
@@ -158,11 +159,11 @@ func TestWorkerStartup(t *testing.T) {
 	}
 	waiter := c.startWorker(t, c.srv.DSN(), c.schema, "waiter", workerFlags...)
 	quitter := c.startWorker(t, c.srv.DSN(), c.schema, "quitter", workerFlags...)
-	for _, w := range []*proc{waiter, quitter} {
-		w.waitLine(t, 0, 10*time.Second, `"msg":"waiting for the database"`, `"attempt":3`)
+	for _, w := range []*clitest.Proc{waiter, quitter} {
+		w.WaitLine(t, 0, 10*time.Second, `"msg":"waiting for the database"`, `"attempt":3`)
 	}
 	for i, want := range []int{100, 200, 400} {
-		line := waiter.snapshot()[waiter.waitLine(t, 0, time.Second, `"msg":"waiting for the database"`, fmt.Sprintf(`"attempt":%d,`, i+1))]
+		line := waiter.Lines()[waiter.WaitLine(t, 0, time.Second, `"msg":"waiting for the database"`, fmt.Sprintf(`"attempt":%d,`, i+1))]
 		var e struct {
 			Reason  string `json:"reason"`
 			RetryMs int    `json:"retry_in_ms"`
@@ -174,9 +175,9 @@ func TestWorkerStartup(t *testing.T) {
 			t.Errorf("attempt %d: %+v, want connection refused and a retry in %d ms", i+1, e, want)
 		}
 	}
-	quitter.signal(t, syscall.SIGTERM)
-	if r := quitter.wait(t, 10*time.Second); r.code != 0 || !strings.Contains(r.stderr, "stopped before the database was ready: no chunk ran") ||
-		!strings.Contains(r.stdout, `"chunks":0`) {
+	quitter.Signal(t, syscall.SIGTERM)
+	if r := quitter.WaitWithin(t, 10*time.Second); r.Code != 0 || !strings.Contains(r.Stderr, "stopped before the database was ready: no chunk ran") ||
+		!strings.Contains(r.Stdout, `"chunks":0`) {
 		t.Errorf("SIGTERM while waiting for the database: want exit 0 and the summary, got %v", r)
 	}
 
@@ -185,11 +186,11 @@ func TestWorkerStartup(t *testing.T) {
 		t.Fatal(err)
 	}
 	up := time.Now()
-	waiter.waitLine(t, 0, 10*time.Second, readyLine)
+	waiter.WaitLine(t, 0, 10*time.Second, readyLine)
 	t.Logf("the server was down %s; the waiting worker was ready %s after it came back",
 		up.Sub(down).Round(time.Millisecond), time.Since(up).Round(time.Millisecond))
-	if strings.Contains(strings.Join(waiter.snapshot(), "\n"), `"level":"ERROR"`) {
-		t.Errorf("a transient fault logged at error level:\n%s", strings.Join(waiter.snapshot(), "\n"))
+	if strings.Contains(strings.Join(waiter.Lines(), "\n"), `"level":"ERROR"`) {
+		t.Errorf("a transient fault logged at error level:\n%s", strings.Join(waiter.Lines(), "\n"))
 	}
 	l := c.lab(t, c.srv)
 	jobs := seedJobs(t, l, 1, 3)
@@ -215,19 +216,19 @@ func TestServerCrashMidRun(t *testing.T) {
 		total += len(j.Targets)
 	}
 	app := c.schema + "-w"
-	var workers []*proc
+	var workers []*clitest.Proc
 	for i := range 3 {
 		workers = append(workers, c.startWorker(t, c.srv.DSN(), app, fmt.Sprintf("w%d", i+1), workerFlags...))
 	}
 	for _, w := range workers {
-		w.waitLine(t, 0, 20*time.Second, readyLine)
+		w.WaitLine(t, 0, 20*time.Second, readyLine)
 	}
 	waitFor(t, 20*time.Second, "a quarter done and a chunk in flight", func() bool {
 		return progressSum(l.progress(t)) >= total/4 && l.chunkInFlightAs(t, app)
 	})
 	crashed := crashUnder(t, c.srv, workers)
 	for _, w := range workers {
-		w.signal(t, syscall.SIGSTOP)
+		w.Signal(t, syscall.SIGSTOP)
 	}
 	if err := c.srv.Restart(ctx); err != nil {
 		t.Fatal(err)
@@ -242,7 +243,7 @@ func TestServerCrashMidRun(t *testing.T) {
 	wantLedgerHeld(t, "recovered, workers frozen", ledger(t, workers...), progress)
 
 	for _, w := range workers {
-		w.signal(t, syscall.SIGCONT)
+		w.Signal(t, syscall.SIGCONT)
 	}
 	thawed := time.Now()
 	waitFor(t, 30*time.Second, "every job done after the crash", func() bool { return l.allDone(t) })
@@ -259,7 +260,7 @@ func TestServerCrashMidRun(t *testing.T) {
 	l.wantFinished(t, jobs)
 	for _, w := range workers {
 		if n := readyCount(w); n != 1 {
-			t.Errorf("%s logged ready %d times, want once: it must not start over", w.name, n)
+			t.Errorf("%s logged ready %d times, want once: it must not start over", w.Name, n)
 		}
 	}
 	t.Logf("crash at %d/%d ids (%d chunks acknowledged); restart with crash recovery took %s after the crash; first chunk %s after the thaw",
@@ -295,16 +296,16 @@ func TestFailoverToSynchronousStandby(t *testing.T) {
 	jobs := seedJobs(t, l, 3, 10)
 	app := c.schema + "-w"
 	dsn := multiHost(c.srv, sb)
-	workers := []*proc{c.startWorker(t, dsn, app, "w1", workerFlags...), c.startWorker(t, dsn, app, "w2", workerFlags...)}
+	workers := []*clitest.Proc{c.startWorker(t, dsn, app, "w1", workerFlags...), c.startWorker(t, dsn, app, "w2", workerFlags...)}
 	for _, w := range workers {
-		w.waitLine(t, 0, 20*time.Second, readyLine)
+		w.WaitLine(t, 0, 20*time.Second, readyLine)
 	}
 	waitFor(t, 20*time.Second, "some chunks done and one in flight", func() bool {
 		return progressSum(l.progress(t)) >= 20 && l.chunkInFlightAs(t, app)
 	})
 	crashed := crashUnder(t, c.srv, workers)
 	for _, w := range workers {
-		w.waitLine(t, 0, 10*time.Second, `"msg":"pass failed: nothing of it committed; retrying"`,
+		w.WaitLine(t, 0, 10*time.Second, `"msg":"pass failed: nothing of it committed; retrying"`,
 			`"reason":"no writable server among the hosts (target_session_attrs=read-write)`)
 	}
 
@@ -312,13 +313,13 @@ func TestFailoverToSynchronousStandby(t *testing.T) {
 	progress := replica.replayed(t, jobs)
 	wantLedgerHeld(t, "the standby, before its promotion", ledger(t, workers...), progress)
 	late := c.startWorker(t, sb.DSN(), app, "late", workerFlags...)
-	late.waitLine(t, 0, 10*time.Second, `"msg":"waiting for the database"`,
+	late.WaitLine(t, 0, 10*time.Second, `"msg":"waiting for the database"`,
 		`"reason":"not writable yet: the server is a standby (pg_is_in_recovery() is true)`)
 	if err := sb.Promote(ctx); err != nil {
 		t.Fatal(err)
 	}
 	promoted := time.Now()
-	late.waitLine(t, 0, 10*time.Second, readyLine)
+	late.WaitLine(t, 0, 10*time.Second, readyLine)
 	waitFor(t, 30*time.Second, "every job done on the promoted standby", func() bool { return replica.allDone(t) })
 	workers = append(workers, late)
 	stopWorkers(t, workers...)
@@ -352,9 +353,9 @@ func TestFailoverToAsynchronousStandbyLosesAcknowledgedChunks(t *testing.T) {
 	})
 	app := c.schema + "-w"
 	dsn := multiHost(c.srv, sb)
-	workers := []*proc{c.startWorker(t, dsn, app, "w1", workerFlags...), c.startWorker(t, dsn, app, "w2", workerFlags...)}
+	workers := []*clitest.Proc{c.startWorker(t, dsn, app, "w1", workerFlags...), c.startWorker(t, dsn, app, "w2", workerFlags...)}
 	for _, w := range workers {
-		w.waitLine(t, 0, 20*time.Second, readyLine)
+		w.WaitLine(t, 0, 20*time.Second, readyLine)
 	}
 	waitFor(t, 20*time.Second, "some chunks done", func() bool { return progressSum(l.progress(t)) >= 10 })
 
@@ -402,18 +403,18 @@ func TestFailoverToAsynchronousStandbyLosesAcknowledgedChunks(t *testing.T) {
 // crashUnder crashes srv (immediate stop) under running workers and waits
 // until each of them has logged a failed pass: they noticed, and go on
 // trying. It returns when the crash was.
-func crashUnder(t testing.TB, srv *localpg.Server, workers []*proc) time.Time {
+func crashUnder(t testing.TB, srv *localpg.Server, workers []*clitest.Proc) time.Time {
 	t.Helper()
 	marks := make([]int, len(workers))
 	for i, w := range workers {
-		marks[i] = w.lineCount()
+		marks[i] = w.LineCount()
 	}
 	if err := srv.Crash(); err != nil {
 		t.Fatal(err)
 	}
 	crashed := time.Now()
 	for i, w := range workers {
-		w.waitLine(t, marks[i], 10*time.Second, `"msg":"pass failed: nothing of it committed; retrying"`)
+		w.WaitLine(t, marks[i], 10*time.Second, `"msg":"pass failed: nothing of it committed; retrying"`)
 	}
 	return crashed
 }
@@ -449,13 +450,13 @@ func TestTerminateBackendStorm(t *testing.T) {
 	l.slowOrders(t, 0.05)
 	jobs := seedJobs(t, l, 5, 16)
 	app := l.Name
-	var workers []*proc
+	var workers []*clitest.Proc
 	for _, name := range []string{"w1", "w2"} {
 		all := append(l.globalsAs(app), append([]string{"--json", "worker", "--id", name, "--verbose"}, workerFlags...)...)
-		workers = append(workers, start(t, name, all...))
+		workers = append(workers, clitest.Start(t, clitest.Options{Name: name}, all...))
 	}
 	for _, w := range workers {
-		w.waitLine(t, 0, 20*time.Second, readyLine)
+		w.WaitLine(t, 0, 20*time.Second, readyLine)
 	}
 
 	// Every tick kills one backend of the workers: on two ticks of three one
@@ -508,10 +509,10 @@ func TestTerminateBackendStorm(t *testing.T) {
 		t.Fatalf("the storm killed %d backends, %d of them inside a pass: too few to prove anything", kills, inPass)
 	}
 	stopWorkers(t, workers...)
-	logged := append(workers[0].snapshot(), workers[1].snapshot()...)
+	logged := append(workers[0].Lines(), workers[1].Lines()...)
 	if !slices.ContainsFunc(logged, func(line string) bool {
-		return containsAll(line, []string{`"msg":"pass failed: nothing of it committed; retrying"`,
-			`"reason":"the server ended the session (SQLSTATE 57P01): a restart, a crash or pg_terminate_backend"`})
+		return clitest.ContainsAll(line, `"msg":"pass failed: nothing of it committed; retrying"`,
+			`"reason":"the server ended the session (SQLSTATE 57P01): a restart, a crash or pg_terminate_backend"`)
 	}) {
 		t.Errorf("no pass failure with 57P01 logged under the storm:\n%s", strings.Join(logged, "\n"))
 	}
@@ -535,20 +536,20 @@ func TestConnectionSlotsExhausted(t *testing.T) {
 
 	held, release := holdConnections(t, c.srv)
 	w := c.startWorker(t, c.srv.DSN(), app, "w1", workerFlags...)
-	w.waitLine(t, 0, 10*time.Second, `"msg":"waiting for the database"`, `"attempt":2,`,
+	w.WaitLine(t, 0, 10*time.Second, `"msg":"waiting for the database"`, `"attempt":2,`,
 		`"reason":"no free connection slot (SQLSTATE 53300, too many connections)"`)
 	if got := l.progress(t); progressSum(got) != 0 {
 		t.Fatalf("progress %v before the worker had a connection", got)
 	}
 	release()
-	w.waitLine(t, 0, 10*time.Second, readyLine)
+	w.WaitLine(t, 0, 10*time.Second, readyLine)
 	t.Logf("held %d connections: the worker waited until they were released", held)
 
 	waitFor(t, 20*time.Second, "some chunks done", func() bool { return progressSum(l.progress(t)) >= 8 })
 	// Fill the server again and end the worker's sessions, until it has none
 	// and the server no free slot.
 	var releases []func()
-	mark := w.lineCount()
+	mark := w.LineCount()
 	fill := func() int {
 		n, release := holdConnections(t, c.srv)
 		releases = append(releases, release)
@@ -563,12 +564,12 @@ func TestConnectionSlotsExhausted(t *testing.T) {
 		terminate(t, l.Conn, workerSessions)
 		return false
 	})
-	w.waitLine(t, mark, 10*time.Second, `"msg":"pass failed: nothing of it committed; retrying"`, "SQLSTATE 53300")
+	w.WaitLine(t, mark, 10*time.Second, `"msg":"pass failed: nothing of it committed; retrying"`, "SQLSTATE 53300")
 	full := l.progress(t)
 	if l.allDone(t) {
 		t.Fatal("every job finished before the server was full: the test proves nothing")
 	}
-	w.waitLine(t, mark, 10*time.Second, `"msg":"listen: lost or refused; polling only until it is back"`)
+	w.WaitLine(t, mark, 10*time.Second, `"msg":"listen: lost or refused; polling only until it is back"`)
 	if got := l.progress(t); progressSum(got) != progressSum(full) {
 		t.Fatalf("progress moved from %v to %v while the worker had no connection", full, got)
 	}
@@ -598,23 +599,23 @@ func TestDrainThroughACrash(t *testing.T) {
 	l.register(t, j)
 	app := c.schema + "-drain"
 	args := []string{"--dsn", c.operator.DSN(c.srv.DSN()) + " application_name=" + app, "--schema", c.schema, "--json", "drain", j.ID}
-	drain := start(t, "drain", args...)
+	drain := clitest.Start(t, clitest.Options{Name: "drain"}, args...)
 	waitFor(t, 20*time.Second, "3 chunks done and one in flight", func() bool {
 		return l.nextIndex(t, j.ID) >= 9 && l.chunkInFlightAs(t, app)
 	})
 	if err := c.srv.Crash(); err != nil {
 		t.Fatal(err)
 	}
-	r := drain.wait(t, 10*time.Second)
-	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+	r := drain.WaitWithin(t, 10*time.Second)
+	lines := strings.Split(strings.TrimSuffix(r.Stderr, "\n"), "\n")
 	// The server ends its sessions at once (it may send a warning first,
 	// which is not an error): the client sees the connection end.
-	if r.code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], "chunks: unexpected EOF (the server closed the connection: it crashed, restarted or failed over") && !strings.Contains(lines[0], "(SQLSTATE 57P0") {
+	if r.Code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], "chunks: unexpected EOF (the server closed the connection: it crashed, restarted or failed over") && !strings.Contains(lines[0], "(SQLSTATE 57P0") {
 		t.Fatalf("want drain to exit 1 with one error line while the server is down, got %v", r)
 	}
 	t.Logf("drain said: %s", lines[0])
 	var first driver.DrainResult
-	if err := json.Unmarshal([]byte(r.stdout), &first); err != nil {
+	if err := json.Unmarshal([]byte(r.Stdout), &first); err != nil {
 		t.Fatalf("drain's result: %v\n%v", err, r)
 	}
 	if err := c.srv.Restart(ctx); err != nil {
@@ -636,9 +637,9 @@ func TestDrainThroughACrash(t *testing.T) {
 		}
 	}
 
-	second := run(t, args...)
+	second := clitest.Run(t, args...)
 	var rest driver.DrainResult
-	if err := json.Unmarshal([]byte(second.stdout), &rest); second.code != 0 || err != nil {
+	if err := json.Unmarshal([]byte(second.Stdout), &rest); second.Code != 0 || err != nil {
 		t.Fatalf("the second drain: %v (%v)", second, err)
 	}
 	var want []int64
@@ -664,11 +665,11 @@ func TestDrainThroughACrash(t *testing.T) {
 func TestPermanentFaultWhileRunning(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
-	all := append(l.globals(), append([]string{"--json", "worker", "--id", "w1", "--verbose"}, workerFlags...)...)
-	w := start(t, "w1", all...)
-	w.waitLine(t, 0, 20*time.Second, readyLine)
+	all := append(l.Globals(), append([]string{"--json", "worker", "--id", "w1", "--verbose"}, workerFlags...)...)
+	w := clitest.Start(t, clitest.Options{Name: "w1"}, all...)
+	w.WaitLine(t, 0, 20*time.Second, readyLine)
 	l.Exec(t, "alter function run_next_chunk(text, integer, integer) rename to run_next_chunk_gone")
-	w.waitLine(t, 0, 10*time.Second, `"level":"ERROR"`,
+	w.WaitLine(t, 0, 10*time.Second, `"level":"ERROR"`,
 		`"msg":"pass failed: nothing of it committed; retrying; this error does not go away by itself: fix its cause`,
 		`"reason":"a chunks function or table is missing (SQLSTATE 42883): run chunks migrate for this schema"`)
 	l.Exec(t, "alter function run_next_chunk_gone(text, integer, integer) rename to run_next_chunk")

@@ -1,18 +1,12 @@
 package fleet
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"os/exec"
 	"reflect"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,198 +15,28 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	fleetapi "github.com/chunks-dev/chunks/fleet"
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
 var ctx = context.Background()
 
-// processTimeout bounds every chunks process: one still running then is
-// killed and the test fails.
-const processTimeout = 60 * time.Second
-
-// result is how a chunks process ended.
-type result struct {
-	args           []string
-	stdout, stderr string
-	code           int            // the exit status, or -1 when a signal killed it
-	signal         syscall.Signal // the signal that killed it, or 0
-}
-
-func (r result) String() string {
-	end := fmt.Sprintf("exit status %d", r.code)
-	if r.signal != 0 {
-		end = "killed by " + r.signal.String()
-	}
-	return fmt.Sprintf("chunks %s: %s\n--- stdout:\n%s--- stderr:\n%s", strings.Join(r.args, " "), end, r.stdout, r.stderr)
-}
-
-// proc is a started chunks process whose stderr is read line by line as it
-// comes, so a test can wait for a log line.
-type proc struct {
-	name   string
-	args   []string
-	cmd    *exec.Cmd
-	cancel context.CancelFunc
-	stdout bytes.Buffer
-	mu     sync.Mutex
-	lines  []string
-	read   chan struct{} // closed when stderr is at its end
-	ended  chan struct{} // closed when the process has been waited for
-	res    result
-}
-
-// start starts the binary with args (a process of its own, killed when the
-// test ends if it is still running).
-func start(t testing.TB, name string, args ...string) *proc {
-	t.Helper()
-	return startCmd(t, name, bin, args...)
-}
-
-func startCmd(t testing.TB, name, path string, args ...string) *proc {
-	t.Helper()
-	p := &proc{name: name, args: args, read: make(chan struct{}), ended: make(chan struct{})}
-	pctx, cancel := context.WithTimeout(ctx, processTimeout)
-	p.cancel = cancel
-	p.cmd = exec.CommandContext(pctx, path, args...)
-	p.cmd.Env = pgtest.CleanEnv()
-	p.cmd.Stdout = &p.stdout
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		cancel()
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() {
-		defer close(p.read)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64*1024), 1024*1024)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.lines = append(p.lines, sc.Text())
-			p.mu.Unlock()
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-	}()
-	go func() {
-		<-p.read
-		err := p.cmd.Wait()
-		p.res = result{args: args, stdout: p.stdout.String(), stderr: strings.Join(p.snapshot(), "\n") + "\n"}
-		var exit *exec.ExitError
-		if err != nil && !errors.As(err, &exit) {
-			p.res.code, p.res.stderr = -1, p.res.stderr+"(wait: "+err.Error()+")\n"
-		} else {
-			status := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
-			p.res.code = status.ExitStatus()
-			if status.Signaled() {
-				p.res.signal = status.Signal()
-			}
-		}
-		cancel()
-		close(p.ended)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.ended:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.ended
-		}
-	})
-	return p
-}
-
-// snapshot is the stderr lines read so far.
-func (p *proc) snapshot() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.lines...)
-}
-
-// lineCount is the number of stderr lines read so far.
-func (p *proc) lineCount() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.lines)
-}
-
-// waitLine waits until a stderr line from index from on contains every part,
-// and returns its index.
-func (p *proc) waitLine(t testing.TB, from int, within time.Duration, parts ...string) int {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		lines := p.snapshot()
-		for i := from; i < len(lines); i++ {
-			if containsAll(lines[i], parts) {
-				return i
-			}
-		}
-		select {
-		case <-p.ended:
-			t.Fatalf("%s ended before logging %q:\n%v", p.name, parts, p.res)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no line with %q within %s; stderr so far:\n%s", p.name, parts, within, strings.Join(lines, "\n"))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func containsAll(s string, parts []string) bool {
-	for _, part := range parts {
-		if !strings.Contains(s, part) {
-			return false
-		}
-	}
-	return true
-}
-
-// signal sends sig to the process.
-func (p *proc) signal(t testing.TB, sig syscall.Signal) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("%s: signal %v: %v", p.name, sig, err)
-	}
-}
-
-// wait waits (bounded) for the process to end and says how.
-func (p *proc) wait(t testing.TB, within time.Duration) result {
-	t.Helper()
-	select {
-	case <-p.ended:
-		return p.res
-	case <-time.After(within):
-		_ = p.cmd.Process.Kill()
-		<-p.ended
-		t.Fatalf("%s still running after %s; killed:\n%v", p.name, within, p.res)
-		return result{}
-	}
-}
-
-// run runs the binary with args to its end.
-func run(t testing.TB, args ...string) result {
-	t.Helper()
-	return start(t, "chunks "+strings.Join(args, " "), args...).wait(t, processTimeout)
-}
-
 // lab is a test's own migrated schema. The test itself (Conn) is the
 // superuser, standing for the application and the DBA; every chunks
-// process it starts (globals) runs as operator, a role that chunks grant
+// process it starts (Globals) runs as operator, a role that chunks grant
 // --operator made an operator and that holds no table privilege (README
 // "Roles").
 type lab struct {
-	*pgtest.Schema
+	*clitest.Lab
 	base     string // the server's DSN without search_path; "" for the test database
 	operator pgtest.Role
 }
 
 func newLab(t testing.TB) *lab {
 	t.Helper()
-	l := &lab{Schema: pgtest.NewSchema(t)}
+	l := &lab{Lab: &clitest.Lab{Schema: pgtest.NewSchema(t)}}
 	l.operator = newOperator(t, l.Conn, pgtest.DSN())
+	l.ChunksDSN = l.chunksDSN(l.Name)
 	return l
 }
 
@@ -222,12 +46,13 @@ func labOn(t testing.TB, base string) *lab {
 	t.Helper()
 	admin := pgtest.Connect(t, base)
 	name := pgtest.NewSchemaName(t)
-	if err := driver.Migrate(ctx, admin, name); err != nil {
+	if err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{}); err != nil {
 		t.Fatalf("migrate %s: %v", name, err)
 	}
 	dsn := pgtest.WithSearchPath(base, name)
-	l := &lab{Schema: &pgtest.Schema{Name: name, DSN: dsn, Conn: pgtest.Connect(t, dsn)}, base: base}
+	l := &lab{Lab: &clitest.Lab{Schema: &pgtest.Schema{Name: name, DSN: dsn, Conn: pgtest.Connect(t, dsn)}}, base: base}
 	l.operator = newOperator(t, l.Conn, base)
+	l.ChunksDSN = l.chunksDSN(l.Name)
 	// --max-replica-lag reads pg_stat_replication in full (README
 	// "Protecting production"): pg_monitor.
 	if _, err := admin.Exec(ctx, "grant pg_monitor to "+pgx.Identifier{l.operator.Name}.Sanitize()); err != nil {
@@ -244,7 +69,7 @@ func labOn(t testing.TB, base string) *lab {
 func newOperator(t testing.TB, conn *pgx.Conn, base string) pgtest.Role {
 	t.Helper()
 	op := pgtest.NewRole(t, base, "operator")
-	g, err := driver.Grant(ctx, conn, op.Name, driver.Operator, false)
+	g, err := driver.Grant(ctx, conn, op.Name, driver.Operator)
 	if err != nil {
 		t.Fatalf("grant operator: %v", err)
 	}
@@ -260,18 +85,21 @@ func newOperator(t testing.TB, conn *pgx.Conn, base string) pgtest.Role {
 	return op
 }
 
-// globals point chunks at the lab. The connections of its processes carry
-// the lab's name as application_name, so pg_stat_activity tells them from
-// those of tests running in parallel.
-func (l *lab) globals() []string { return l.globalsAs(l.Name) }
-
-// globalsAs is globals with another application_name.
-func (l *lab) globalsAs(app string) []string {
+// chunksDSN is the DSN of the lab's chunks processes (its Globals): they
+// log in as operator, and their connections carry app as application_name
+// (the lab's name for Globals), so pg_stat_activity tells them from those
+// of tests running in parallel.
+func (l *lab) chunksDSN(app string) string {
 	dsn := l.base
 	if dsn == "" {
 		dsn = pgtest.DSN()
 	}
-	return []string{"--dsn", withParam(l.operator.DSN(dsn), "application_name", app), "--schema", l.Name}
+	return withParam(l.operator.DSN(dsn), "application_name", app)
+}
+
+// globalsAs is Globals with another application_name.
+func (l *lab) globalsAs(app string) []string {
+	return []string{"--dsn", l.chunksDSN(app), "--schema", l.Name}
 }
 
 // withParam is dsn (key=value or a URL) with one more parameter.
@@ -290,47 +118,41 @@ func withParam(dsn, key, value string) string {
 // as pgx is often set up behind PgBouncer: every query is one text, so
 // "select 1; commit; delete ..." would run as three statements.
 func (l *lab) simpleProtocol() []string {
-	g := l.globals()
+	g := l.Globals()
 	g[1] = withParam(g[1], "default_query_exec_mode", "simple_protocol")
 	return g
 }
 
-// chunks runs "chunks --dsn D --schema S args..." to its end.
-func (l *lab) chunks(t testing.TB, args ...string) result {
-	t.Helper()
-	return run(t, append(l.globals(), args...)...)
-}
-
 // worker starts "chunks worker --id name --verbose args..." on the lab and
 // waits for its ready line.
-func (l *lab) worker(t testing.TB, name string, args ...string) *proc {
+func (l *lab) worker(t testing.TB, name string, args ...string) *clitest.Proc {
 	t.Helper()
 	p := l.startWorker(t, name, args...)
-	p.waitLine(t, 0, 20*time.Second, "msg=ready", "worker="+name)
+	p.WaitLine(t, 0, 20*time.Second, "msg=ready", "worker="+name)
 	return p
 }
 
-func (l *lab) startWorker(t testing.TB, name string, args ...string) *proc {
+func (l *lab) startWorker(t testing.TB, name string, args ...string) *clitest.Proc {
 	t.Helper()
 	return l.startWorkerAs(t, l.Name, name, args...)
 }
 
 // startWorkerAs starts a worker whose connections carry application_name app.
-func (l *lab) startWorkerAs(t testing.TB, app, name string, args ...string) *proc {
+func (l *lab) startWorkerAs(t testing.TB, app, name string, args ...string) *clitest.Proc {
 	t.Helper()
 	all := append(l.globalsAs(app), append([]string{"worker", "--id", name, "--verbose"}, args...)...)
-	return start(t, name, all...)
+	return clitest.Start(t, clitest.Options{Name: name}, all...)
 }
 
 // stopWorkers sends SIGTERM to each worker and wants exit 0 from each.
-func stopWorkers(t testing.TB, workers ...*proc) {
+func stopWorkers(t testing.TB, workers ...*clitest.Proc) {
 	t.Helper()
 	for _, w := range workers {
-		w.signal(t, syscall.SIGTERM)
+		w.Signal(t, syscall.SIGTERM)
 	}
 	for _, w := range workers {
-		if r := w.wait(t, 20*time.Second); r.code != 0 || r.signal != 0 {
-			t.Fatalf("want %s to exit 0 after SIGTERM, got %v", w.name, r)
+		if r := w.WaitWithin(t, 20*time.Second); r.Code != 0 || r.Signal != 0 {
+			t.Fatalf("want %s to exit 0 after SIGTERM, got %v", w.Name, r)
 		}
 	}
 }
@@ -612,14 +434,4 @@ func (l *lab) wantConsistent(t testing.TB, jobs []job) map[string]int {
 		t.Errorf("%d orders changed by committed chunks, want %d", changed, len(changedOnce))
 	}
 	return progress
-}
-
-// mustJSON is v as JSON text.
-func mustJSON(t testing.TB, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/internal/localpg"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
@@ -90,7 +91,9 @@ func needStandbys(t testing.TB) {
 func (c *cluster) lab(t testing.TB, srv *localpg.Server) *lab {
 	t.Helper()
 	dsn := pgtest.WithSearchPath(srv.DSN(), c.schema)
-	return &lab{Schema: &pgtest.Schema{Name: c.schema, DSN: dsn, Conn: pgtest.Connect(t, dsn)}, base: srv.DSN(), operator: c.operator}
+	l := &lab{Lab: &clitest.Lab{Schema: &pgtest.Schema{Name: c.schema, DSN: dsn, Conn: pgtest.Connect(t, dsn)}}, base: srv.DSN(), operator: c.operator}
+	l.ChunksDSN = l.chunksDSN(l.Name)
+	return l
 }
 
 // multiHost is a DSN that reaches whichever of the servers takes writes, as
@@ -107,11 +110,11 @@ func multiHost(servers ...*localpg.Server) string {
 // startWorker starts "chunks --json worker --id name --verbose args..." on
 // the cluster's schema through dsn, its connections named app, and does not
 // wait for it to be ready.
-func (c *cluster) startWorker(t testing.TB, dsn, app, name string, args ...string) *proc {
+func (c *cluster) startWorker(t testing.TB, dsn, app, name string, args ...string) *clitest.Proc {
 	t.Helper()
 	all := []string{"--dsn", c.operator.DSN(dsn) + " application_name=" + app, "--schema", c.schema, "--json",
 		"worker", "--id", name, "--verbose"}
-	return start(t, name, append(all, args...)...)
+	return clitest.Start(t, clitest.Options{Name: name}, append(all, args...)...)
 }
 
 // readyLine is the JSON log line of a worker that runs.
@@ -134,20 +137,20 @@ func (e committed) String() string {
 
 // ledger is every chunk the workers logged as committed so far, as in a
 // Jepsen history: what a client was told.
-func ledger(t testing.TB, workers ...*proc) []committed {
+func ledger(t testing.TB, workers ...*clitest.Proc) []committed {
 	t.Helper()
 	var out []committed
 	for _, w := range workers {
-		for _, line := range w.snapshot() {
+		for _, line := range w.Lines() {
 			if !strings.HasPrefix(line, "{") || !strings.Contains(line, `"msg":"chunk committed"`) {
 				continue
 			}
 			var e committed
 			if err := json.Unmarshal([]byte(line), &e); err != nil {
-				t.Fatalf("%s: a log line that does not read: %v\n%s", w.name, err, line)
+				t.Fatalf("%s: a log line that does not read: %v\n%s", w.Name, err, line)
 			}
 			if e.Job == "" || e.NextIndex <= 0 || e.IDs <= 0 {
-				t.Fatalf("%s: a chunk committed line without its job and progress: %s", w.name, line)
+				t.Fatalf("%s: a chunk committed line without its job and progress: %s", w.Name, line)
 			}
 			out = append(out, e)
 		}
@@ -221,9 +224,9 @@ func seedJobs(t testing.TB, l *lab, seed uint64, n int) []job {
 
 // readyCount is how many times w logged that it runs: more than 1 would mean
 // it started over.
-func readyCount(w *proc) int {
+func readyCount(w *clitest.Proc) int {
 	n := 0
-	for _, line := range w.snapshot() {
+	for _, line := range w.Lines() {
 		if strings.Contains(line, readyLine) {
 			n++
 		}

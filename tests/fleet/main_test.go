@@ -10,7 +10,4 @@ import (
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
-// bin is the path of the chunks binary under test.
-var bin = pgtest.Binary()
-
 func TestMain(m *testing.M) { pgtest.MainWithBinary(m) }

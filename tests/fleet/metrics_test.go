@@ -37,8 +37,8 @@ func TestWorkerMetrics(t *testing.T) {
 	w := l.worker(t, "w1", "--http", "127.0.0.1:0", "--concurrency", "2", "--poll", "50ms", "--retry-delay", "100ms",
 		"--max-replica-lag", "1h")
 	base := servedURL(t, w)
-	first := w.waitLine(t, 0, 20*time.Second, "chunk failed", "job=locked", "sqlstate=55P03")
-	w.waitLine(t, first+1, 20*time.Second, "chunk failed", "job=locked", "sqlstate=55P03") // at least two
+	first := w.WaitLine(t, 0, 20*time.Second, "chunk failed", "job=locked", "sqlstate=55P03")
+	w.WaitLine(t, first+1, 20*time.Second, "chunk failed", "job=locked", "sqlstate=55P03") // at least two
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestWorkerMetrics(t *testing.T) {
 		from jobs as j join (select job_id, count(*) as n from job_audit group by job_id) as a using (job_id)`)
 	paused := mustInt(t, l.Conn, "select count(*) from job_queue where paused and paused_by = 'w1'")
 	failures := 0
-	for _, line := range w.snapshot() {
+	for _, line := range w.Lines() {
 		if strings.Contains(line, "chunk failed") && strings.Contains(line, "sqlstate=55P03") {
 			failures++
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
@@ -17,10 +18,10 @@ func TestServeWithoutGrantSaysWhichGrant(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
 	nobody := pgtest.NewRole(t, pgtest.DSN(), "nogrant")
-	p := start(t, "serve without a grant", "--dsn", nobody.DSN(pgtest.DSN()), "--schema", l.Name, "serve", "--http", "127.0.0.1:0")
+	p := clitest.Start(t, clitest.Options{Name: "serve without a grant"}, "--dsn", nobody.DSN(pgtest.DSN()), "--schema", l.Name, "serve", "--http", "127.0.0.1:0")
 	base := servedURL(t, p)
 	grant := fmt.Sprintf("chunks grant --schema %s --viewer %s", l.Name, nobody.Name)
-	p.waitLine(t, 0, 10*time.Second, "level=WARN", "cannot show the fleet yet", "SQLSTATE 42501", grant)
+	p.WaitLine(t, 0, 10*time.Second, "level=WARN", "cannot show the fleet yet", "SQLSTATE 42501", grant)
 	// The page names the missing grant, but not the role or the schema:
 	// nobody logs in to read it (those are in the log, above).
 	r := fetch(t, "GET", base+"readyz")
@@ -36,18 +37,18 @@ func TestWorkerAccessRevokedSaysWhichGrant(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
 	w := l.worker(t, "w1", "--poll", "100ms")
-	from := w.lineCount() // before the revoke: the next pass may fail before Grant returns here
-	if _, err := driver.Grant(ctx, l.Conn, l.operator.Name, driver.Viewer, true); err != nil {
+	from := w.LineCount() // before the revoke: the next pass may fail before Grant returns here
+	if _, err := driver.Revoke(ctx, l.Conn, l.operator.Name, driver.Viewer); err != nil {
 		t.Fatal(err)
 	}
 	for _, msg := range []string{"pass failed", "heartbeat failed"} {
-		i := w.waitLine(t, from, 20*time.Second, "level=ERROR", msg, "SQLSTATE 42501",
+		i := w.WaitLine(t, from, 20*time.Second, "level=ERROR", msg, "SQLSTATE 42501",
 			fmt.Sprintf("chunks grant --schema %s --operator %s", l.Name, l.operator.Name))
-		if line := w.snapshot()[i]; strings.Contains(line, "migrate") {
+		if line := w.Lines()[i]; strings.Contains(line, "migrate") {
 			t.Errorf("the worker says to migrate: %s", line)
 		}
 	}
-	if _, err := driver.Grant(ctx, l.Conn, l.operator.Name, driver.Operator, false); err != nil {
+	if _, err := driver.Grant(ctx, l.Conn, l.operator.Name, driver.Operator); err != nil {
 		t.Fatal(err)
 	}
 	stopWorkers(t, w)

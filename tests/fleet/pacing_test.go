@@ -14,6 +14,7 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	fleetapi "github.com/chunks-dev/chunks/fleet"
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/internal/localpg"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
@@ -80,7 +81,7 @@ func TestMaxReplicaLagHoldsTheWorker(t *testing.T) {
 	w := l.worker(t, "w1", "--max-replica-lag", "500ms", "--poll", "100ms")
 	waitFor(t, 10*time.Second, "the first chunk", func() bool { return l.nextIndex(t, j.ID) >= 1 })
 	first := time.Now()
-	w.waitLine(t, 0, 5*time.Second, "throttling: holding new chunks", "replica standby1 is")
+	w.WaitLine(t, 0, 5*time.Second, "throttling: holding new chunks", "replica standby1 is")
 	var st fleetapi.WorkerStatus
 	waitFor(t, 5*time.Second, "chunks status to show the worker throttled", func() bool {
 		list, err := fleetapi.Workers(ctx, l.Conn)
@@ -98,8 +99,8 @@ func TestMaxReplicaLagHoldsTheWorker(t *testing.T) {
 	if st.Reason == nil || !strings.HasPrefix(*st.Reason, "replica standby1 is ") || !strings.HasSuffix(*st.Reason, "behind (max 500ms)") {
 		t.Fatalf("worker status: %+v", st)
 	}
-	human := l.chunks(t, "status")
-	if human.code != 0 || !strings.Contains(human.stdout, "throttled: replica standby1 is") {
+	human := l.Chunks(t, "status")
+	if human.Code != 0 || !strings.Contains(human.Stdout, "throttled: replica standby1 is") {
 		t.Fatalf("chunks status: %v", human)
 	}
 	// About one chunk per 2 s: in the 4 s after the first chunk, at most
@@ -107,14 +108,14 @@ func TestMaxReplicaLagHoldsTheWorker(t *testing.T) {
 	// before it, which takes 2 s).
 	time.Sleep(4*time.Second - time.Since(first))
 	if got := l.nextIndex(t, j.ID); got > 4 {
-		t.Fatalf("next_index %d 4 s after the first chunk: the worker did not hold for the standby\n%s", got, strings.Join(w.snapshot(), "\n"))
+		t.Fatalf("next_index %d 4 s after the first chunk: the worker did not hold for the standby\n%s", got, strings.Join(w.Lines(), "\n"))
 	}
 
 	if err := standby.SetApplyDelay(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the job to finish once the standby keeps up", func() bool { return l.allDone(t) })
-	w.waitLine(t, 0, 5*time.Second, "throttling ended", "held_ms=")
+	w.WaitLine(t, 0, 5*time.Second, "throttling ended", "held_ms=")
 	stopWorkers(t, w)
 	l.wantFinished(t, []job{j})
 }
@@ -131,7 +132,7 @@ func TestCaughtUpStandbyNeverHolds(t *testing.T) {
 	w := l.worker(t, "w1", "--max-replica-lag", "2s", "--poll", "100ms")
 	waitFor(t, 20*time.Second, "the job to finish", func() bool { return l.allDone(t) })
 	stopWorkers(t, w)
-	for _, line := range w.snapshot() {
+	for _, line := range w.Lines() {
 		if strings.Contains(line, "throttling") {
 			t.Fatalf("the worker held new chunks for a caught-up standby: %s", line)
 		}
@@ -152,7 +153,7 @@ func TestThrottleQuery(t *testing.T) {
 	l.register(t, j)
 	query := "select on_hold from " + pgx.Identifier{l.Name, "hold"}.Sanitize()
 	w := l.worker(t, "w1", "--throttle-query", query, "--check-interval", "50ms", "--poll", "100ms")
-	w.waitLine(t, 0, 5*time.Second, "throttling: holding new chunks", "the throttle query returned true")
+	w.WaitLine(t, 0, 5*time.Second, "throttling: holding new chunks", "the throttle query returned true")
 	time.Sleep(500 * time.Millisecond) // ten checks: every one of them held
 	if got := l.nextIndex(t, j.ID); got != 0 {
 		t.Fatalf("next_index %d while the throttle query returned true", got)
@@ -160,13 +161,13 @@ func TestThrottleQuery(t *testing.T) {
 
 	l.Exec(t, "update hold set on_hold = false")
 	waitFor(t, 10*time.Second, "the job to finish once the query returns false", func() bool { return l.allDone(t) })
-	w.waitLine(t, 0, 5*time.Second, "throttling ended")
+	w.WaitLine(t, 0, 5*time.Second, "throttling ended")
 
 	// A query that fails holds (a new job waits) and says why.
-	mark := w.lineCount()
+	mark := w.LineCount()
 	l.Exec(t, "drop table hold")
 	k := seed.job(t, "after-error", 3, 1)
-	w.waitLine(t, mark, 5*time.Second, "throttle query failed", "hold")
+	w.WaitLine(t, mark, 5*time.Second, "throttle query failed", "hold")
 	l.register(t, k)
 	time.Sleep(300 * time.Millisecond) // six checks: every one of them held
 	if got := l.nextIndex(t, k.ID); got != 0 {
@@ -188,8 +189,8 @@ func TestThrottleQueryIsOneReadOnlyStatement(t *testing.T) {
 	l.register(t, j)
 	query := "select false; commit; insert into " + pgx.Identifier{l.Name, "probe"}.Sanitize() + " values (1)"
 	args := append(l.simpleProtocol(), "worker", "--id", "w1", "--verbose", "--throttle-query", query, "--check-interval", "50ms", "--poll", "100ms")
-	w := start(t, "w1", args...)
-	w.waitLine(t, 0, 20*time.Second, "throttling: holding new chunks", "throttle query failed", "--throttle-query", "must be one statement, got several")
+	w := clitest.Start(t, clitest.Options{Name: "w1"}, args...)
+	w.WaitLine(t, 0, 20*time.Second, "throttling: holding new chunks", "throttle query failed", "--throttle-query", "must be one statement, got several")
 	time.Sleep(300 * time.Millisecond) // six checks: every one of them held
 	if got := fmt.Sprintf("%d %d", l.nextIndex(t, j.ID), mustInt(t, l.Conn, "select count(*) from probe")); got != "0 0" {
 		t.Fatalf("next_index, rows inserted by the throttle query: %s", got)
@@ -207,10 +208,10 @@ func TestMaxReplicaLagHoldsDrain(t *testing.T) {
 	l.register(t, j)
 	replayed(t, l, standby, 10*time.Second)
 
-	d := start(t, "drain", append(l.globals(), "--json", "drain", "--max-replica-lag", "500ms", j.ID)...)
+	d := clitest.Start(t, clitest.Options{Name: "drain"}, append(l.Globals(), "--json", "drain", "--max-replica-lag", "500ms", j.ID)...)
 	waitFor(t, 10*time.Second, "the first chunk", func() bool { return l.nextIndex(t, j.ID) >= 1 })
 	first := time.Now()
-	d.waitLine(t, 0, 5*time.Second, "throttling: holding new chunks", "replica standby1 is")
+	d.WaitLine(t, 0, 5*time.Second, "throttling: holding new chunks", "replica standby1 is")
 	time.Sleep(4*time.Second - time.Since(first))
 	if got := l.nextIndex(t, j.ID); got > 4 {
 		t.Fatalf("next_index %d 4 s after the first chunk: the drain did not hold for the standby", got)
@@ -218,13 +219,13 @@ func TestMaxReplicaLagHoldsDrain(t *testing.T) {
 	if err := standby.SetApplyDelay(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	r := d.wait(t, 20*time.Second)
-	if r.code != 0 {
+	r := d.WaitWithin(t, 20*time.Second)
+	if r.Code != 0 {
 		t.Fatalf("drain: %v", r)
 	}
 	var got driver.DrainResult
-	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
-		t.Fatalf("drain --json: %v: %s", err, r.stdout)
+	if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil {
+		t.Fatalf("drain --json: %v: %s", err, r.Stdout)
 	}
 	if got.Calls != 12 || !got.Done || got.NextIndex != 12 || len(got.Processed) != 12 {
 		t.Fatalf("drain result %+v: want 12 calls, one per chunk, done", got)
@@ -244,7 +245,7 @@ func TestStuckThrottleQueryHoldsButNotTheHeartbeat(t *testing.T) {
 	j := newSeeder(l, 47).job(t, "stuck", 4, 1)
 	l.register(t, j)
 	w := l.worker(t, "w-stuck", "--throttle-query", "select pg_sleep(30) is not null", "--poll", "100ms")
-	w.waitLine(t, 0, 10*time.Second, "throttling: holding new chunks", "throttle query timed out after 1s")
+	w.WaitLine(t, 0, 10*time.Second, "throttling: holding new chunks", "throttle query timed out after 1s")
 
 	type live struct {
 		Workers []fleetapi.WorkerStatus `json:"workers"`
@@ -252,12 +253,12 @@ func TestStuckThrottleQueryHoldsButNotTheHeartbeat(t *testing.T) {
 	var beats []time.Time
 	waitFor(t, 15*time.Second, "three heartbeats of the throttled worker", func() bool {
 		var st live
-		r := l.chunks(t, "--json", "status")
-		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
-			t.Fatalf("status --json: %v: %s", err, r.stdout)
+		r := l.Chunks(t, "--json", "status")
+		if err := json.Unmarshal([]byte(r.Stdout), &st); err != nil {
+			t.Fatalf("status --json: %v: %s", err, r.Stdout)
 		}
 		if len(st.Workers) != 1 {
-			t.Fatalf("status lists %d workers, want the one: %s", len(st.Workers), r.stdout)
+			t.Fatalf("status lists %d workers, want the one: %s", len(st.Workers), r.Stdout)
 		}
 		ws := st.Workers[0]
 		if ws.State != "throttled" || ws.Reason == nil || !strings.Contains(*ws.Reason, "throttle query timed out") {
@@ -272,9 +273,9 @@ func TestStuckThrottleQueryHoldsButNotTheHeartbeat(t *testing.T) {
 	if got := l.nextIndex(t, j.ID); got != 0 {
 		t.Fatalf("next_index %d while the throttle query never returned", got)
 	}
-	w.signal(t, syscall.SIGTERM)
+	w.Signal(t, syscall.SIGTERM)
 	stopped := time.Now()
-	if r := w.wait(t, 20*time.Second); r.code != 0 {
+	if r := w.WaitWithin(t, 20*time.Second); r.Code != 0 {
 		t.Fatalf("want exit 0 after SIGTERM, got %v", r)
 	}
 	if took := time.Since(stopped); took > 10*time.Second {

@@ -164,7 +164,7 @@ func TestSQLStatusPage(t *testing.T) {
 	l.Exec(t, `insert into job_progress values ('b', 2, now() - interval '5 minutes', 2, now() - interval '5 minutes',
 		0, now() - interval '6 minutes')`)
 
-	first, err := fleetapi.Look(ctx, l.Conn, "", 2)
+	first, err := fleetapi.LoadOverview(ctx, l.Conn, "", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,21 +190,21 @@ func TestSQLStatusPage(t *testing.T) {
 		!near(*b.ETA.QuietSeconds, quiet) || quiet < 300 || b.ETA.Seconds != nil {
 		t.Fatalf("b: rate %v, eta %+v; want 2 ids a minute, stalled for %v s", b.Rate, b.ETA, quiet)
 	}
-	rest, err := fleetapi.Look(ctx, l.Conn, "b", 2)
+	rest, err := fleetapi.LoadOverview(ctx, l.Conn, "b", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rest.Jobs) != 2 || rest.Jobs[0].JobID != "c" || rest.Jobs[1].JobID != "d" || !rest.More {
 		t.Fatalf("second page: %+v", rest.Jobs)
 	}
-	last, err := fleetapi.Look(ctx, l.Conn, "d", 2)
+	last, err := fleetapi.LoadOverview(ctx, l.Conn, "d", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(last.Jobs) != 1 || last.Jobs[0].JobID != "e" || last.More {
 		t.Fatalf("last page: %+v", last.Jobs)
 	}
-	all, err := fleetapi.Look(ctx, l.Conn, "", 0)
+	all, err := fleetapi.LoadOverview(ctx, l.Conn, "", 0)
 	if err != nil || len(all.Jobs) != 5 || all.More {
 		t.Fatalf("every job: %v, %v", all, err)
 	}

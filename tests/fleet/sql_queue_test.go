@@ -14,6 +14,7 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	fleetapi "github.com/chunks-dev/chunks/fleet"
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 	chunkssql "github.com/chunks-dev/chunks/sql"
 )
@@ -96,7 +97,7 @@ func TestSQLRegisterQueuesOnce(t *testing.T) {
 		t.Fatalf("notification %+v", n)
 	}
 	row := l.queueRow(t, "a")
-	if !containsAll(row, []string{`"paused": false`, `"pause_reason": null`, `"visible_now": true`}) {
+	if !clitest.ContainsAll(row, `"paused": false`, `"pause_reason": null`, `"visible_now": true`) {
 		t.Fatalf("queue row after register: %s", row)
 	}
 
@@ -188,7 +189,7 @@ func TestSQLRunNextChunk(t *testing.T) {
 	if got := l.queueRow(t, "a"); got != "<null>" {
 		t.Fatalf("a finished but is still queued: %s", got)
 	}
-	if got := mustString(t, l.Conn, "select jsonb_agg(id order by ordinal)::text from job_audit where job_id = 'a'"); got != strings.ReplaceAll(mustJSON(t, ids(jobs[0])), ",", ", ") {
+	if got := mustString(t, l.Conn, "select jsonb_agg(id order by ordinal)::text from job_audit where job_id = 'a'"); got != strings.ReplaceAll(clitest.MustJSON(t, ids(jobs[0])), ",", ", ") {
 		t.Fatalf("audit of a: %s", got)
 	}
 	// A rate delay rests the job: the next pass takes c, then nothing.
@@ -293,7 +294,7 @@ func TestSQLRunNextPausesOnConflict(t *testing.T) {
 	if ok, err := fleetapi.Resume(ctx, l.Conn, driver.JobRef{ID: "a"}); err != nil || !ok {
 		t.Fatalf("resume: %v %v", ok, err)
 	}
-	if row := l.queueRow(t, "a"); !containsAll(row, []string{`"paused": false`, `"pause_reason": null`, `"paused_by": null`}) {
+	if row := l.queueRow(t, "a"); !clitest.ContainsAll(row, `"paused": false`, `"pause_reason": null`, `"paused_by": null`) {
 		t.Fatalf("after resume: %s", row)
 	}
 
@@ -333,7 +334,7 @@ func TestSQLRunNextRestsOnTransientError(t *testing.T) {
 	if p == nil || p.JobID != "a" || p.Paused || p.SQLState != "55P03" || p.RestMs != 60000 || len(p.Processed) != 0 {
 		t.Fatalf("pass: %+v, want 55P03 and a rest of 60000 ms", p)
 	}
-	if row := l.queueRow(t, "a"); !containsAll(row, []string{`"paused": false`, `"visible_now": false`}) {
+	if row := l.queueRow(t, "a"); !clitest.ContainsAll(row, `"paused": false`, `"visible_now": false`) {
 		t.Fatalf("queue row after the rest: %s", row)
 	}
 	if p := pass(t, l.Conn, "w1", 0, 60000); p != nil || l.nextIndex(t, "a") != 0 {
@@ -354,7 +355,7 @@ func TestSQLPausedIsNeverRun(t *testing.T) {
 	if ok, err := fleetapi.Pause(ctx, l.Conn, driver.JobRef{ID: "a"}); err != nil || ok {
 		t.Fatalf("pause a again: %v %v, want false", ok, err)
 	}
-	if row := l.queueRow(t, "a"); !containsAll(row, []string{`"paused": true`, `"pause_reason": "paused by an operator"`, `"paused_by": "postgres"`}) {
+	if row := l.queueRow(t, "a"); !clitest.ContainsAll(row, `"paused": true`, `"pause_reason": "paused by an operator"`, `"paused_by": "postgres"`) {
 		t.Fatalf("paused row: %s", row)
 	}
 	if p := pass(t, l.Conn, "w1", 0, 1000); p == nil || p.JobID != "b" {
@@ -553,7 +554,7 @@ func TestSQLUpgradeQueuesUnfinishedJobs(t *testing.T) {
 		values ('fresh', 't', $1, 1, 0), ('half', 't', $1, 1, 1), ('finished', 't', $1, 1, 2)`, targets); err != nil {
 		t.Fatal(err)
 	}
-	if err := driver.Migrate(ctx, admin, name); err != nil {
+	if err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	got := mustString(t, admin, `select jsonb_agg(jsonb_build_array(job_id, visible_at <= now(), paused) order by job_id)::text
@@ -562,13 +563,13 @@ func TestSQLUpgradeQueuesUnfinishedJobs(t *testing.T) {
 		t.Fatalf("queue after the upgrade: %s", got)
 	}
 	// Migrating again is a no-op: nothing queued twice, nothing re-queued.
-	l := &lab{Schema: &pgtest.Schema{Name: name, DSN: pgtest.WithSearchPath(pgtest.DSN(), name)}}
+	l := &lab{Lab: &clitest.Lab{Schema: &pgtest.Schema{Name: name, DSN: pgtest.WithSearchPath(pgtest.DSN(), name)}}}
 	l.Conn = pgtest.Connect(t, l.DSN)
 	if p := pass(t, l.Conn, "w1", 0, 1000); p == nil || p.JobID != "fresh" {
 		t.Fatalf("pass after the upgrade: %+v", p)
 	}
 	before := mustString(t, admin, "select jsonb_agg(q order by job_id)::text from "+name+".job_queue q")
-	if err := driver.Migrate(ctx, admin, name); err != nil {
+	if err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if after := mustString(t, admin, "select jsonb_agg(q order by job_id)::text from "+name+".job_queue q"); after != before {
@@ -597,7 +598,7 @@ func TestSQLUpgradeKeepsQueuedAndPausedJobs(t *testing.T) {
 		('resting', '2999-01-01', 8, null, false)`); err != nil {
 		t.Fatal(err)
 	}
-	if err := driver.Migrate(ctx, admin, name); err != nil {
+	if err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	got := mustString(t, admin, `select jsonb_agg(jsonb_build_array(job_id, visible_at <= now(), paused,

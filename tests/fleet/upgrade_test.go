@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
@@ -51,8 +52,8 @@ func TestUpgradeToLeastPrivilege(t *testing.T) {
 	}
 
 	admin := append([]string{"--dsn", pgtest.DSN(), "--schema", l.Name}, "migrate")
-	r := run(t, admin...)
-	if r.code != 0 {
+	r := clitest.Run(t, admin...)
+	if r.Code != 0 {
 		t.Fatalf("migrate: %v", r)
 	}
 	for _, line := range []string{
@@ -61,8 +62,8 @@ func TestUpgradeToLeastPrivilege(t *testing.T) {
 		"chunks migrate: NOTICE: role " + reader.Name + " could read the tables of chunks; the functions are now SECURITY DEFINER and no longer executable by PUBLIC, so it was granted EXECUTE on the functions that read",
 		"chunks migrate: WARNING: schema " + l.Name + " and its SECURITY DEFINER functions belong to ",
 	} {
-		if !strings.Contains(r.stderr, line) {
-			t.Errorf("migrate did not say %q:\n%s", line, r.stderr)
+		if !strings.Contains(r.Stderr, line) {
+			t.Errorf("migrate did not say %q:\n%s", line, r.Stderr)
 		}
 	}
 	if got := mustString(t, l.Conn, `select jsonb_agg(jsonb_build_array(job_id, recorded_from) order by job_id)::text from job_approval`); got != `[["old-1", "migration"], ["old-2", "migration"], ["old-3", "migration"]]` {
@@ -86,10 +87,10 @@ func TestUpgradeToLeastPrivilege(t *testing.T) {
 	// The writer's fleet goes on; migrate runs again while it does.
 	l.slowOrders(t, 0.05)
 	workerArgs := []string{"--dsn", writer.DSN(pgtest.DSN()) + " application_name=" + l.Name, "--schema", l.Name, "worker", "--id", "w1", "--verbose"}
-	w := start(t, "w1", workerArgs...)
-	w.waitLine(t, 0, 20*time.Second, "msg=ready")
+	w := clitest.Start(t, clitest.Options{Name: "w1"}, workerArgs...)
+	w.WaitLine(t, 0, 20*time.Second, "msg=ready")
 	for range 2 {
-		if r := run(t, admin...); r.code != 0 || strings.Contains(r.stderr, "NOTICE") {
+		if r := clitest.Run(t, admin...); r.Code != 0 || strings.Contains(r.Stderr, "NOTICE") {
 			t.Fatalf("migrate again, under the running worker: %v", r)
 		}
 	}

@@ -12,16 +12,18 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/chunks-dev/chunks/internal/clitest"
 )
 
 // servedURL waits for a chunks process to log where it serves and returns
 // that URL (http://host:port/).
-func servedURL(t testing.TB, p *proc) string {
+func servedURL(t testing.TB, p *clitest.Proc) string {
 	t.Helper()
-	i := p.waitLine(t, 0, 20*time.Second, "serving", "url=")
-	m := regexp.MustCompile(`url=(\S+)`).FindStringSubmatch(p.snapshot()[i])
+	i := p.WaitLine(t, 0, 20*time.Second, "serving", "url=")
+	m := regexp.MustCompile(`url=(\S+)`).FindStringSubmatch(p.Lines()[i])
 	if m == nil {
-		t.Fatalf("%s: no url in %q", p.name, p.snapshot()[i])
+		t.Fatalf("%s: no url in %q", p.Name, p.Lines()[i])
 	}
 	return m[1]
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
@@ -23,23 +24,23 @@ func portOf(url string) string {
 
 // serveJobs registers jobs (names) of 4 targets in a new lab and serves
 // it on 127.0.0.1; it returns the process and where it serves.
-func serveJobs(t testing.TB, names string) (*proc, string) {
+func serveJobs(t testing.TB, names string) (*clitest.Proc, string) {
 	t.Helper()
 	l := newLab(t)
 	newJobs(t, l, names, 4, 2)
-	p := start(t, "serve", append(l.globals(), "serve", "--http", "127.0.0.1:0")...)
+	p := clitest.Start(t, clitest.Options{Name: "serve"}, append(l.Globals(), "serve", "--http", "127.0.0.1:0")...)
 	return p, servedURL(t, p)
 }
 
 // stopServe stops a chunks serve with SIGTERM and returns its whole stderr.
-func stopServe(t testing.TB, p *proc) string {
+func stopServe(t testing.TB, p *clitest.Proc) string {
 	t.Helper()
-	p.signal(t, syscall.SIGTERM)
-	r := p.wait(t, 20*time.Second)
-	if r.code != 0 {
+	p.Signal(t, syscall.SIGTERM)
+	r := p.WaitWithin(t, 20*time.Second)
+	if r.Code != 0 {
 		t.Fatalf("serve after SIGTERM: %v", r)
 	}
-	return r.stderr
+	return r.Stderr
 }
 
 // chunks serve bound to loopback answers only a Host that names loopback
@@ -80,7 +81,7 @@ func TestServeAnswersOnlyLoopbackHosts(t *testing.T) {
 func TestServeHidesDatabaseErrors(t *testing.T) {
 	t.Parallel()
 	secret := "nodb_" + pgtest.NewSchemaName(t)
-	p := start(t, "serve", "--dsn", pgtest.DSN()+" dbname="+secret, "--schema", "lab", "serve", "--http", "127.0.0.1:0")
+	p := clitest.Start(t, clitest.Options{Name: "serve"}, "--dsn", pgtest.DSN()+" dbname="+secret, "--schema", "lab", "serve", "--http", "127.0.0.1:0")
 	base := servedURL(t, p)
 	cfg, err := pgconn.ParseConfig(pgtest.DSN())
 	if err != nil {
@@ -109,7 +110,7 @@ func TestServeHidesDatabaseErrors(t *testing.T) {
 	}
 	stderr := stopServe(t, p)
 	for _, path := range []string{"not ready", "could not read the fleet", "no report"} {
-		if !containsAll(stderr, []string{"level=ERROR", "web: " + path, secret}) {
+		if !clitest.ContainsAll(stderr, "level=ERROR", "web: "+path, secret) {
 			t.Errorf("no ERROR line for %q naming the database:\n%s", path, stderr)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/clitest"
 	metricsapi "github.com/chunks-dev/chunks/internal/metrics"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 	"github.com/chunks-dev/chunks/internal/web"
@@ -31,7 +32,7 @@ func TestServeEndpoints(t *testing.T) {
 	evil := `<img src=x onerror=alert(1)>`
 	l.heartbeat(t, evil, "idle", nil)
 
-	p := start(t, "serve", append(l.globals(), "serve", "--http", ":0")...)
+	p := clitest.Start(t, clitest.Options{Name: "serve"}, append(l.Globals(), "serve", "--http", ":0")...)
 	base := servedURL(t, p)
 	if !strings.HasPrefix(base, "http://127.0.0.1:") {
 		t.Fatalf("--http :0 serves on %s, want 127.0.0.1", base)
@@ -120,8 +121,8 @@ func TestServeEndpoints(t *testing.T) {
 		t.Errorf("chunks_longest_no_progress_seconds %v", got)
 	}
 
-	p.signal(t, syscall.SIGTERM)
-	if r := p.wait(t, 20*time.Second); r.code != 0 || !strings.Contains(r.stderr, "msg=stopped") {
+	p.Signal(t, syscall.SIGTERM)
+	if r := p.WaitWithin(t, 20*time.Second); r.Code != 0 || !strings.Contains(r.Stderr, "msg=stopped") {
 		t.Fatalf("serve after SIGTERM: %v", r)
 	}
 }
@@ -134,9 +135,9 @@ func fmtID(id int64) string { b, _ := json.Marshal(id); return string(b) }
 // Host; a bad address or page size is a usage error.
 func TestServeNotReadyAndAddresses(t *testing.T) {
 	t.Parallel()
-	nowhere := start(t, "serve nowhere", "--dsn", pgtest.DSN(), "--schema", "nowhere", "serve", "--http", "127.0.0.1:0")
+	nowhere := clitest.Start(t, clitest.Options{Name: "serve nowhere"}, "--dsn", pgtest.DSN(), "--schema", "nowhere", "serve", "--http", "127.0.0.1:0")
 	base := servedURL(t, nowhere)
-	nowhere.waitLine(t, 0, 10*time.Second, "level=WARN", "cannot show the fleet yet", "run chunks migrate")
+	nowhere.WaitLine(t, 0, 10*time.Second, "level=WARN", "cannot show the fleet yet", "run chunks migrate")
 	const why = "chunks is not installed, is older than this binary, or this role lacks access (details in the chunks log)\n"
 	for _, c := range []struct {
 		path string
@@ -161,9 +162,9 @@ func TestServeNotReadyAndAddresses(t *testing.T) {
 	}
 
 	l := newLab(t)
-	open := start(t, "serve everywhere", append(l.globals(), "serve", "--http", "0.0.0.0:0")...)
+	open := clitest.Start(t, clitest.Options{Name: "serve everywhere"}, append(l.Globals(), "serve", "--http", "0.0.0.0:0")...)
 	url := servedURL(t, open)
-	open.waitLine(t, 0, 5*time.Second, "level=WARN", "not loopback", "anyone who can reach it")
+	open.WaitLine(t, 0, 5*time.Second, "level=WARN", "not loopback", "anyone who can reach it")
 	port := url[strings.LastIndex(url, ":"):]
 	for _, host := range []string{"", "dash.internal" + port, "evil.example"} {
 		if r := fetchAs(t, "GET", "http://127.0.0.1"+port+"readyz", host); r.code != 200 {
@@ -182,7 +183,7 @@ func TestServeNotReadyAndAddresses(t *testing.T) {
 		{[]string{"serve"}, "chunks: usage: serve needs --http ADDR, e.g. --http 127.0.0.1:8080"},
 		{[]string{"serve", "--http", ":0", "extra"}, `chunks: usage: serve takes no arguments, got ["extra"]`},
 	} {
-		if r := l.chunks(t, c.args...); r.code != 2 || !strings.Contains(r.stderr, c.msg) {
+		if r := l.Chunks(t, c.args...); r.Code != 2 || !strings.Contains(r.Stderr, c.msg) {
 			t.Errorf("chunks %v: want exit 2 and %q, got %v", c.args, c.msg, r)
 		}
 	}

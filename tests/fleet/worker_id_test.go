@@ -29,8 +29,8 @@ func TestWorkerIDIsWhatApplicationNameKeeps(t *testing.T) {
 	l := newLab(t)
 	long, max := strings.Repeat("w", 64), strings.Repeat("w", 63)
 	for _, id := range []string{long, "wörker", "tab\there", "\u202eevil"} {
-		r := l.chunks(t, "worker", "--id", id)
-		if r.code != 2 || !strings.Contains(r.stderr, "chunks: invalid: --id: "+idRule) {
+		r := l.Chunks(t, "worker", "--id", id)
+		if r.Code != 2 || !strings.Contains(r.Stderr, "chunks: invalid: --id: "+idRule) {
 			t.Errorf("worker --id %q: want exit 2 naming --id, got %v", id, r)
 		}
 		pool, err := pgxpool.New(ctx, l.DSN)
@@ -68,19 +68,19 @@ func TestWorkerIDOfALiveWorkerIsRefused(t *testing.T) {
 	l := newLab(t)
 	first := l.worker(t, "w1")
 	second := l.startWorker(t, "w1")
-	r := second.wait(t, 20*time.Second)
-	pid := strconv.Itoa(first.cmd.Process.Pid)
-	if r.code != 2 || !strings.Contains(r.stderr, "worker w1: is already running") || !strings.Contains(r.stderr, "pid "+pid) ||
-		!strings.Contains(r.stderr, "give each worker its own id (chunks worker --id)") {
+	r := second.WaitWithin(t, 20*time.Second)
+	pid := strconv.Itoa(first.PID())
+	if r.Code != 2 || !strings.Contains(r.Stderr, "worker w1: is already running") || !strings.Contains(r.Stderr, "pid "+pid) ||
+		!strings.Contains(r.Stderr, "give each worker its own id (chunks worker --id)") {
 		t.Fatalf("a second worker w1: want exit 2 naming the live one (pid %s), got %v", pid, r)
 	}
-	t.Logf("the second w1: %s", r.stderr)
+	t.Logf("the second w1: %s", r.Stderr)
 	var gone bool
 	if err := l.Conn.QueryRow(ctx, "select worker_gone('w1')").Scan(&gone); err != nil || gone {
 		t.Fatalf("worker_gone('w1') from another session: %v, %v; want false", gone, err)
 	}
 	list, err := fleetapi.Workers(ctx, l.Conn)
-	if err != nil || len(list) != 1 || list[0].WorkerID != "w1" || list[0].PID != first.cmd.Process.Pid {
+	if err != nil || len(list) != 1 || list[0].WorkerID != "w1" || list[0].PID != first.PID() {
 		t.Fatalf("workers with w1 running: %+v, %v", list, err)
 	}
 	stopWorkers(t, first)
@@ -89,8 +89,8 @@ func TestWorkerIDOfALiveWorkerIsRefused(t *testing.T) {
 	}
 
 	killed := l.worker(t, "w2")
-	killed.signal(t, syscall.SIGKILL)
-	killed.wait(t, 20*time.Second)
+	killed.Signal(t, syscall.SIGKILL)
+	killed.WaitWithin(t, 20*time.Second)
 	l.waitSessionsGone(t)
 	again := l.worker(t, "w2")
 	stopWorkers(t, again)
@@ -109,7 +109,7 @@ func TestWorkerRowsOfNoLiveWorkerGo(t *testing.T) {
 	if err != nil || len(list) != 0 {
 		t.Fatalf("workers with only a copied row: %+v, %v; want none", list, err)
 	}
-	if out := l.chunks(t, "status"); out.code != 0 || strings.Contains(out.stdout, "old-w") {
+	if out := l.Chunks(t, "status"); out.Code != 0 || strings.Contains(out.Stdout, "old-w") {
 		t.Fatalf("chunks status shows the copied row: %v", out)
 	}
 	w := l.worker(t, "new-w")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	fleetapi "github.com/chunks-dev/chunks/fleet"
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 	chunkssql "github.com/chunks-dev/chunks/sql"
 )
@@ -44,13 +45,13 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 		chunks += j.chunks()
 	}
 
-	workers := []*proc{
+	workers := []*clitest.Proc{
 		l.startWorker(t, "w1", "--concurrency", "2", "--poll", "200ms"),
 		l.startWorkerAs(t, victimApp, "victim", "--concurrency", "1", "--poll", "200ms"),
 		l.startWorker(t, "w3", "--concurrency", "2", "--poll", "200ms"),
 	}
 	for _, w := range workers {
-		w.waitLine(t, 0, 20*time.Second, "msg=ready")
+		w.WaitLine(t, 0, 20*time.Second, "msg=ready")
 	}
 	victim := workers[1]
 
@@ -70,15 +71,15 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 		}
 		return false
 	})
-	victim.signal(t, syscall.SIGKILL)
-	if r := victim.wait(t, 10*time.Second); r.signal != syscall.SIGKILL {
+	victim.Signal(t, syscall.SIGKILL)
+	if r := victim.WaitWithin(t, 10*time.Second); r.Signal != syscall.SIGKILL {
 		t.Fatalf("want the victim killed by SIGKILL, got %v", r)
 	}
 	killed := time.Now()
 	if l.allDone(t) {
 		t.Fatal("every job finished before the kill: the test proves nothing")
 	}
-	mark := map[*proc]int{workers[0]: workers[0].lineCount(), workers[2]: workers[2].lineCount()}
+	mark := map[*clitest.Proc]int{workers[0]: workers[0].LineCount(), workers[2]: workers[2].LineCount()}
 
 	// Another worker moves the victim's job on: a chunk of it committed by
 	// w1 or w3 after the kill (or the job had no chunk left). No lease:
@@ -86,10 +87,10 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 	// bound.
 	var by string
 	waitFor(t, 5*time.Second, "another worker to move the killed worker's job on", func() bool {
-		for _, w := range []*proc{workers[0], workers[2]} {
-			for _, line := range w.snapshot()[mark[w]:] {
+		for _, w := range []*clitest.Proc{workers[0], workers[2]} {
+			for _, line := range w.Lines()[mark[w]:] {
 				if strings.Contains(line+" ", " job="+held.JobID+" ") && strings.Contains(line, "chunk committed") {
-					by = w.name
+					by = w.Name
 					return true
 				}
 			}
@@ -121,12 +122,12 @@ func TestSIGTERMFinishesTheChunkInFlight(t *testing.T) {
 		t.Fatalf("next_index %d before the first chunk committed", got)
 	}
 
-	w.signal(t, syscall.SIGTERM)
-	r := w.wait(t, 10*time.Second)
-	if r.code != 0 || r.signal != 0 {
+	w.Signal(t, syscall.SIGTERM)
+	r := w.WaitWithin(t, 10*time.Second)
+	if r.Code != 0 || r.Signal != 0 {
 		t.Fatalf("want exit 0 after SIGTERM, got %v", r)
 	}
-	if !strings.Contains(r.stdout, "worker w1 stopped: 1 chunk committed") {
+	if !strings.Contains(r.Stdout, "worker w1 stopped: 1 chunk committed") {
 		t.Fatalf("want the summary on stdout, got %v", r)
 	}
 	if got := l.nextIndex(t, j.ID); got != 4 {
@@ -153,11 +154,11 @@ func TestSecondSignalAbortsTheChunkInFlight(t *testing.T) {
 	w := l.worker(t, "w1")
 	waitFor(t, 10*time.Second, "a chunk in flight", func() bool { return l.chunkInFlight(t) })
 
-	w.signal(t, syscall.SIGTERM)
-	w.waitLine(t, 0, 5*time.Second, "finishing the chunks in flight")
-	w.signal(t, syscall.SIGINT)
-	r := w.wait(t, 10*time.Second)
-	if r.code != 1 || !strings.Contains(r.stderr, "chunks: worker w1: aborted: the chunks in flight were cancelled and rolled back") {
+	w.Signal(t, syscall.SIGTERM)
+	w.WaitLine(t, 0, 5*time.Second, "finishing the chunks in flight")
+	w.Signal(t, syscall.SIGINT)
+	r := w.WaitWithin(t, 10*time.Second)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "chunks: worker w1: aborted: the chunks in flight were cancelled and rolled back") {
 		t.Fatalf("want exit 1 with the abort on stderr, got %v", r)
 	}
 	waitFor(t, 5*time.Second, "the cancelled chunk to end", func() bool { return !l.chunkInFlight(t) })
@@ -192,14 +193,14 @@ func TestPauseAndResume(t *testing.T) {
 	l.register(t, long)
 	jobs = append(jobs, paused, long)
 
-	if r := l.chunks(t, "pause", paused.ID); r.code != 0 || r.stdout != "paused job paused: no worker starts a chunk of it until chunks resume paused\n" {
+	if r := l.Chunks(t, "pause", paused.ID); r.Code != 0 || r.Stdout != "paused job paused: no worker starts a chunk of it until chunks resume paused\n" {
 		t.Fatalf("pause: %v", r)
 	}
-	if r := l.chunks(t, "pause", "--json", paused.ID); r.code != 0 || r.stdout != `{"changed":false,"job_id":"paused"}`+"\n" {
+	if r := l.Chunks(t, "pause", "--json", paused.ID); r.Code != 0 || r.Stdout != `{"changed":false,"job_id":"paused"}`+"\n" {
 		t.Fatalf("pause again: %v", r)
 	}
 
-	if r := l.chunks(t, "resume", "--json", "other-0"); r.code != 0 || r.stdout != `{"changed":false,"job_id":"other-0"}`+"\n" {
+	if r := l.Chunks(t, "resume", "--json", "other-0"); r.Code != 0 || r.Stdout != `{"changed":false,"job_id":"other-0"}`+"\n" {
 		t.Fatalf("resume a queued job: %v", r)
 	}
 
@@ -207,7 +208,7 @@ func TestPauseAndResume(t *testing.T) {
 	w2 := l.worker(t, "w2", "--concurrency", "2", "--poll", "100ms")
 
 	waitFor(t, 15*time.Second, "long to make progress", func() bool { return l.nextIndex(t, long.ID) >= 3 })
-	if r := l.chunks(t, "pause", long.ID); r.code != 0 {
+	if r := l.Chunks(t, "pause", long.ID); r.Code != 0 {
 		t.Fatalf("pause long: %v", r)
 	}
 	at := l.nextIndex(t, long.ID)
@@ -227,15 +228,15 @@ func TestPauseAndResume(t *testing.T) {
 	if st[paused.ID].State != fleetapi.StatePaused || st[long.ID].State != fleetapi.StatePaused || st["other-0"].State != fleetapi.StateDone {
 		t.Fatalf("status: %+v", st)
 	}
-	human := l.chunks(t, "status")
-	if human.code != 0 || !strings.Contains(human.stdout, "paused") || !strings.Contains(human.stdout, "0/12") ||
-		!strings.Contains(human.stdout, "by "+l.operator.Name+": paused by an operator") ||
-		!strings.Contains(human.stdout, "5 jobs: 2 paused, 3 done; 0 orders drifted or missing") {
+	human := l.Chunks(t, "status")
+	if human.Code != 0 || !strings.Contains(human.Stdout, "paused") || !strings.Contains(human.Stdout, "0/12") ||
+		!strings.Contains(human.Stdout, "by "+l.operator.Name+": paused by an operator") ||
+		!strings.Contains(human.Stdout, "5 jobs: 2 paused, 3 done; 0 orders drifted or missing") {
 		t.Fatalf("chunks status: %v", human)
 	}
 
 	for _, id := range []string{paused.ID, long.ID} {
-		if r := l.chunks(t, "resume", id); r.code != 0 || r.stdout != "resumed job "+id+": it is queued again\n" {
+		if r := l.Chunks(t, "resume", id); r.Code != 0 || r.Stdout != "resumed job "+id+": it is queued again\n" {
 			t.Fatalf("resume %s: %v", id, r)
 		}
 	}
@@ -259,7 +260,7 @@ func TestPauseAndResume(t *testing.T) {
 		{[]string{"pause", "no way"}, 2, `chunks: invalid: job_id: must be 1 to 64 ASCII letters, digits, _ or -, got "no way"` + "\n"},
 		{[]string{"pause", "a", "--json"}, 2, "chunks: usage: flag --json after the job id: put flags before the job id (chunks pause [flags] JOB)\n"},
 	} {
-		if r := l.chunks(t, c.args...); r.code != c.code || r.stderr != c.msg || r.stdout != "" {
+		if r := l.Chunks(t, c.args...); r.Code != c.code || r.Stderr != c.msg || r.Stdout != "" {
 			t.Errorf("chunks %v: want exit %d and %q, got %v", c.args, c.code, c.msg, r)
 		}
 	}
@@ -273,8 +274,8 @@ func TestNotifyWakesSleepingWorkers(t *testing.T) {
 	s := newSeeder(l, 4)
 	w1 := l.worker(t, "w1", "--poll", "30s")
 	w2 := l.worker(t, "w2", "--poll", "30s")
-	w1.waitLine(t, 0, 10*time.Second, "msg=listening")
-	w2.waitLine(t, 0, 10*time.Second, "msg=listening")
+	w1.WaitLine(t, 0, 10*time.Second, "msg=listening")
+	w2.WaitLine(t, 0, 10*time.Second, "msg=listening")
 	time.Sleep(300 * time.Millisecond) // their first look at the empty queue is over: they sleep
 
 	var latencies []time.Duration
@@ -305,7 +306,7 @@ func TestPollingWhenNotificationsAreLost(t *testing.T) {
 	s := newSeeder(l, 5)
 	const poll = 1500 * time.Millisecond
 	w := l.worker(t, "w1", "--poll", poll.String())
-	w.waitLine(t, 0, 10*time.Second, "msg=listening")
+	w.WaitLine(t, 0, 10*time.Second, "msg=listening")
 	time.Sleep(300 * time.Millisecond)
 
 	j := s.job(t, "silent", 4, 2)
@@ -320,7 +321,7 @@ func TestPollingWhenNotificationsAreLost(t *testing.T) {
 		 select $1, 'cancel', $2, $4, targets_sha256($3::jsonb), 'migration'`,
 		`insert into job_queue (job_id, visible_at) values ($1, now())`,
 	} {
-		args := []any{j.ID, j.Tenant, mustJSON(t, j.Targets), j.ChunkSize}
+		args := []any{j.ID, j.Tenant, clitest.MustJSON(t, j.Targets), j.ChunkSize}
 		if strings.Contains(sql, "job_queue") {
 			args = args[:1]
 		}
@@ -340,7 +341,7 @@ func TestPollingWhenNotificationsAreLost(t *testing.T) {
 	// Kill the LISTEN connection; the job registered while it is down is
 	// picked up once the listener is back (it wakes a pass when it
 	// listens again) or by the poll, whichever comes first.
-	mark := w.lineCount()
+	mark := w.LineCount()
 	var killed bool
 	if err := l.Conn.QueryRow(ctx, `select coalesce(bool_or(pg_terminate_backend(pid)), false) from pg_stat_activity
 		where application_name = $1 and query ilike 'listen %'`, l.Name).Scan(&killed); err != nil || !killed {
@@ -349,7 +350,7 @@ func TestPollingWhenNotificationsAreLost(t *testing.T) {
 	j2 := s.job(t, "during-reconnect", 4, 4)
 	l.register(t, j2)
 	waitFor(t, 10*time.Second, "pickup after the LISTEN connection died", func() bool { return l.nextIndex(t, j2.ID) > 0 })
-	w.waitLine(t, mark, 10*time.Second, "msg=listening")
+	w.WaitLine(t, mark, 10*time.Second, "msg=listening")
 	stopWorkers(t, w)
 }
 
@@ -361,23 +362,23 @@ func TestEightWorkersStartTogether(t *testing.T) {
 	admin := pgtest.Connect(t, pgtest.DSN())
 	name := newSchemaDroppedAtEnd(t, admin)
 	// A worker on a schema that was never migrated refuses to start.
-	r := run(t, "--dsn", pgtest.DSN(), "--schema", name, "worker")
-	if r.code != 1 || !strings.Contains(r.stderr, "run chunks migrate for this schema first") {
+	r := clitest.Run(t, "--dsn", pgtest.DSN(), "--schema", name, "worker")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "run chunks migrate for this schema first") {
 		t.Fatalf("a worker on an unmigrated schema: %v", r)
 	}
 
-	var workers []*proc
+	var workers []*clitest.Proc
 	for i := range 8 {
 		id := fmt.Sprintf("w%d", i)
 		script := `"$0" migrate --dsn "$1" --schema "$2" >/dev/null && exec "$0" worker --dsn "$1" --schema "$2" --id "$3"`
-		p := startCmd(t, id, "/bin/sh", "-c", script, bin, pgtest.DSN(), name, id)
+		p := clitest.Start(t, clitest.Options{Name: id, Under: []string{"/bin/sh", "-c", script}}, pgtest.DSN(), name, id)
 		workers = append(workers, p)
 	}
 	for _, w := range workers {
-		w.waitLine(t, 0, 30*time.Second, "msg=ready", "worker="+w.name)
+		w.WaitLine(t, 0, 30*time.Second, "msg=ready", "worker="+w.Name)
 	}
 	dsn := pgtest.WithSearchPath(pgtest.DSN(), name)
-	l := &lab{Schema: &pgtest.Schema{Name: name, DSN: dsn, Conn: pgtest.Connect(t, dsn)}}
+	l := &lab{Lab: &clitest.Lab{Schema: &pgtest.Schema{Name: name, DSN: dsn, Conn: pgtest.Connect(t, dsn)}}}
 	migrations, err := fs.Glob(chunkssql.Migrations(), "*.sql")
 	if err != nil {
 		t.Fatal(err)
@@ -397,8 +398,8 @@ func TestEightWorkersStartTogether(t *testing.T) {
 	l.wantFinished(t, jobs)
 	var ran []string
 	for _, w := range workers {
-		if slices.ContainsFunc(w.snapshot(), func(s string) bool { return strings.Contains(s, "job done") }) {
-			ran = append(ran, w.name)
+		if slices.ContainsFunc(w.Lines(), func(s string) bool { return strings.Contains(s, "job done") }) {
+			ran = append(ran, w.Name)
 		}
 	}
 	t.Logf("workers that finished a job: %v", ran)
@@ -420,13 +421,13 @@ func TestWorkerUsage(t *testing.T) {
 		{[]string{"status", "extra"}, `chunks: usage: status takes no arguments, got ["extra"]` + "\n"},
 	} {
 		args := append([]string{"--dsn", pgtest.DSN(), "--schema", "nowhere"}, c.args...)
-		if r := run(t, args...); r.code != 2 || r.stderr != c.msg || r.stdout != "" {
+		if r := clitest.Run(t, args...); r.Code != 2 || r.Stderr != c.msg || r.Stdout != "" {
 			t.Errorf("chunks %v: want exit 2 and %q, got %v", c.args, c.msg, r)
 		}
 	}
 	for _, cmd := range []string{"worker", "status", "pause", "resume"} {
-		r := run(t, cmd, "--help")
-		if r.code != 0 || !strings.Contains(r.stdout, "Example:") || !strings.Contains(r.stdout, "  chunks --schema lab "+cmd) {
+		r := clitest.Run(t, cmd, "--help")
+		if r.Code != 0 || !strings.Contains(r.Stdout, "Example:") || !strings.Contains(r.Stdout, "  chunks --schema lab "+cmd) {
 			t.Errorf("chunks %s --help: want an example, got %v", cmd, r)
 		}
 	}

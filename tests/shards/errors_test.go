@@ -10,6 +10,7 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
+	"github.com/chunks-dev/chunks/internal/clitest"
 )
 
 // A shard's error comes back through the router as the shard raised it:
@@ -72,7 +73,7 @@ func TestShardErrorsPassThrough(t *testing.T) {
 		t.Fatal(rerr)
 	}
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "55P03" || !contains(pgErr.Message, "job spring: lock timeout after 500ms: waited for the job row") {
+	if !errors.As(err, &pgErr) || pgErr.Code != "55P03" || !clitest.ContainsAll(pgErr.Message, "job spring: lock timeout after 500ms: waited for the job row") {
 		t.Errorf("run_chunk on a locked job: %v; want the shard's 55P03", err)
 	}
 }

@@ -60,7 +60,7 @@ func TestExactlyOnceWorkersOnEveryShard(t *testing.T) {
 	}
 
 	// The status page through the router: a page of 10, then the rest after it.
-	first, err := fleet.Look(ctx, c.router, "", 10)
+	first, err := fleet.LoadOverview(ctx, c.router, "", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestExactlyOnceWorkersOnEveryShard(t *testing.T) {
 			"want 10 (more, the last %s), 200 done, 0 left, 4 workers", len(first.Jobs), first.More, first.Jobs[len(first.Jobs)-1].JobID,
 			first.Counts, first.UnfinishedOrders, len(first.Workers), strings.Fields(want[9])[0])
 	}
-	rest, err := fleet.Look(ctx, c.router, first.Jobs[len(first.Jobs)-1].JobID, 0)
+	rest, err := fleet.LoadOverview(ctx, c.router, first.Jobs[len(first.Jobs)-1].JobID, 0)
 	if err != nil || len(rest.Jobs) != 190 || rest.More || rest.Jobs[0].JobID != strings.Fields(want[10])[0] {
 		t.Errorf("the rest through the router: %d jobs, more %v, %v; want 190 from %s", len(rest.Jobs), rest.More, err, strings.Fields(want[10])[0])
 	}

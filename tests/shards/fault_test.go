@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/clitest"
 )
 
 // RunChunk takes a fault through a router as on one server (one API), and
@@ -20,7 +21,7 @@ func TestFaultThroughRouter(t *testing.T) {
 	ref := driver.JobRef{Tenant: j.tenant, ID: j.id}
 	called := 0
 	_, err := ref.RunChunk(ctx, c.router, func(string) error { called++; return nil })
-	if !errors.Is(err, driver.ErrInvalid) || !contains(err.Error(), "fault:", "run the drill on the shard itself") || called != 0 {
+	if !errors.Is(err, driver.ErrInvalid) || !clitest.ContainsAll(err.Error(), "fault:", "run the drill on the shard itself") || called != 0 {
 		t.Fatalf("a fault through the router: %v, %d hooks called; want ErrInvalid naming fault, no hook", err, called)
 	}
 	if job, err := ref.Inspect(ctx, c.router); err != nil || job == nil || job.NextIndex != 0 {

@@ -1,13 +1,10 @@
 package shards
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os/exec"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +15,7 @@ import (
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
 	"github.com/chunks-dev/chunks/internal/chunktx"
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/internal/localpg"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 	"github.com/chunks-dev/chunks/router"
@@ -62,13 +60,13 @@ func newCluster(t testing.TB, servers []*localpg.Server) *cluster {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = withConn(s.DSN(), func(conn *pgx.Conn) error { return driver.Migrate(ctx, conn, schema) })
+			errs[i] = pgtest.WithConn(s.DSN(), func(conn *pgx.Conn) error { return driver.Migrate(ctx, conn, schema, driver.MigrateOptions{}) })
 		}()
 	}
 	wg.Wait()
 	t.Cleanup(func() { // on these servers: a server added later by a reshard is the test's own
 		for i, s := range servers {
-			if err := withConn(s.DSN(), func(conn *pgx.Conn) error {
+			if err := pgtest.WithConn(s.DSN(), func(conn *pgx.Conn) error {
 				_, err := conn.Exec(ctx, "drop schema if exists "+schema+" cascade")
 				return err
 			}); err != nil {
@@ -125,34 +123,15 @@ func (c *cluster) reinstall(t *testing.T, servers []*localpg.Server) {
 	}
 }
 
-// withConn runs fn on a connection of its own to dsn.
-func withConn(dsn string, fn func(*pgx.Conn) error) (err error) {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, conn.Close(ctx)) }()
-	return fn(conn)
-}
-
-// runChunks runs the chunks binary, with no CHUNKS_ or PG variables, and
-// returns what it printed; the test fails unless it exits wantCode.
+// runChunks runs the chunks binary and returns what it printed, stdout
+// then stderr; the test fails unless it exits wantCode.
 func runChunks(t *testing.T, wantCode int, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = pgtest.CleanEnv()
-	out, err := cmd.CombinedOutput()
-	code := 0
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		code = exit.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
+	r := clitest.Run(t, args...)
+	if r.Code != wantCode {
+		t.Fatalf("want exit %d, got %v", wantCode, r)
 	}
-	if code != wantCode {
-		t.Fatalf("chunks %s: exit %d, want %d\n%s", strings.Join(args, " "), code, wantCode, out)
-	}
-	return string(out)
+	return r.Stdout + r.Stderr
 }
 
 // shardOf is the shard of tenant, as the router names it.
@@ -330,16 +309,11 @@ type worker struct {
 	shard *shard
 	stop  func()
 	done  chan error
-	log   bytes.Buffer
-	mu    sync.Mutex
+	log   clitest.Output // safe for the handler's concurrent writes
 }
 
-// Write keeps the worker's log (safe for the handler's concurrent writes).
-func (w *worker) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.log.Write(p)
-}
+// Write keeps the worker's log.
+func (w *worker) Write(p []byte) (int, error) { return w.log.Write(p) }
 
 // startWorkers starts one worker per shard; they stop when the test ends.
 func (c *cluster) startWorkers(t *testing.T, concurrency int, rate float64) []*worker {
@@ -380,11 +354,7 @@ func (c *cluster) startWorkers(t *testing.T, concurrency int, rate float64) []*w
 	return out
 }
 
-func (w *worker) logText() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.log.String()
-}
+func (w *worker) logText() string { return w.log.String() }
 
 // waitFor polls cond every 20 ms until it holds; the test fails after
 // timeout (a bound on a hung test, not a measurement), saying what it
@@ -418,14 +388,4 @@ func (sh *shard) allDone() (bool, error) {
 		}
 	}
 	return true, nil
-}
-
-// contains says whether s contains every one of parts.
-func contains(s string, parts ...string) bool {
-	for _, p := range parts {
-		if !strings.Contains(s, p) {
-			return false
-		}
-	}
-	return true
 }

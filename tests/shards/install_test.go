@@ -3,7 +3,6 @@ package shards
 import (
 	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 	"github.com/chunks-dev/chunks/router"
 )
@@ -25,11 +25,11 @@ func TestInstallChecksShards(t *testing.T) {
 	admin := pgtest.Connect(t, routerServer.DSN())
 	schema := pgtest.NewSchemaName(t)
 	for _, s := range shardServers[:2] {
-		if err := withConn(s.DSN(), func(conn *pgx.Conn) error { return driver.Migrate(ctx, conn, schema) }); err != nil {
+		if err := pgtest.WithConn(s.DSN(), func(conn *pgx.Conn) error { return driver.Migrate(ctx, conn, schema, driver.MigrateOptions{}) }); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			if err := withConn(s.DSN(), func(conn *pgx.Conn) error {
+			if err := pgtest.WithConn(s.DSN(), func(conn *pgx.Conn) error {
 				_, err := conn.Exec(ctx, "drop schema "+schema+" cascade")
 				return err
 			}); err != nil {
@@ -101,7 +101,7 @@ func TestInstallChecksShards(t *testing.T) {
 	}
 
 	// A router's schema is not a shard's, and the other way round.
-	err = driver.Migrate(ctx, admin, schema)
+	err = driver.Migrate(ctx, admin, schema, driver.MigrateOptions{})
 	if !errors.Is(err, driver.ErrInvalid) || !strings.Contains(err.Error(), "holds a chunks router") {
 		t.Errorf("migrate a router's schema: %v", err)
 	}
@@ -116,14 +116,10 @@ func shardPort(port int) string { return fmt.Sprintf("port='%d'", port) }
 // The CLI refuses a router of 3 shards before it connects anywhere (exit 2).
 func TestInstallCLIRefusesThreeShards(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command(bin, "router", "install", "--schema", "lab", "--dsn", "host=127.0.0.1 port=1",
+	r := clitest.Run(t, "router", "install", "--schema", "lab", "--dsn", "host=127.0.0.1 port=1",
 		"--shard", "host=a", "--shard", "host=b", "--shard", "host=c")
-	cmd.Env = pgtest.CleanEnv()
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 2 ||
-		string(out) != "chunks: invalid: shards: PL/Proxy needs a power of 2 of them (1, 2, 4, ... 1024), got 3\n" {
-		t.Fatalf("chunks router install with 3 shards: %v\n%s", err, out)
+	if r.Code != 2 || r.Stdout != "" || r.Stderr != "chunks: invalid: shards: PL/Proxy needs a power of 2 of them (1, 2, 4, ... 1024), got 3\n" {
+		t.Fatalf("chunks router install with 3 shards: %v", r)
 	}
 }
 
@@ -137,11 +133,9 @@ func TestMultiHostShard(t *testing.T) {
 	c := newCluster(t, shardServers[:1])
 	s := shardServers[0]
 	multi := fmt.Sprintf("host=127.0.0.1,127.0.0.1 port=1,%d user=postgres dbname=postgres", s.Port)
-	cmd := exec.Command(bin, "router", "install", "--json", "--dsn", routerServer.DSN(), "--schema", c.schema, "--shard", multi)
-	cmd.Env = pgtest.CleanEnv()
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), fmt.Sprintf(`"conninfo":"host='127.0.0.1,127.0.0.1' port='1,%d' dbname='postgres'`, s.Port)) {
-		t.Fatalf("chunks router install with a multi-host shard: %v\n%s", err, out)
+	r := clitest.Run(t, "router", "install", "--json", "--dsn", routerServer.DSN(), "--schema", c.schema, "--shard", multi)
+	if r.Code != 0 || r.Signal != 0 || !strings.Contains(r.Stdout, fmt.Sprintf(`"conninfo":"host='127.0.0.1,127.0.0.1' port='1,%d' dbname='postgres'`, s.Port)) {
+		t.Fatalf("chunks router install with a multi-host shard: %v", r)
 	}
 	j := job{tenant: "acme", id: "spring", orders: []int64{1}}
 	c.place(t, []job{j}, 1)

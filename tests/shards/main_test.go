@@ -11,9 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,20 +35,14 @@ var (
 	// plproxyPackage is the Debian package that provides it for the
 	// server's major version.
 	plproxyPackage string
-	// bin is the chunks binary, built once.
-	bin string
+	// bin is the chunks binary, built once (pgtest.WithBinary).
+	bin = pgtest.Binary()
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+func TestMain(m *testing.M) { pgtest.WithBinary(func() int { return run(m) }) }
 
 func run(m *testing.M) (code int) {
-	dir, err := os.MkdirTemp("", "chunks-shards-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "shards:", err)
-		return 1
-	}
-	bin = filepath.Join(dir, "chunks")
-	servers, err := startAll(bin)
+	servers, err := startAll()
 	defer func() {
 		var errs []error
 		for _, s := range servers {
@@ -59,7 +50,7 @@ func run(m *testing.M) (code int) {
 				errs = append(errs, s.Stop())
 			}
 		}
-		if err := errors.Join(append(errs, os.RemoveAll(dir))...); err != nil {
+		if err := errors.Join(errs...); err != nil {
 			fmt.Fprintln(os.Stderr, "shards: clean up:", err)
 			code = max(code, 1)
 		}
@@ -83,31 +74,14 @@ func run(m *testing.M) (code int) {
 // every statement of a sampled transaction (all of them).
 var loggedSettings = []string{"log_statement=all", "log_min_duration_statement=0", "log_transaction_sample_rate=1"}
 
-// startAll starts the seven servers (from one initdb) and builds the
-// binary, at once.
-func startAll(bin string) ([]*localpg.Server, error) {
+// startAll starts the seven servers, from one initdb.
+func startAll() ([]*localpg.Server, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	var servers []*localpg.Server
-	var startErr, buildErr error
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		opts := make([]localpg.Options, 7)
-		opts[5].Durable = true // the spare shard is killed, and must keep its commits
-		opts[6].Settings = loggedSettings
-		servers, startErr = localpg.StartMany(ctx, opts...)
-	}()
-	go func() {
-		defer wg.Done()
-		out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/chunks-dev/chunks/cmd/chunks").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build cmd/chunks: %w\n%s", err, out)
-		}
-	}()
-	wg.Wait()
-	return servers, errors.Join(startErr, buildErr)
+	opts := make([]localpg.Options, 7)
+	opts[5].Durable = true // the spare shard is killed, and must keep its commits
+	opts[6].Settings = loggedSettings
+	return localpg.StartMany(ctx, opts...)
 }
 
 // findPlproxy says whether the server can create the plproxy extension,

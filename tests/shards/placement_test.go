@@ -9,6 +9,7 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
+	"github.com/chunks-dev/chunks/internal/clitest"
 )
 
 // Every row of a tenant is on the shard hashtext(tenant) & 3 picks, and on
@@ -109,7 +110,7 @@ func TestJobIDsPerShard(t *testing.T) {
 	}
 
 	_, err = driver.Register(ctx, c.router, job2(a2, "spring", 9))
-	if !errors.Is(err, driver.ErrConflict) || !contains(err.Error(), `job spring: already registered for tenant "`+a+`"`) {
+	if !errors.Is(err, driver.ErrConflict) || !clitest.ContainsAll(err.Error(), `job spring: already registered for tenant "`+a+`"`) {
 		t.Fatalf("register spring of %s on %s's shard: %v; want a conflict naming %s", a2, a, err, a)
 	}
 	_, err = driver.JobRef{Tenant: a2, ID: "spring"}.RunChunk(ctx, c.router, nil)
@@ -131,7 +132,7 @@ func TestJobIDsPerShard(t *testing.T) {
 			return err
 		},
 	} {
-		if err := call(); !errors.Is(err, driver.ErrConflict) || !contains(err.Error(), "not found for tenant "+a2) {
+		if err := call(); !errors.Is(err, driver.ErrConflict) || !clitest.ContainsAll(err.Error(), "not found for tenant "+a2) {
 			t.Errorf("a call of %s's job spring as %s: %v; want not found for tenant %s", a, a2, err, a2)
 		}
 	}

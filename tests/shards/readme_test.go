@@ -32,7 +32,7 @@ func TestREADMERouter(t *testing.T) {
 
 	dsn := routerServer.DSN() // key=value, like the demo's export CHUNKS_DSN=... line
 	t.Cleanup(func() {
-		if err := withConn(dsn, func(conn *pgx.Conn) error {
+		if err := pgtest.WithConn(dsn, func(conn *pgx.Conn) error {
 			for _, db := range []string{"router", "shard0", "shard1"} {
 				if _, err := conn.Exec(ctx, "drop database if exists "+db+" with (force)"); err != nil {
 					return err

@@ -120,7 +120,7 @@ func TestReshardByPowersOfTwo(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, "the standby to replay p0's server", func() (bool, error) {
 		var caught bool
-		err := withConn(sb.DSN(), func(conn *pgx.Conn) error {
+		err := pgtest.WithConn(sb.DSN(), func(conn *pgx.Conn) error {
 			return conn.QueryRow(ctx, "select pg_last_wal_replay_lsn() >= $1::pg_lsn", lsn).Scan(&caught)
 		})
 		return err == nil && caught, err
@@ -154,7 +154,7 @@ func TestReshardByPowersOfTwo(t *testing.T) {
 			}
 			return n
 		}
-		if err := withConn(pgtest.WithSearchPath(side.server.DSN(), c.schema), func(conn *pgx.Conn) error {
+		if err := pgtest.WithConn(pgtest.WithSearchPath(side.server.DSN(), c.schema), func(conn *pgx.Conn) error {
 			if before := counts(conn); slices.Contains(before, 0) {
 				t.Errorf("p%d's rows before the deletes (jobs, audit, job_kind, campaign_jobs, campaigns, progress, orders): %v; want some of each",
 					side.drop, before)
@@ -180,7 +180,7 @@ func TestReshardByPowersOfTwo(t *testing.T) {
 	}
 	for _, j := range campaignJobs {
 		spec := strings.TrimSuffix(j.id, "-000001")
-		if s, err := driver.GetCampaignStatus(ctx, c.shardOf(t, j.tenant).conn, spec); err != nil || s.Tenant != j.tenant {
+		if s, err := driver.CampaignStatus(ctx, c.shardOf(t, j.tenant).conn, spec); err != nil || s.Tenant != j.tenant {
 			t.Errorf("campaign %s on the shard of %s after the move: %+v, %v", spec, j.tenant, s, err)
 		}
 	}

@@ -28,14 +28,14 @@ func TestRouterAsOperator(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := driver.Grant(ctx, sh.conn, op, driver.Operator, false); err != nil {
+		if _, err := driver.Grant(ctx, sh.conn, op, driver.Operator); err != nil {
 			t.Fatalf("grant on %s: %v", sh.name, err)
 		}
 		dsns = append(dsns, role.DSN(sh.server.DSN()))
 	}
 	t.Cleanup(func() {
 		for _, sh := range c.shards {
-			if err := withConn(sh.server.DSN(), func(conn *pgx.Conn) error {
+			if err := pgtest.WithConn(sh.server.DSN(), func(conn *pgx.Conn) error {
 				_, err := conn.Exec(ctx, "drop owned by "+pgx.Identifier{op}.Sanitize()+"; drop role "+pgx.Identifier{op}.Sanitize())
 				return err
 			}); err != nil {

@@ -4,12 +4,11 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/clitest"
 )
 
 // chunks serve on a router: its JSON lists every shard's jobs (the routed
@@ -32,19 +31,7 @@ func TestServeThroughRouter(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "serve", "--http", addr, "--dsn", routerServer.DSN(), "--schema", c.schema)
-	cmd.Env = pgtest.CleanEnv()
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := cmd.Process.Kill(); err != nil {
-			t.Error(err)
-		}
-		_ = cmd.Wait() // killed: its exit status says so
-	})
+	p := clitest.Start(t, clitest.Options{}, "serve", "--http", addr, "--dsn", routerServer.DSN(), "--schema", c.schema) // killed when the test ends
 	get := func(path string) (int, string, error) {
 		resp, err := http.Get("http://" + addr + path)
 		if err != nil {
@@ -59,8 +46,8 @@ func TestServeThroughRouter(t *testing.T) {
 		return code == http.StatusOK, err
 	})
 	code, body, err := get("/api/status")
-	if err != nil || code != http.StatusOK || !contains(body, `"acme-1"`, `"initech-1"`) {
-		t.Fatalf("GET /api/status through the router: %d, %v\n%s\n%s", code, err, body, out.String())
+	if err != nil || code != http.StatusOK || !clitest.ContainsAll(body, `"acme-1"`, `"initech-1"`) {
+		t.Fatalf("GET /api/status through the router: %d, %v\n%s\n%s", code, err, body, strings.Join(p.Lines(), "\n"))
 	}
 	if code, body, err := get("/readyz"); err != nil || code != http.StatusServiceUnavailable { // as the README says
 		t.Errorf("GET /readyz through the router: %d, %v; want 503 (no job_progress on a router)\n%s", code, err, body)

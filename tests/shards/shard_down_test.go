@@ -10,6 +10,7 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
+	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/internal/localpg"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
@@ -41,7 +42,7 @@ func TestShardKilledMidDrain(t *testing.T) {
 
 	waitFor(t, 30*time.Second, "some but not all of the doomed shard's chunks committed", func() (bool, error) {
 		var done, all int
-		err := withConn(dead.dsn, func(conn *pgx.Conn) error {
+		err := pgtest.WithConn(dead.dsn, func(conn *pgx.Conn) error {
 			return conn.QueryRow(ctx, "select sum(next_index), sum(jsonb_array_length(targets)) from jobs").Scan(&done, &all)
 		})
 		return err == nil && done > 0 && done < all, err
@@ -56,7 +57,7 @@ func TestShardKilledMidDrain(t *testing.T) {
 	unavailable := func(what string, err error) {
 		t.Helper()
 		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || pgErr.Code != "08006" || !contains(pgErr.Message, "shard "+dead.name+" is unavailable: ", "connection") {
+		if !errors.As(err, &pgErr) || pgErr.Code != "08006" || !clitest.ContainsAll(pgErr.Message, "shard "+dead.name+" is unavailable: ", "connection") {
 			t.Errorf("%s with shard %s down: %v; want 08006 naming the shard", what, dead.name, err)
 		}
 	}
