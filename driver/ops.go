@@ -15,6 +15,8 @@ import (
 // approval (tenant, normalized targets, chunk size) is already registered. A
 // different job under the same id is an [ErrConflict]. Progress is never
 // reset.
+//
+// The contract (docs/contract.md §6) fixes its name and signature.
 func Register(ctx context.Context, db DB, plan Plan) (bool, error) {
 	p, err := Manifest(plan.JobID, plan.Tenant, plan.Targets, plan.ChunkSize, plan.AllowPartial)
 	if err != nil {
@@ -83,6 +85,8 @@ func (j JobRef) Report(ctx context.Context, db DB) (JobReport, error) {
 // On a pgx.Tx it runs inside a savepoint: a failure rolls back only its own
 // work, the outer transaction stays open and usable, and nothing is
 // committed before the caller commits.
+//
+// The contract (docs/contract.md §6) fixes its name and signature.
 func CancelChunk(ctx context.Context, db DB, tenant string, items []Target) (changes []Change, err error) {
 	if err := checkName("tenant", tenant); err != nil {
 		return nil, err

@@ -81,6 +81,8 @@ func cmpInt64(a, b int64) int {
 // Manifest validates an approval (docs/contract.md §3) and returns it as a new
 // [Plan] whose Targets are a sorted copy of items: changing one never
 // changes the other. It needs no database.
+//
+// The contract (docs/contract.md §6) fixes its name and signature.
 func Manifest(jobID, tenant string, items []Target, chunkSize int, allowPartial bool) (Plan, error) {
 	if err := checkName("job_id", jobID); err != nil {
 		return Plan{}, err
