@@ -62,7 +62,7 @@ func dsnProblem(err error) string {
 // The contract fixes this signature; [ChunkFileConfig] takes a [JobRef].
 func ChunkFile(ctx context.Context, dsn, jobID string, fault Fault) (ChunkResult, error) {
 	job := JobRef{ID: jobID}
-	if err := job.check(); err != nil {
+	if err := job.Validate(); err != nil {
 		return ChunkResult{}, err
 	}
 	cfg, err := ParseDSN(dsn)
@@ -77,7 +77,7 @@ func ChunkFile(ctx context.Context, dsn, jobID string, fault Fault) (ChunkResult
 // is cancelled, whatever cfg says; cfg itself is not changed. It runs
 // [JobRef.RunChunk] of job: on one server or through a chunks router.
 func ChunkFileConfig(ctx context.Context, cfg *pgx.ConnConfig, job JobRef, fault Fault) (res ChunkResult, err error) {
-	if err := job.check(); err != nil {
+	if err := job.Validate(); err != nil {
 		return ChunkResult{}, err
 	}
 	if cfg == nil {
@@ -108,7 +108,7 @@ func ChunkFileConfig(ctx context.Context, cfg *pgx.ConnConfig, job JobRef, fault
 // [JobRef] and a [Pacer].
 func Drain(ctx context.Context, dsn, jobID string, maxChunks int) (DrainResult, error) {
 	job := JobRef{ID: jobID}
-	if err := job.check(); err != nil {
+	if err := job.Validate(); err != nil {
 		return DrainResult{}, err
 	}
 	if err := checkMaxChunks(maxChunks); err != nil {
@@ -138,7 +138,7 @@ type Pacer interface {
 // a chunks router as well as on one server: each call is one transaction
 // on the tenant's shard, on a router connection of its own.
 func DrainConfig(ctx context.Context, cfg *pgx.ConnConfig, job JobRef, maxChunks int, pacer Pacer) (DrainResult, error) {
-	if err := job.check(); err != nil {
+	if err := job.Validate(); err != nil {
 		return DrainResult{}, err
 	}
 	if err := checkMaxChunks(maxChunks); err != nil {

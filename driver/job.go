@@ -29,8 +29,9 @@ type JobRef struct {
 	Tenant string // the job's tenant; "" for any (on one server only)
 }
 
-// check checks the names before any connection.
-func (j JobRef) check() error {
+// Validate checks the id and the tenant, if any, before any connection, as
+// every operation on the job does: a 22023 [Error] naming the field.
+func (j JobRef) Validate() error {
 	if j.Tenant != "" {
 		if err := checkName("tenant", j.Tenant); err != nil {
 			return err
@@ -45,7 +46,7 @@ func (j JobRef) check() error {
 // tenant-scoped signature and its routed template) and one Go function
 // around Call.
 func (j JobRef) Call(fn string, args ...any) (string, []any, error) {
-	if err := j.check(); err != nil {
+	if err := j.Validate(); err != nil {
 		return "", nil, err
 	}
 	all := j.Args(args...)

@@ -44,7 +44,7 @@ func InspectJob(ctx context.Context, db DB, jobID string) (*Job, error) {
 // such job (of j's tenant, when j has one). The result is the caller's own
 // copy (SQL inspect_job).
 func (j JobRef) Inspect(ctx context.Context, db DB) (*Job, error) {
-	if err := j.check(); err != nil {
+	if err := j.Validate(); err != nil {
 		return nil, err
 	}
 	var job Job
@@ -66,7 +66,7 @@ func Report(ctx context.Context, db DB, jobID string) (JobReport, error) {
 // Report is [Report] of the job (SQL report): a job that is not j's
 // tenant's is an [ErrConflict] too.
 func (j JobRef) Report(ctx context.Context, db DB) (JobReport, error) {
-	if err := j.check(); err != nil {
+	if err := j.Validate(); err != nil {
 		return JobReport{}, err
 	}
 	var r JobReport

@@ -61,7 +61,7 @@ func RunChunk(ctx context.Context, conn *pgx.Conn, jobID string, fault Fault) (C
 // router is an [ErrInvalid], and nothing runs (run the drill
 // on the shard itself).
 func (j JobRef) RunChunk(ctx context.Context, conn *pgx.Conn, fault Fault) (res ChunkResult, err error) {
-	if err := j.check(); err != nil {
+	if err := j.Validate(); err != nil {
 		return ChunkResult{}, err
 	}
 	if conn == nil {

@@ -63,7 +63,7 @@ type JobLineage struct {
 // register_undo(tenant, job_id, new_job_id)); through a chunks router the
 // undo is registered on the job's shard, as a job of the same tenant.
 func (j JobRef) RegisterUndo(ctx context.Context, db DB, newJobID string) (Undo, error) {
-	if err := j.check(); err != nil {
+	if err := j.Validate(); err != nil {
 		return Undo{}, err
 	}
 	var newID *string // NULL: the server derives it
@@ -83,7 +83,7 @@ func (j JobRef) RegisterUndo(ctx context.Context, db DB, newJobID string) (Undo,
 // Lineage returns the job's kind and its undo, or nil (and no error) when
 // there is no such job (of j's tenant, when j has one).
 func (j JobRef) Lineage(ctx context.Context, db DB) (*JobLineage, error) {
-	if err := j.check(); err != nil {
+	if err := j.Validate(); err != nil {
 		return nil, err
 	}
 	var l JobLineage

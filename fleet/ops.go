@@ -146,6 +146,15 @@ func Pause(ctx context.Context, db driver.DB, job driver.JobRef) (bool, error) {
 	return jobCall(ctx, db, job, "pause_job")
 }
 
+// CheckPauseAfter checks a canary's n (1 to [MaxPauseAfter]) as
+// [PauseAfter] does, before any connection.
+func CheckPauseAfter(n int) error {
+	if n < 1 || n > MaxPauseAfter {
+		return driver.Invalidf("after: must be between 1 and %d chunks, got %d", MaxPauseAfter, n)
+	}
+	return nil
+}
+
 // PauseAfter is the canary: the fleet runs n (1 to [MaxPauseAfter]) more
 // chunks of the job, then the pass that commits the n-th pauses the job in
 // that same transaction, so chunk n+1 never starts before someone has
@@ -160,8 +169,8 @@ func Pause(ctx context.Context, db driver.DB, job driver.JobRef) (bool, error) {
 // pausing), is an [driver.ErrConflict]. With job's tenant, as [Pause]:
 // through a chunks router, the tenant's shard's workers count the chunks.
 func PauseAfter(ctx context.Context, db driver.DB, job driver.JobRef, n int) (bool, error) {
-	if n < 1 || n > MaxPauseAfter {
-		return false, driver.Invalidf("after: must be between 1 and %d chunks, got %d", MaxPauseAfter, n)
+	if err := CheckPauseAfter(n); err != nil {
+		return false, err
 	}
 	return jobCall(ctx, db, job, "pause_job_after", n)
 }

@@ -107,19 +107,43 @@ func tenantFlag() cli.Flag {
 	return &cli.StringFlag{Name: "tenant", Usage: "the job's `TENANT`: the job must be that tenant's (a chunks router needs it, to find the tenant's shard)"}
 }
 
-// jobRef is the command's job: its one job id argument and --tenant, both
-// checked before any connection.
-func jobRef(c *cli.Context) (driver.JobRef, error) {
+// parseJobRef is the command's job as typed: its one JOB argument and
+// --tenant. The names are checked by the options' Validate (JobRef.Validate);
+// only a --tenant typed empty is refused here, since a JobRef without a
+// tenant means "any tenant": an empty one is never taken as that.
+func parseJobRef(c *cli.Context) (driver.JobRef, error) {
 	job := driver.JobRef{Tenant: c.String("tenant")}
-	if c.IsSet("tenant") {
-		if err := driver.CheckTenant(job.Tenant); err != nil {
-			return driver.JobRef{}, err
-		}
+	if c.IsSet("tenant") && job.Tenant == "" {
+		return job, driver.CheckTenant(job.Tenant)
 	}
 	var err error
-	job.ID, err = jobArg(c)
+	job.ID, err = oneArg(c, jobParam)
 	return job, err
 }
+
+// jobRef is parseJobRef, validated: for the commands not yet in the
+// options/run shape.
+func jobRef(c *cli.Context) (driver.JobRef, error) {
+	job, err := parseJobRef(c)
+	if err == nil {
+		err = job.Validate()
+	}
+	return job, err
+}
+
+// jobOptions are the options of a command that takes only its job:
+// chunks resume JOB.
+type jobOptions struct {
+	Job driver.JobRef
+}
+
+func parseJob(c *cli.Context) (*jobOptions, error) {
+	job, err := parseJobRef(c)
+	return &jobOptions{Job: job}, err
+}
+
+// Validate checks the job's names.
+func (o *jobOptions) Validate() error { return o.Job.Validate() }
 
 // requireFlags refuses a command line without every one of the named
 // flags, naming the missing ones (exit 2). urfave/cli's own Required is not

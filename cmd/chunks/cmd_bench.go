@@ -76,7 +76,7 @@ func benchCommand() *cli.Command {
 				return err
 			}
 			if jsonOut(c) {
-				return printJSON(report)
+				return printJSON(stdout, report)
 			}
 			printBench(report)
 			return nil
@@ -85,10 +85,10 @@ func benchCommand() *cli.Command {
 }
 
 func printBench(r bench.Report) {
-	say("%s\n%s\n%s; fsync=%s synchronous_commit=%s full_page_writes=%s shared_buffers=%s",
+	say(stdout, "%s\n%s\n%s; fsync=%s synchronous_commit=%s full_page_writes=%s shared_buffers=%s",
 		r.Date, r.CPU, r.Server, r.Settings["fsync"], r.Settings["synchronous_commit"],
 		r.Settings["full_page_writes"], r.Settings["shared_buffers"])
-	t := newTable("scenario", "variant", "chunks/s", "orders/s", "mean ms", "p50 ms", "p99 ms", "round trips")
+	t := newTable(stdout, "scenario", "variant", "chunks/s", "orders/s", "mean ms", "p50 ms", "p99 ms", "round trips")
 	for _, x := range r.Results {
 		trips := ""
 		if x.RoundTrips > 0 {
@@ -102,7 +102,7 @@ func printBench(r bench.Report) {
 			append(latency, trips)...))
 	}
 	t.Render()
-	g := newTable("ratio", "measured", "goal", "met")
+	g := newTable(stdout, "ratio", "measured", "goal", "met")
 	for _, x := range r.Ratios {
 		met := "yes"
 		if !x.Met {
@@ -111,5 +111,5 @@ func printBench(r bench.Report) {
 		g.AppendRow([]any{x.Name, fmt.Sprintf("%.2f", x.Value), x.Goal, met})
 	}
 	g.Render()
-	say("the baseline leaves exactly the orders and audit RunChunk leaves: %t", r.Equivalent)
+	say(stdout, "the baseline leaves exactly the orders and audit RunChunk leaves: %t", r.Equivalent)
 }

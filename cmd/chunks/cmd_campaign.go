@@ -104,13 +104,13 @@ func campaignCreateCommand() *cli.Command {
 				return err
 			}
 			if jsonOut(c) {
-				return printJSON(out)
+				return printJSON(stdout, out)
 			}
 			if out.Created {
-				say("created campaign %s: %s of %s in %s of up to 64, %d per chunk (digest %s)", name,
+				say(stdout, "created campaign %s: %s of %s in %s of up to 64, %d per chunk (digest %s)", name,
 					plural(out.Targets, "order"), spec.Tenant, plural(out.Jobs, "job"), spec.ChunkSize, out.Digest[:12])
 			} else {
-				say("campaign %s was already created with this approval; nothing changed", name)
+				say(stdout, "campaign %s was already created with this approval; nothing changed", name)
 			}
 			return nil
 		},
@@ -155,7 +155,7 @@ func campaignStatusCommand() *cli.Command {
 				return err
 			}
 			if jsonOut(c) {
-				return printJSON(st)
+				return printJSON(stdout, st)
 			}
 			eta := "unknown"
 			if st.ETASeconds != nil {
@@ -165,7 +165,7 @@ func campaignStatusCommand() *cli.Command {
 			if st.Paused {
 				paused = " (paused)"
 			}
-			say("campaign %s%s: %d targets, %d committed, %d remaining; jobs: %d done, %d running, %d queued, %d paused, %d waiting of %d; rate %.1f/s, ETA %s; drift %d",
+			say(stdout, "campaign %s%s: %d targets, %d committed, %d remaining; jobs: %d done, %d running, %d queued, %d paused, %d waiting of %d; rate %.1f/s, ETA %s; drift %d",
 				st.Name, paused, st.Targets, st.Committed, st.Remaining, st.JobsDone, st.JobsRunning, st.JobsQueued,
 				st.JobsPaused, st.JobsWaiting, st.Jobs, st.RatePerSecond, eta, st.Drift)
 			return nil
@@ -194,9 +194,9 @@ func campaignReportCommand() *cli.Command {
 				return err
 			}
 			if jsonOut(c) {
-				return printJSON(r)
+				return printJSON(stdout, r)
 			}
-			say("campaign %s: %d targets, %d committed, %d remaining: %d matching, %d drifted %s, %d missing %s",
+			say(stdout, "campaign %s: %d targets, %d committed, %d remaining: %d matching, %d drifted %s, %d missing %s",
 				r.Name, r.Targets, r.Committed, r.Remaining, r.Matching, r.DriftedCount, ids(r.Drifted), r.MissingCount, ids(r.Missing))
 			return nil
 		},
@@ -224,12 +224,12 @@ func campaignPauseResumeCommand(verb string, op func(context.Context, driver.DB,
 				return err
 			}
 			if jsonOut(c) {
-				return printJSON(ch)
+				return printJSON(stdout, ch)
 			}
 			if ch.Changed {
-				say(changedMsg, name, plural(ch.Jobs, "job"))
+				say(stdout, changedMsg, name, plural(ch.Jobs, "job"))
 			} else {
-				say(sameMsg, name)
+				say(stdout, sameMsg, name)
 			}
 			return nil
 		},
@@ -258,14 +258,14 @@ func campaignCheckCommand() *cli.Command {
 				return err
 			}
 			if jsonOut(c) {
-				if err := printJSON(ch); err != nil {
+				if err := printJSON(stdout, ch); err != nil {
 					return err
 				}
 			} else {
 				for _, p := range ch.Listed {
-					say("%s", p.Problem)
+					say(stdout, "%s", p.Problem)
 				}
-				say("campaign %s: %d of %d targets remaining, %d ok, %d with a problem", ch.Name, ch.Remaining, ch.Targets, ch.OK, ch.Problems)
+				say(stdout, "campaign %s: %d of %d targets remaining, %d ok, %d with a problem", ch.Name, ch.Remaining, ch.Targets, ch.OK, ch.Problems)
 			}
 			if ch.Problems > 0 {
 				return driver.NewError(driver.ErrConflict, nil, "campaign %s: %d targets cannot take their change now", name, ch.Problems)
@@ -298,13 +298,13 @@ func campaignUndoCommand() *cli.Command {
 				return err
 			}
 			if jsonOut(c) {
-				return printJSON(u)
+				return printJSON(stdout, u)
 			}
 			if !u.Created {
-				say("campaign %s already is the undo of %s; nothing changed", u.Name, name)
+				say(stdout, "campaign %s already is the undo of %s; nothing changed", u.Name, name)
 				return nil
 			}
-			say("registered undo campaign %s of %s: %s in %s; left alone: drifted %s, missing %s", u.Name, name,
+			say(stdout, "registered undo campaign %s of %s: %s in %s; left alone: drifted %s, missing %s", u.Name, name,
 				plural(u.Targets, "order"), plural(u.Jobs, "job"), ids(u.Drifted), ids(u.Missing))
 			return nil
 		},

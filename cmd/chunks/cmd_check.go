@@ -40,7 +40,7 @@ func checkCommand() *cli.Command {
 				return err
 			}
 			if jsonOut(c) {
-				err = printJSON(res)
+				err = printJSON(stdout, res)
 			} else {
 				printCheck(res)
 			}
@@ -55,15 +55,15 @@ func checkCommand() *cli.Command {
 func printCheck(res driver.PlanCheck) {
 	switch res.Job {
 	case driver.JobFree:
-		say("job %s: the id is free; register would create the job", res.JobID)
+		say(stdout, "job %s: the id is free; register would create the job", res.JobID)
 	case driver.JobRegistered:
-		say("job %s: already registered with this approval; register would change nothing", res.JobID)
+		say(stdout, "job %s: already registered with this approval; register would change nothing", res.JobID)
 	default:
-		say("job %s: register would refuse: %s", res.JobID, res.JobProblem)
+		say(stdout, "job %s: register would refuse: %s", res.JobID, res.JobProblem)
 	}
 	problems := res.Problems()
 	if len(problems) > 0 {
-		t := newTable("order", "would not be cancelled")
+		t := newTable(stdout, "order", "would not be cancelled")
 		for _, p := range problems {
 			t.AppendRow([]any{p.ID, p.Problem})
 		}
@@ -79,7 +79,7 @@ func printCheck(res driver.PlanCheck) {
 	if committed > 0 {
 		line += fmt.Sprintf(", %d already are (committed by this job)", committed)
 	}
-	say("%s; %d would not", line, len(problems))
+	say(stdout, "%s; %d would not", line, len(problems))
 }
 
 // checkSummary is the one line a failed check ends with, on stderr.

@@ -95,7 +95,7 @@ func drainCommand() *cli.Command {
 				return driver.DrainConfig(ctx, cfg, job, maxChunks, paced(pacer))
 			}
 			res, err := drainWorkers(ctx, workers, drainOne)
-			err = connectHint(c, err)
+			err = depsOf(c).connectHint(err)
 			if sig := interrupted(); sig != 0 {
 				err = &interruptedError{signal: sig, err: err} // the drainers' cancellations are dropped; anything else is kept
 			}
@@ -105,7 +105,7 @@ func drainCommand() *cli.Command {
 				return err // nothing was done: stdout stays empty
 			}
 			if jsonOut(c) {
-				if perr := printJSON(res); perr != nil {
+				if perr := printJSON(stdout, res); perr != nil {
 					return errors.Join(err, perr)
 				}
 			} else {
@@ -113,7 +113,7 @@ func drainCommand() *cli.Command {
 				if err == nil {
 					done = doneSuffix(res.Done)
 				}
-				say("job %s: %s %s; next_index %d%s", jobID, plural(res.Calls, "call"), change(res.Processed), res.NextIndex, done)
+				say(stdout, "job %s: %s %s; next_index %d%s", jobID, plural(res.Calls, "call"), change(res.Processed), res.NextIndex, done)
 			}
 			return err
 		},

@@ -72,16 +72,16 @@ func grantCommand() *cli.Command {
 			}
 			for _, g := range done {
 				if jsonOut(c) {
-					if err := printJSON(g); err != nil {
+					if err := printJSON(stdout, g); err != nil {
 						return err
 					}
 					continue
 				}
 				if c.Bool("revoke") {
-					say("revoked %s from %s: EXECUTE on %s, SELECT on %s", g.Access, terminalSafe(g.Role),
+					say(stdout, "revoked %s from %s: EXECUTE on %s, SELECT on %s", g.Access, terminalSafe(g.Role),
 						plural(len(g.Functions), "function"), plural(len(g.Tables), "table"))
 				} else {
-					say("granted %s to %s: EXECUTE on %s, SELECT on %s", g.Access, terminalSafe(g.Role),
+					say(stdout, "granted %s to %s: EXECUTE on %s, SELECT on %s", g.Access, terminalSafe(g.Role),
 						plural(len(g.Functions), "function"), plural(len(g.Tables), "table"))
 				}
 			}

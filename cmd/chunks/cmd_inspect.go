@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/urfave/cli/v2"
@@ -18,40 +19,38 @@ func inspectCommand() *cli.Command {
 			"not being registered is an answer, not an error. With --tenant, through a chunks router: the\n" +
 			"job of that tenant, on its shard.\n\n" +
 			"Example:\n  chunks --schema lab inspect festival-2026\n  chunks --schema lab --dsn \"$ROUTER\" inspect --tenant alien-desert festival-2026",
-		Flags: []cli.Flag{tenantFlag()},
-		Action: func(c *cli.Context) error {
-			ref, err := jobRef(c)
-			if err != nil {
-				return err
-			}
-			jobID := ref.ID
-			var job *driver.Job
-			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				job, err = ref.Inspect(ctx, conn)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			if jsonOut(c) {
-				return printJSON(job)
-			}
-			if job == nil {
-				say("no job %s is registered", jobID)
-				return nil
-			}
-			say("job %s of tenant %s: %d of %d orders committed, %d per chunk",
-				terminalSafe(job.JobID), terminalSafe(job.Tenant), job.NextIndex, len(job.Targets), job.ChunkSize)
-			t := newTable("#", "order", "revision", "qty", "chunk")
-			for i, target := range job.Targets {
-				status := "remaining"
-				if i < job.NextIndex {
-					status = "committed"
-				}
-				t.AppendRow([]any{i, target.ID, target.Revision, target.Qty, status})
-			}
-			t.Render()
-			return nil
-		},
+		Flags:  []cli.Flag{tenantFlag()},
+		Action: action(parseJob, runInspect),
 	}
+}
+
+// runInspect prints the job's approval and progress.
+func runInspect(ctx context.Context, d deps, o *jobOptions, out io.Writer) error {
+	var job *driver.Job
+	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
+		job, err = o.Job.Inspect(ctx, conn)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if d.json {
+		return printJSON(out, job)
+	}
+	if job == nil {
+		say(out, "no job %s is registered", o.Job.ID)
+		return nil
+	}
+	say(out, "job %s of tenant %s: %d of %d orders committed, %d per chunk",
+		terminalSafe(job.JobID), terminalSafe(job.Tenant), job.NextIndex, len(job.Targets), job.ChunkSize)
+	t := newTable(out, "#", "order", "revision", "qty", "chunk")
+	for i, target := range job.Targets {
+		status := "remaining"
+		if i < job.NextIndex {
+			status = "committed"
+		}
+		t.AppendRow([]any{i, target.ID, target.Revision, target.Qty, status})
+	}
+	t.Render()
+	return nil
 }

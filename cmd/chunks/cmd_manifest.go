@@ -44,7 +44,7 @@ func manifestCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return printJSON(plan)
+			return printJSON(stdout, plan)
 		},
 	}
 }

@@ -54,7 +54,7 @@ func migrateCommand() *cli.Command {
 			}
 			conn, err := pgx.ConnectConfig(c.Context, cfg)
 			if err != nil {
-				return connectHint(c, err)
+				return depsOf(c).connectHint(err)
 			}
 			var version int
 			var owner string
@@ -75,9 +75,9 @@ func migrateCommand() *cli.Command {
 					schema, terminalSafe(owner))
 			}
 			if jsonOut(c) {
-				return printJSON(map[string]any{"schema": schema, "version": version, "owner": owner})
+				return printJSON(stdout, map[string]any{"schema": schema, "version": version, "owner": owner})
 			}
-			say("chunks is installed in schema %s (migration version %d, functions up to date), owned by %s", schema, version, terminalSafe(owner))
+			say(stdout, "chunks is installed in schema %s (migration version %d, functions up to date), owned by %s", schema, version, terminalSafe(owner))
 			return nil
 		},
 	}

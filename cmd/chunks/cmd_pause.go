@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/urfave/cli/v2"
@@ -33,40 +34,60 @@ func pauseCommand() *cli.Command {
 			&cli.IntFlag{Name: "after", Usage: "let the workers run `N` more chunks (1 to 64), then pause the job itself"},
 			tenantFlag(),
 		},
-		Action: func(c *cli.Context) error {
-			if c.IsSet("after") {
-				return pauseAfter(c)
-			}
-			return pauseOrResume(c, fleet.Pause,
-				"paused job %s: no worker starts a chunk of it until chunks resume %[1]s",
-				"job %s was already paused; nothing changed")
-		},
+		Action: action(parsePause, runPause),
 	}
 }
 
-// pauseAfter is chunks pause --after N JOB: the canary.
-func pauseAfter(c *cli.Context) error {
-	job, err := jobRef(c)
-	if err != nil {
-		return err
+// pauseOptions is chunks pause [--after N] JOB.
+type pauseOptions struct {
+	Job   driver.JobRef
+	After *int // --after N: the workers run N more chunks, then it pauses (the canary); nil pauses now
+}
+
+func parsePause(c *cli.Context) (*pauseOptions, error) {
+	job, err := parseJobRef(c)
+	o := &pauseOptions{Job: job}
+	if c.IsSet("after") {
+		n := c.Int("after")
+		o.After = &n
 	}
-	jobID, n := job.ID, c.Int("after")
+	return o, err
+}
+
+// Validate checks the job and N.
+func (o *pauseOptions) Validate() error {
+	if o.After != nil {
+		if err := fleet.CheckPauseAfter(*o.After); err != nil {
+			return err
+		}
+	}
+	return o.Job.Validate()
+}
+
+// runPause pauses the job now, or after N more chunks.
+func runPause(ctx context.Context, d deps, o *pauseOptions, out io.Writer) error {
+	if o.After == nil {
+		return pauseOrResume(ctx, d, o.Job, out, fleet.Pause,
+			"paused job %s: no worker starts a chunk of it until chunks resume %[1]s",
+			"job %s was already paused; nothing changed")
+	}
+	jobID, n := o.Job.ID, *o.After
 	var changed bool
-	err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-		changed, err = fleet.PauseAfter(ctx, conn, job, n)
+	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
+		changed, err = fleet.PauseAfter(ctx, conn, o.Job, n)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	if jsonOut(c) {
-		return printJSON(map[string]any{"job_id": jobID, "changed": changed, "after": n})
+	if d.json {
+		return printJSON(out, map[string]any{"job_id": jobID, "changed": changed, "after": n})
 	}
 	if !changed {
-		say("job %s already pauses after %s; nothing changed", jobID, plural(n, "more chunk"))
+		say(out, "job %s already pauses after %s; nothing changed", jobID, plural(n, "more chunk"))
 		return nil
 	}
-	say("job %s: the workers run %s of it, then it pauses itself until chunks resume %s", jobID,
+	say(out, "job %s: the workers run %s of it, then it pauses itself until chunks resume %s", jobID,
 		plural(n, "more chunk"), jobID)
 	return nil
 }
@@ -81,37 +102,36 @@ func resumeCommand() *cli.Command {
 			"queued job changes nothing. An unknown or finished job is a conflict (exit 3). With --json it prints\n" +
 			"{\"job_id\", \"changed\"}. With --tenant, through a chunks router: on the tenant's shard.\n\n" +
 			"Example:\n  chunks --schema lab resume festival-2026",
-		Flags: []cli.Flag{tenantFlag()},
-		Action: func(c *cli.Context) error {
-			return pauseOrResume(c, fleet.Resume,
-				"resumed job %s: it is queued again",
-				"job %s was not paused; nothing changed")
-		},
+		Flags:  []cli.Flag{tenantFlag()},
+		Action: action(parseJob, runResume),
 	}
 }
 
+// runResume gives the job back to the workers.
+func runResume(ctx context.Context, d deps, o *jobOptions, out io.Writer) error {
+	return pauseOrResume(ctx, d, o.Job, out, fleet.Resume,
+		"resumed job %s: it is queued again",
+		"job %s was not paused; nothing changed")
+}
+
 // pauseOrResume runs op on the job.
-func pauseOrResume(c *cli.Context, op func(context.Context, driver.DB, driver.JobRef) (bool, error), changedMsg, sameMsg string) error {
-	job, err := jobRef(c)
-	if err != nil {
-		return err
-	}
-	jobID := job.ID
+func pauseOrResume(ctx context.Context, d deps, job driver.JobRef, out io.Writer,
+	op func(context.Context, driver.DB, driver.JobRef) (bool, error), changedMsg, sameMsg string) error {
 	var changed bool
-	err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
+	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
 		changed, err = op(ctx, conn, job)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	if jsonOut(c) {
-		return printJSON(map[string]any{"job_id": jobID, "changed": changed})
+	if d.json {
+		return printJSON(out, map[string]any{"job_id": job.ID, "changed": changed})
 	}
 	if changed {
-		say(changedMsg, jobID)
+		say(out, changedMsg, job.ID)
 	} else {
-		say(sameMsg, jobID)
+		say(out, sameMsg, job.ID)
 	}
 	return nil
 }

@@ -33,12 +33,12 @@ func registerCommand() *cli.Command {
 				return err
 			}
 			if jsonOut(c) {
-				return printJSON(map[string]any{"job_id": plan.JobID, "created": created})
+				return printJSON(stdout, map[string]any{"job_id": plan.JobID, "created": created})
 			}
 			if created {
-				say("registered job %s: %s of %s, %d per chunk", plan.JobID, plural(len(plan.Targets), "order"), plan.Tenant, plan.ChunkSize)
+				say(stdout, "registered job %s: %s of %s, %d per chunk", plan.JobID, plural(len(plan.Targets), "order"), plan.Tenant, plan.ChunkSize)
 			} else {
-				say("job %s was already registered with this approval; nothing changed", plan.JobID)
+				say(stdout, "job %s was already registered with this approval; nothing changed", plan.JobID)
 			}
 			return nil
 		},

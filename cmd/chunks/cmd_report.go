@@ -41,7 +41,7 @@ func reportCommand() *cli.Command {
 				return err
 			}
 			if jsonOut(c) {
-				return printJSON(r)
+				return printJSON(stdout, r)
 			}
 			printReport(jobID, r)
 			printLineage(lineage)
@@ -61,13 +61,13 @@ func printReport(jobID string, r driver.JobReport) {
 		}
 	}
 	if len(r.Committed) > 0 {
-		t := newTable("order", "status")
+		t := newTable(stdout, "order", "status")
 		for _, id := range r.Committed {
 			t.AppendRow([]any{id, status[id]})
 		}
 		t.Render()
 	}
-	say("job %s: %d approved, %d committed, %d remaining: %d matching, %d drifted, %d missing",
+	say(stdout, "job %s: %d approved, %d committed, %d remaining: %d matching, %d drifted, %d missing",
 		jobID, len(r.Approved), len(r.Committed), len(r.Remaining), len(r.Matching), len(r.Drifted), len(r.Missing))
 }
 
@@ -76,8 +76,8 @@ func printLineage(l *driver.JobLineage) {
 	switch {
 	case l == nil:
 	case l.Undoes != nil:
-		say("job %s is the undo of %s: matching orders are pending again, as they were before %[2]s", l.JobID, *l.Undoes)
+		say(stdout, "job %s is the undo of %s: matching orders are pending again, as they were before %[2]s", l.JobID, *l.Undoes)
 	case l.UndoneBy != nil:
-		say("job %s was undone by %s (chunks report %[2]s shows what it restored)", l.JobID, *l.UndoneBy)
+		say(stdout, "job %s was undone by %s (chunks report %[2]s shows what it restored)", l.JobID, *l.UndoneBy)
 	}
 }

@@ -72,9 +72,9 @@ func routerInstallCommand() *cli.Command {
 				return err
 			}
 			if jsonOut(c) {
-				return printJSON(map[string]any{"schema": schema, "shards": shards})
+				return printJSON(stdout, map[string]any{"schema": schema, "shards": shards})
 			}
-			say("chunks router installed in schema %s, over %s:", schema, plural(len(shards), "shard"))
+			say(stdout, "chunks router installed in schema %s, over %s:", schema, plural(len(shards), "shard"))
 			printShards(shards)
 			return nil
 		},
@@ -102,7 +102,7 @@ func routerShardsCommand() *cli.Command {
 				return err
 			}
 			if jsonOut(c) {
-				return printJSON(shards)
+				return printJSON(stdout, shards)
 			}
 			printShards(shards)
 			return nil
@@ -120,7 +120,7 @@ func routerShards(ctx context.Context, conn *pgx.Conn, schema string) ([]router.
 }
 
 func printShards(shards []router.Shard) {
-	t := newTable("shard", "connection (as the router's server uses it)")
+	t := newTable(stdout, "shard", "connection (as the router's server uses it)")
 	for _, s := range shards {
 		t.AppendRow([]any{s.Name, terminalSafe(strings.TrimSpace(s.Conninfo))})
 	}

@@ -53,19 +53,19 @@ func runCommand() *cli.Command {
 				return err
 			}
 			res, err := driver.ChunkFileConfig(c.Context, cfg, job, fault)
-			err = connectHint(c, err)
+			err = depsOf(c).connectHint(err)
 			if err != nil && len(res.Processed) == 0 {
 				return err
 			}
 			// After an after-commit failure the chunk is committed: say so, then fail.
 			if jsonOut(c) {
-				if perr := printJSON(res); perr != nil {
+				if perr := printJSON(stdout, res); perr != nil {
 					return perr
 				}
 			} else if len(res.Processed) == 0 {
-				say("job %s is already done (next_index %d); nothing to do", jobID, res.NextIndex)
+				say(stdout, "job %s is already done (next_index %d); nothing to do", jobID, res.NextIndex)
 			} else {
-				say("job %s: %s; next_index %d%s", jobID, change(res.Processed), res.NextIndex, doneSuffix(res.Done))
+				say(stdout, "job %s: %s; next_index %d%s", jobID, change(res.Processed), res.NextIndex, doneSuffix(res.Done))
 			}
 			return err
 		},

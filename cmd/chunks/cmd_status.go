@@ -47,7 +47,7 @@ func statusCommand() *cli.Command {
 				return err
 			}
 			if jsonOut(c) {
-				return printJSON(map[string]any{"jobs": ov.Jobs, "workers": ov.Workers})
+				return printJSON(stdout, map[string]any{"jobs": ov.Jobs, "workers": ov.Workers})
 			}
 			printStatus(ov.Jobs, ov.Now)
 			printWorkers(ov.Workers, ov.Now)
@@ -58,13 +58,13 @@ func statusCommand() *cli.Command {
 
 func printStatus(list []fleet.JobStatus, now time.Time) {
 	if len(list) == 0 {
-		say("no jobs")
+		say(stdout, "no jobs")
 		return
 	}
 	count := map[string]int{}
 	drift := 0
 	routed := list[0].Shard != "" // read through a chunks router
-	t := newTable(shardFirst(routed, "shard", "job", "kind", "tenant", "progress", "state", "detail", "drift", "rate", "eta")...)
+	t := newTable(stdout, shardFirst(routed, "shard", "job", "kind", "tenant", "progress", "state", "detail", "drift", "rate", "eta")...)
 	for _, j := range list {
 		count[j.State]++
 		details := []string{}
@@ -96,7 +96,7 @@ func printStatus(list []fleet.JobStatus, now time.Time) {
 			parts = append(parts, fmt.Sprintf("%d %s", count[s], s))
 		}
 	}
-	say("%s: %s; %s drifted or missing", plural(len(list), "job"), strings.Join(parts, ", "), plural(drift, "order"))
+	say(stdout, "%s: %s; %s drifted or missing", plural(len(list), "job"), strings.Join(parts, ", "), plural(drift, "order"))
 }
 
 // shardFirst is a row of the status tables: with its first cell, the shard,
@@ -118,11 +118,11 @@ func kindOf(kind string, undoes *string) string {
 
 func printWorkers(workers []fleet.WorkerStatus, now time.Time) {
 	if len(workers) == 0 {
-		say("no live workers")
+		say(stdout, "no live workers")
 		return
 	}
 	routed := workers[0].Shard != ""
-	t := newTable(shardFirst(routed, "shard", "worker", "host", "pid", "up", "chunks", "state")...)
+	t := newTable(stdout, shardFirst(routed, "shard", "worker", "host", "pid", "up", "chunks", "state")...)
 	for _, w := range workers {
 		state := w.State
 		if w.Reason != nil {

@@ -47,17 +47,17 @@ func undoCommand() *cli.Command {
 				return err
 			}
 			if jsonOut(c) {
-				return printJSON(u)
+				return printJSON(stdout, u)
 			}
 			if u.Created {
-				say("registered job %s, the undo of %s: it restores %s to pending, %s",
+				say(stdout, "registered job %s, the undo of %s: it restores %s to pending, %s",
 					u.JobID, u.Undoes, plural(len(u.Targets), "order"), ids(u.Targets))
 			} else {
-				say("job %s was already registered as the undo of %s; nothing changed (it restores %s)",
+				say(stdout, "job %s was already registered as the undo of %s; nothing changed (it restores %s)",
 					u.JobID, u.Undoes, plural(len(u.Targets), "order"))
 			}
 			if len(u.Drifted)+len(u.Missing) > 0 {
-				say("left alone (changed since %s, or gone): drifted %s; missing %s", u.Undoes, ids(u.Drifted), ids(u.Missing))
+				say(stdout, "left alone (changed since %s, or gone): drifted %s; missing %s", u.Undoes, ids(u.Drifted), ids(u.Missing))
 			}
 			return nil
 		},

@@ -129,10 +129,10 @@ func workerCommand() *cli.Command {
 			}
 			st := w.Stats()
 			if jsonOut(c) {
-				return printJSON(map[string]any{"worker": w.ID, "chunks": st.Chunks, "jobs_done": st.JobsDone,
+				return printJSON(stdout, map[string]any{"worker": w.ID, "chunks": st.Chunks, "jobs_done": st.JobsDone,
 					"conflicts": st.Conflicts, "failures": st.Failures})
 			}
-			say("worker %s stopped: %s committed, %s finished, %s paused after a conflict, %s",
+			say(stdout, "worker %s stopped: %s committed, %s finished, %s paused after a conflict, %s",
 				w.ID, plural(int(st.Chunks), "chunk"), plural(int(st.JobsDone), "job"),
 				plural(int(st.Conflicts), "job"), plural(int(st.Failures), "failed chunk"))
 			return nil

@@ -68,28 +68,27 @@ func jsonOut(c *cli.Context) bool { return global(c, "json") == "true" }
 // a startup parameter, never by editing the connection string. A cancelled
 // command (chunks drain on SIGINT) cancels its statement on the server, so
 // the chunk in flight rolls back at once (driver.ParseDSN sees to that).
-func connConfig(c *cli.Context) (*pgx.ConnConfig, error) {
-	schema := global(c, "schema")
-	if schema != "" {
-		if err := driver.CheckSchema(schema); err != nil {
+func (d deps) connConfig() (*pgx.ConnConfig, error) {
+	if d.schema != "" {
+		if err := driver.CheckSchema(d.schema); err != nil {
 			return nil, err
 		}
 	}
-	cfg, err := driver.ParseDSN(global(c, "dsn"))
+	cfg, err := driver.ParseDSN(d.dsn)
 	if err != nil {
 		return nil, err
 	}
-	if schema != "" {
-		cfg.RuntimeParams["search_path"] = schema
+	if d.schema != "" {
+		cfg.RuntimeParams["search_path"] = d.schema
 	}
 	return cfg, nil
 }
 
 // connectHint adds to a failed connection, when no DSN was given, where
 // chunks looked for one: libpq's own message only names the socket it tried.
-func connectHint(c *cli.Context, err error) error {
+func (d deps) connectHint(err error) error {
 	var connectErr *pgconn.ConnectError
-	if err == nil || global(c, "dsn") != "" || !errors.As(err, &connectErr) {
+	if err == nil || d.dsn != "" || !errors.As(err, &connectErr) {
 		return err
 	}
 	return fmt.Errorf("%w (no connection string was given: not --dsn, $CHUNKS_DSN nor $DATABASE_URL; "+
@@ -97,20 +96,20 @@ func connectHint(c *cli.Context, err error) error {
 }
 
 // connect opens a connection on the global --dsn and --schema.
-func connect(c *cli.Context) (*pgx.Conn, error) {
-	cfg, err := connConfig(c)
+func (d deps) connect(ctx context.Context) (*pgx.Conn, error) {
+	cfg, err := d.connConfig()
 	if err != nil {
 		return nil, err
 	}
-	conn, err := pgx.ConnectConfig(c.Context, cfg)
-	return conn, connectHint(c, err)
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	return conn, d.connectHint(err)
 }
 
 // poolConfig is the pool configuration of the global --dsn and --schema.
 // Its connections are connConfig's: the schema as a startup parameter, the
 // connect timeout, and cancel requests when a context ends.
-func poolConfig(c *cli.Context) (*pgxpool.Config, error) {
-	conn, err := connConfig(c)
+func (d deps) poolConfig() (*pgxpool.Config, error) {
+	conn, err := d.connConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -125,17 +124,26 @@ func poolConfig(c *cli.Context) (*pgxpool.Config, error) {
 // withConn runs fn on a connection and closes it, keeping both errors. A
 // function that looks missing because the role has no access to the schema
 // is said to be that (driver.ExplainMissing).
-func withConn(c *cli.Context, fn func(ctx context.Context, conn *pgx.Conn) error) (err error) {
-	conn, err := connect(c)
+func (d deps) withConn(ctx context.Context, fn func(ctx context.Context, conn *pgx.Conn) error) (err error) {
+	conn, err := d.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := conn.Close(context.WithoutCancel(c.Context)); cerr != nil && err == nil {
+		if cerr := conn.Close(context.WithoutCancel(ctx)); cerr != nil && err == nil {
 			err = cerr
 		}
 	}()
-	return driver.ExplainMissing(c.Context, conn, fn(c.Context, conn), commandAccess(c))
+	return driver.ExplainMissing(ctx, conn, fn(ctx, conn), d.access)
+}
+
+// Transitional wrappers for the commands not yet in the options/run shape.
+
+func connConfig(c *cli.Context) (*pgx.ConnConfig, error) { return depsOf(c).connConfig() }
+func connect(c *cli.Context) (*pgx.Conn, error)          { return depsOf(c).connect(c.Context) }
+func poolConfig(c *cli.Context) (*pgxpool.Config, error) { return depsOf(c).poolConfig() }
+func withConn(c *cli.Context, fn func(ctx context.Context, conn *pgx.Conn) error) error {
+	return depsOf(c).withConn(c.Context, fn)
 }
 
 // viewerCommands are the commands that only read: a viewer may run them.

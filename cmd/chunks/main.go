@@ -7,6 +7,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -15,25 +16,30 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args))
+	os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
 }
 
 // run runs the command line and maps its outcome to an exit status, in this
 // one place: 0 done, 1 runtime error, 2 invalid input or usage, 3 conflict,
-// 128 + the signal's number for a drain a signal stopped.
-func run(args []string) int {
-	err := newApp().Run(args)
+// 128 + the signal's number for a drain a signal stopped. Results go to
+// stdout, errors and progress to stderr.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	err := newApp(stdin, stdout, stderr).Run(args)
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(os.Stderr, "chunks:", terminalSafe(oneLine(err)+hint(err))) // server messages quote database values
+	fmt.Fprintln(stderr, "chunks:", terminalSafe(oneLine(err)+hint(err))) // server messages quote database values
 	return exitCode(err)
 }
 
-func newApp() *cli.App {
+// newApp is the command line, reading stdin and writing stdout and stderr.
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
-		Name:  "chunks",
-		Usage: "apply an approved bulk change in small chunks that each commit on their own",
+		Reader:    stdin,
+		Writer:    stdout,
+		ErrWriter: stderr,
+		Name:      "chunks",
+		Usage:     "apply an approved bulk change in small chunks that each commit on their own",
 		Description: "Register an approved plan (cancel these orders), then run it chunk by chunk: each chunk\n" +
 			"is one transaction; a client that dies resumes after the last committed chunk; workers on\n" +
 			"one job change every order exactly once; the report shows what drifted since.\n\n" +

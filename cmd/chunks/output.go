@@ -13,14 +13,15 @@ import (
 // stdout is where results go; errors and progress go to stderr.
 var stdout io.Writer = os.Stdout
 
-func printJSON(v any) error {
-	return json.NewEncoder(stdout).Encode(v) // one line: easy for scripts and jq
+// printJSON prints v as one line of JSON: easy for scripts and jq.
+func printJSON(out io.Writer, v any) error {
+	return json.NewEncoder(out).Encode(v)
 }
 
-// newTable is an aligned plain-text table on stdout.
-func newTable(header ...any) table.Writer {
+// newTable is an aligned plain-text table, rendered to out.
+func newTable(out io.Writer, header ...any) table.Writer {
 	t := table.NewWriter()
-	t.SetOutputMirror(stdout)
+	t.SetOutputMirror(out)
 	t.SetStyle(table.StyleLight)
 	t.Style().Options.SeparateRows = false
 	t.AppendHeader(table.Row(header))
@@ -48,8 +49,10 @@ func ids(list []int64) string {
 	return strings.Join(parts, " ")
 }
 
-func say(format string, args ...any) {
-	fmt.Fprintf(stdout, format+"\n", args...)
+// say prints one line of text to out. A failed write is not lost: the
+// writer that action gives a command remembers it (resultWriter).
+func say(out io.Writer, format string, args ...any) {
+	fmt.Fprintf(out, format+"\n", args...)
 }
 
 // plural is "1 order", "2 orders".
@@ -58,4 +61,24 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// resultWriter is a command's out: it remembers the first failed write
+// (stdout closed, a full disk), which the command then returns, and
+// writes nothing after it.
+type resultWriter struct {
+	w   io.Writer
+	err error
+}
+
+// Write writes p, or fails at once after a failed write.
+func (r *resultWriter) Write(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	n, err := r.w.Write(p)
+	if err != nil {
+		r.err = fmt.Errorf("writing the result: %w", err)
+	}
+	return n, r.err
 }
