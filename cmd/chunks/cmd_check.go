@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -26,44 +27,45 @@ func checkCommand() *cli.Command {
 			"\"ok\", \"problem\", \"committed\"}, ...]}. Through a chunks router (its --dsn) it needs nothing\n" +
 			"more, as register: the plan's tenant picks the shard it reads.\n\n" +
 			"Example:\n  chunks --schema lab check plan.json && chunks --schema lab register plan.json",
-		Action: func(c *cli.Context) error {
-			plan, err := planArg(c)
-			if err != nil {
-				return err
-			}
-			var res driver.PlanCheck
-			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				res, err = driver.CheckPlan(ctx, conn, plan)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			if jsonOut(c) {
-				err = printJSON(stdout, res)
-			} else {
-				printCheck(res)
-			}
-			if err != nil || res.OK {
-				return err
-			}
-			return driver.NewError(driver.ErrConflict, nil, "%s", checkSummary(res))
-		},
+		Action: action(parsePlan, runCheck),
 	}
 }
 
-func printCheck(res driver.PlanCheck) {
+// runCheck preflights the plan and prints the answer; a plan that would
+// not apply whole, or would conflict, is a conflict (exit 3) after it.
+func runCheck(ctx context.Context, d deps, o *planOptions, out io.Writer) error {
+	var res driver.PlanCheck
+	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
+		res, err = driver.CheckPlan(ctx, conn, o.Plan)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if d.json {
+		err = printJSON(out, res)
+	} else {
+		printCheck(out, res)
+	}
+	if err != nil || res.OK {
+		return err
+	}
+	return driver.NewError(driver.ErrConflict, nil, "%s", checkSummary(res))
+}
+
+// printCheck prints the answer of a check for a person.
+func printCheck(out io.Writer, res driver.PlanCheck) {
 	switch res.Job {
 	case driver.JobFree:
-		say(stdout, "job %s: the id is free; register would create the job", res.JobID)
+		say(out, "job %s: the id is free; register would create the job", res.JobID)
 	case driver.JobRegistered:
-		say(stdout, "job %s: already registered with this approval; register would change nothing", res.JobID)
+		say(out, "job %s: already registered with this approval; register would change nothing", res.JobID)
 	default:
-		say(stdout, "job %s: register would refuse: %s", res.JobID, res.JobProblem)
+		say(out, "job %s: register would refuse: %s", res.JobID, res.JobProblem)
 	}
 	problems := res.Problems()
 	if len(problems) > 0 {
-		t := newTable(stdout, "order", "would not be cancelled")
+		t := newTable(out, "order", "would not be cancelled")
 		for _, p := range problems {
 			t.AppendRow([]any{p.ID, p.Problem})
 		}
@@ -79,7 +81,7 @@ func printCheck(res driver.PlanCheck) {
 	if committed > 0 {
 		line += fmt.Sprintf(", %d already are (committed by this job)", committed)
 	}
-	say(stdout, "%s; %d would not", line, len(problems))
+	say(out, "%s; %d would not", line, len(problems))
 }
 
 // checkSummary is the one line a failed check ends with, on stderr.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"slices"
@@ -45,79 +46,106 @@ func drainCommand() *cli.Command {
 			&cli.IntFlag{Name: "workers", Value: 1, Usage: "run `N` drainers at once, 1 to 64"},
 			tenantFlag(),
 		}, paceFlagDefs()...),
-		Action: func(c *cli.Context) error {
-			job, err := jobRef(c) // valid ids, before any connection
-			if err != nil {
-				return err
-			}
-			jobID := job.ID
-			workers := c.Int("workers")
-			if workers < 1 || workers > 64 {
-				return driver.Invalidf("workers: must be between 1 and 64, got %d", workers)
-			}
-			// Checked here too (driver.Drain checks it per worker): before the
-			// progress bar's connection, and said once, not once per worker.
-			if n := c.Int("max-chunks"); n < 1 || n > driver.MaxMaxChunks {
-				return driver.Invalidf("max_chunks: must be between 1 and %d, got %d", driver.MaxMaxChunks, n)
-			}
-			cfg, err := connConfig(c)
-			if err != nil {
-				return err
-			}
-			pacing := paceFlags(c)
-			if err := pacing.Validate(); err != nil {
-				return driver.Invalidf("%v", err)
-			}
-			if !pacing.Off() {
-				if err := refuseRouter(c); err != nil {
-					return err
-				}
-			}
-			change := changed(driver.KindCancel)
-			if !jsonOut(c) {
-				if change, err = jobChange(c, job); err != nil {
-					return err
-				}
-			}
-			ctx, interrupted, release := cancelOnSignal(c.Context)
-			defer release()
-			pacer, closePacer, err := newPacer(ctx, cfg, pacing)
-			if err != nil {
-				return err
-			}
-			defer closePacer()
-			stopProgress := func() error { return nil }
-			if !jsonOut(c) && term.IsTerminal(int(os.Stderr.Fd())) {
-				stopProgress = showProgress(c, job, pacer)
-			}
-			maxChunks := c.Int("max-chunks")
-			drainOne := func(ctx context.Context) (driver.DrainResult, error) {
-				return driver.DrainConfig(ctx, cfg, job, maxChunks, paced(pacer))
-			}
-			res, err := drainWorkers(ctx, workers, drainOne)
-			err = depsOf(c).connectHint(err)
-			if sig := interrupted(); sig != 0 {
-				err = &interruptedError{signal: sig, err: err} // the drainers' cancellations are dropped; anything else is kept
-			}
-			err = errors.Join(err, stopProgress())
-			var stopped *interruptedError
-			if res.Calls == 0 && err != nil && !errors.As(err, &stopped) {
-				return err // nothing was done: stdout stays empty
-			}
-			if jsonOut(c) {
-				if perr := printJSON(stdout, res); perr != nil {
-					return errors.Join(err, perr)
-				}
-			} else {
-				done := ""
-				if err == nil {
-					done = doneSuffix(res.Done)
-				}
-				say(stdout, "job %s: %s %s; next_index %d%s", jobID, plural(res.Calls, "call"), change(res.Processed), res.NextIndex, done)
-			}
-			return err
-		},
+		Action: action(parseDrain, runDrain),
 	}
+}
+
+// drainOptions is chunks drain [--max-chunks N] [--workers N] [pacing] JOB.
+type drainOptions struct {
+	Job       driver.JobRef
+	MaxChunks int         // --max-chunks: at most this many calls per drainer
+	Workers   int         // --workers: this many drainers at once
+	Pace      pace.Config // --max-replica-lag, --throttle-query, --check-interval
+}
+
+func parseDrain(c *cli.Context) (*drainOptions, error) {
+	job, err := parseJobRef(c)
+	return &drainOptions{Job: job, MaxChunks: c.Int("max-chunks"), Workers: c.Int("workers"), Pace: paceFlags(c)}, err
+}
+
+// Validate checks the job, the counts and the pacing. max-chunks is checked
+// here too (driver.Drain checks it per drainer): before the progress bar's
+// connection, and said once, not once per drainer.
+func (o *drainOptions) Validate() error {
+	if err := o.Job.Validate(); err != nil {
+		return err
+	}
+	if o.Workers < 1 || o.Workers > 64 {
+		return driver.Invalidf("workers: must be between 1 and 64, got %d", o.Workers)
+	}
+	if o.MaxChunks < 1 || o.MaxChunks > driver.MaxMaxChunks {
+		return driver.Invalidf("max_chunks: must be between 1 and %d, got %d", driver.MaxMaxChunks, o.MaxChunks)
+	}
+	if err := o.Pace.Validate(); err != nil {
+		return driver.Invalidf("%v", err)
+	}
+	return nil
+}
+
+// runDrain runs the job's chunks with o.Workers drainers until it is done,
+// each at most o.MaxChunks calls, drawing a bar on d.stderr when it is a
+// terminal; SIGINT or SIGTERM stops it (interruptedError), after it says
+// what it committed.
+func runDrain(ctx context.Context, d deps, o *drainOptions, out io.Writer) error {
+	job := o.Job
+	cfg, err := d.connConfig()
+	if err != nil {
+		return err
+	}
+	if !o.Pace.Off() {
+		if err := refuseRouter(ctx, d); err != nil {
+			return err
+		}
+	}
+	change := changed(driver.KindCancel)
+	if !d.json {
+		if change, err = jobChange(ctx, d, job); err != nil {
+			return err
+		}
+	}
+	ctx, interrupted, release := cancelOnSignal(ctx)
+	defer release()
+	pacer, closePacer, err := newPacer(ctx, cfg, o.Pace, d.stderr)
+	if err != nil {
+		return err
+	}
+	defer closePacer()
+	stopProgress := func() error { return nil }
+	if !d.json && isTerminal(d.stderr) {
+		stopProgress = showProgress(ctx, d, job, pacer)
+	}
+	drainOne := func(ctx context.Context) (driver.DrainResult, error) {
+		return driver.DrainConfig(ctx, cfg, job, o.MaxChunks, paced(pacer))
+	}
+	res, err := drainWorkers(ctx, o.Workers, drainOne)
+	err = d.connectHint(err)
+	if sig := interrupted(); sig != 0 {
+		err = &interruptedError{signal: sig, err: err} // the drainers' cancellations are dropped; anything else is kept
+	}
+	err = errors.Join(err, stopProgress())
+	var stopped *interruptedError
+	if res.Calls == 0 && err != nil && !errors.As(err, &stopped) {
+		return err // nothing was done: stdout stays empty
+	}
+	if d.json {
+		if perr := printJSON(out, res); perr != nil {
+			return errors.Join(err, perr)
+		}
+	} else {
+		done := ""
+		if err == nil {
+			done = doneSuffix(res.Done)
+		}
+		say(out, "job %s: %s %s; next_index %d%s", job.ID, plural(res.Calls, "call"), change(res.Processed), res.NextIndex, done)
+	}
+	return err
+}
+
+// isTerminal is whether w is a terminal (the progress bar is drawn there
+// only).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // interruptedError is a drain stopped by a signal. Its exit status is 128
@@ -253,21 +281,21 @@ func cancelled(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.As(err, &pgErr) && pgErr.Code == pgerrcode.QueryCanceled
 }
 
-// showProgress draws the job's progress on stderr, in ids (done / all, and
+// showProgress draws the job's progress on d.stderr, in ids (done / all, and
 // ids per second), reading it from the database (through the router when
 // tenant is given), until the returned stop is called; stop clears the bar.
-func showProgress(c *cli.Context, ref driver.JobRef, pacer *pace.Pacer) (stop func() error) {
+func showProgress(ctx context.Context, d deps, ref driver.JobRef, pacer *pace.Pacer) (stop func() error) {
 	jobID := ref.ID
-	conn, err := connect(c)
+	conn, err := d.connect(ctx)
 	if err != nil {
 		return func() error { return err }
 	}
-	job, err := ref.Inspect(c.Context, conn)
+	job, err := ref.Inspect(ctx, conn)
 	if err != nil || job == nil {
-		return func() error { return errors.Join(err, conn.Close(context.WithoutCancel(c.Context))) }
+		return func() error { return errors.Join(err, conn.Close(context.WithoutCancel(ctx))) }
 	}
 	bar := progressbar.NewOptions(len(job.Targets),
-		progressbar.OptionSetWriter(os.Stderr),
+		progressbar.OptionSetWriter(d.stderr),
 		progressbar.OptionSetDescription("job "+jobID+": ids"),
 		progressbar.OptionShowCount(), // (ids done/all)
 		progressbar.OptionThrottle(50*time.Millisecond))
@@ -280,7 +308,7 @@ func showProgress(c *cli.Context, ref driver.JobRef, pacer *pace.Pacer) (stop fu
 		start, first := time.Now(), job.NextIndex
 		for perr == nil {
 			var next int
-			if next, perr = nextIndex(c.Context, conn, ref); perr != nil {
+			if next, perr = nextIndex(ctx, conn, ref); perr != nil {
 				break
 			}
 			rate := float64(next-first) / time.Since(start).Seconds()
@@ -292,13 +320,13 @@ func showProgress(c *cli.Context, ref driver.JobRef, pacer *pace.Pacer) (stop fu
 			perr = bar.Set(next)
 			select {
 			case <-done:
-				finished <- errors.Join(perr, bar.Clear(), conn.Close(context.WithoutCancel(c.Context)))
+				finished <- errors.Join(perr, bar.Clear(), conn.Close(context.WithoutCancel(ctx)))
 				return
 			case <-tick.C:
 			}
 		}
 		<-done
-		finished <- errors.Join(perr, bar.Clear(), conn.Close(context.WithoutCancel(c.Context)))
+		finished <- errors.Join(perr, bar.Clear(), conn.Close(context.WithoutCancel(ctx)))
 	}()
 	return func() error {
 		close(done)
@@ -320,8 +348,8 @@ func nextIndex(ctx context.Context, conn *pgx.Conn, ref driver.JobRef) (int, err
 
 // refuseRouter refuses pacing through a chunks router: the pacer reads the
 // server it connects to, and a router is not the shard.
-func refuseRouter(c *cli.Context) error {
-	return withConn(c, func(ctx context.Context, conn *pgx.Conn) error {
+func refuseRouter(ctx context.Context, d deps) error {
+	return d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) error {
 		routed, err := driver.Routed(ctx, conn)
 		if err == nil && routed {
 			err = usagef("--max-replica-lag and --throttle-query read the server they connect to, and a chunks router is " +

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/urfave/cli/v2"
@@ -28,64 +29,82 @@ func grantCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "viewer", Usage: "a role to make a viewer (repeatable)"},
 			&cli.BoolFlag{Name: "revoke", Usage: "take the access back instead"},
 		},
-		Action: func(c *cli.Context) error {
-			if c.Args().Len() > 0 {
-				return usagef("grant takes no arguments, got %s: name roles with --operator or --viewer", argList(c.Args().Slice()))
-			}
-			type grant struct {
-				role   string
-				access driver.Access
-			}
-			var grants []grant
-			for _, r := range c.StringSlice("operator") {
-				grants = append(grants, grant{r, driver.Operator})
-			}
-			for _, r := range c.StringSlice("viewer") {
-				grants = append(grants, grant{r, driver.Viewer})
-			}
-			if len(grants) == 0 {
-				return usagef("grant needs at least one --operator ROLE or --viewer ROLE")
-			}
-			if global(c, "schema") == "" {
-				return usagef("grant needs --schema (or $CHUNKS_SCHEMA)")
-			}
-			change := driver.Grant
-			if c.Bool("revoke") {
-				change = driver.Revoke
-			}
-			var done []driver.Granted
-			// One transaction: every grant, or none.
-			err := withConn(c, func(ctx context.Context, conn *pgx.Conn) error {
-				return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-					for _, g := range grants {
-						out, err := change(ctx, tx, g.role, g.access)
-						if err != nil {
-							return err
-						}
-						done = append(done, out)
-					}
-					return nil
-				})
-			})
-			if err != nil {
-				return err
-			}
-			for _, g := range done {
-				if jsonOut(c) {
-					if err := printJSON(stdout, g); err != nil {
-						return err
-					}
-					continue
+		Action: action(parseGrant, runGrant),
+	}
+}
+
+// grantOptions is chunks grant [--operator ROLE]... [--viewer ROLE]...
+// [--revoke]. The schema is the global --schema (or $CHUNKS_SCHEMA), which
+// grant needs.
+type grantOptions struct {
+	Schema    string
+	Operators []string // --operator: the roles to make (or, with Revoke, unmake) operators
+	Viewers   []string // --viewer: the roles to make (or unmake) viewers
+	Revoke    bool     // --revoke: take the access back
+}
+
+func parseGrant(c *cli.Context) (*grantOptions, error) {
+	if c.Args().Len() > 0 {
+		return nil, usagef("grant takes no arguments, got %s: name roles with --operator or --viewer", argList(c.Args().Slice()))
+	}
+	return &grantOptions{Schema: global(c, "schema"), Operators: c.StringSlice("operator"),
+		Viewers: c.StringSlice("viewer"), Revoke: c.Bool("revoke")}, nil
+}
+
+// Validate checks that there is a role to grant to and a schema.
+func (o *grantOptions) Validate() error {
+	if len(o.Operators)+len(o.Viewers) == 0 {
+		return usagef("grant needs at least one --operator ROLE or --viewer ROLE")
+	}
+	if o.Schema == "" {
+		return usagef("grant needs --schema (or $CHUNKS_SCHEMA)")
+	}
+	return nil
+}
+
+// runGrant grants (or revokes) every role's access in one transaction:
+// every grant, or none.
+func runGrant(ctx context.Context, d deps, o *grantOptions, out io.Writer) error {
+	type grant struct {
+		role   string
+		access driver.Access
+	}
+	var grants []grant
+	for _, r := range o.Operators {
+		grants = append(grants, grant{r, driver.Operator})
+	}
+	for _, r := range o.Viewers {
+		grants = append(grants, grant{r, driver.Viewer})
+	}
+	change, verb := driver.Grant, "granted %s to %s: EXECUTE on %s, SELECT on %s"
+	if o.Revoke {
+		change, verb = driver.Revoke, "revoked %s from %s: EXECUTE on %s, SELECT on %s"
+	}
+	d.schema = o.Schema
+	var done []driver.Granted
+	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) error {
+		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			for _, g := range grants {
+				granted, err := change(ctx, tx, g.role, g.access)
+				if err != nil {
+					return err
 				}
-				if c.Bool("revoke") {
-					say(stdout, "revoked %s from %s: EXECUTE on %s, SELECT on %s", g.Access, terminalSafe(g.Role),
-						plural(len(g.Functions), "function"), plural(len(g.Tables), "table"))
-				} else {
-					say(stdout, "granted %s to %s: EXECUTE on %s, SELECT on %s", g.Access, terminalSafe(g.Role),
-						plural(len(g.Functions), "function"), plural(len(g.Tables), "table"))
-				}
+				done = append(done, granted)
 			}
 			return nil
-		},
+		})
+	})
+	if err != nil {
+		return err
 	}
+	for _, g := range done {
+		if d.json {
+			if err := printJSON(out, g); err != nil {
+				return err
+			}
+			continue
+		}
+		say(out, verb, g.Access, terminalSafe(g.Role), plural(len(g.Functions), "function"), plural(len(g.Tables), "table"))
+	}
+	return nil
 }

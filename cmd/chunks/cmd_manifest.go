@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"os"
 
@@ -24,49 +25,93 @@ func manifestCommand() *cli.Command {
 			&cli.IntFlag{Name: "chunk-size", Usage: "orders per chunk, 1 to 10 (required)"},
 			&cli.BoolFlag{Name: "allow-partial", Usage: "approve that each chunk commits on its own (required)"},
 		},
-		Action: func(c *cli.Context) error {
-			path, err := fileArg(c, "ITEMS.json")
-			if err != nil {
-				return err
-			}
-			if err := requireFlags(c, "job-id", "tenant", "chunk-size"); err != nil {
-				return err
-			}
-			data, err := readInput(path)
-			if err != nil {
-				return err
-			}
-			items, err := driver.ParseTargets(data)
-			if err != nil {
-				return err
-			}
-			plan, err := driver.Manifest(c.String("job-id"), c.String("tenant"), items, c.Int("chunk-size"), c.Bool("allow-partial"))
-			if err != nil {
-				return err
-			}
-			return printJSON(stdout, plan)
-		},
+		Action: action(parseManifest, runManifest),
 	}
 }
 
-// planArg reads the command's PLAN.json argument (- is stdin) as a strict
-// plan, for register and check alike.
-func planArg(c *cli.Context) (driver.Plan, error) {
+// manifestOptions is chunks manifest --job-id J --tenant T --chunk-size N
+// --allow-partial ITEMS.json: the approval, with ITEMS.json read.
+type manifestOptions struct {
+	JobID        string          // --job-id
+	Tenant       string          // --tenant
+	ChunkSize    int             // --chunk-size
+	AllowPartial bool            // --allow-partial
+	Items        []driver.Target // ITEMS.json, read strictly and sorted by id
+}
+
+// parseManifest reads the flags and ITEMS.json (- reads stdin): the file is
+// the command line's, and needs no database.
+func parseManifest(c *cli.Context) (*manifestOptions, error) {
+	path, err := fileArg(c, "ITEMS.json")
+	if err != nil {
+		return nil, err
+	}
+	if err := requireFlags(c, "job-id", "tenant", "chunk-size"); err != nil {
+		return nil, err
+	}
+	o := &manifestOptions{JobID: c.String("job-id"), Tenant: c.String("tenant"),
+		ChunkSize: c.Int("chunk-size"), AllowPartial: c.Bool("allow-partial")}
+	data, err := readInput(path, c.App.Reader)
+	if err == nil {
+		o.Items, err = driver.ParseTargets(data)
+	}
+	return o, err
+}
+
+// Validate checks the approval as driver.Manifest does.
+func (o *manifestOptions) Validate() error {
+	_, err := o.plan()
+	return err
+}
+
+// plan is the approval as a normalized plan.
+func (o *manifestOptions) plan() (driver.Plan, error) {
+	return driver.Manifest(o.JobID, o.Tenant, o.Items, o.ChunkSize, o.AllowPartial)
+}
+
+// runManifest prints the normalized plan (always JSON: it is chunks
+// register's input).
+func runManifest(_ context.Context, _ deps, o *manifestOptions, out io.Writer) error {
+	plan, err := o.plan()
+	if err != nil {
+		return err
+	}
+	return printJSON(out, plan)
+}
+
+// planOptions are the options of a command that takes a plan: chunks
+// register PLAN.json, chunks check PLAN.json.
+type planOptions struct {
+	Plan driver.Plan // PLAN.json, read strictly
+}
+
+// parsePlan reads the command's PLAN.json argument (- is stdin) as a
+// strict plan, for register and check alike.
+func parsePlan(c *cli.Context) (*planOptions, error) {
 	path, err := fileArg(c, "PLAN.json")
 	if err != nil {
-		return driver.Plan{}, err
+		return nil, err
 	}
-	data, err := readInput(path)
+	data, err := readInput(path, c.App.Reader)
 	if err != nil {
-		return driver.Plan{}, err
+		return nil, err
 	}
-	return driver.ParsePlan(data)
+	plan, err := driver.ParsePlan(data)
+	return &planOptions{Plan: plan}, err
+}
+
+// Validate checks the plan as driver.Manifest does (a plan read by
+// parsePlan always passes; one built by hand may not).
+func (o *planOptions) Validate() error {
+	p := o.Plan
+	_, err := driver.Manifest(p.JobID, p.Tenant, p.Targets, p.ChunkSize, p.AllowPartial)
+	return err
 }
 
 // readInput reads a file, or stdin for "-", refusing at once (without
 // reading further) one larger than driver.MaxInputBytes.
-func readInput(path string) (data []byte, err error) {
-	in, name := os.Stdin, "stdin"
+func readInput(path string, stdin io.Reader) (data []byte, err error) {
+	in, name := stdin, "stdin"
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {

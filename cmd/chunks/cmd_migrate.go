@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -30,55 +30,70 @@ func migrateCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "owner", Usage: "the role that owns SCHEMA, its tables and functions (default: the schema's owner, or you)"},
 		},
-		Action: func(c *cli.Context) error {
-			if _, err := positional(c); err != nil {
-				return err
-			}
-			schema := global(c, "schema")
-			if schema == "" {
-				return usagef("migrate needs --schema (or $CHUNKS_SCHEMA)")
-			}
-			if err := driver.CheckSchema(schema); err != nil {
-				return err
-			}
-			cfg, err := connConfig(c)
-			if err != nil {
-				return err
-			}
-			// What chunks' migrations say (their notices start "chunks: "),
-			// not the server's "already exists, skipping" of IF NOT EXISTS.
-			cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-				if msg, ok := strings.CutPrefix(n.Message, "chunks: "); ok {
-					fmt.Fprintf(os.Stderr, "chunks migrate: %s: %s\n", n.Severity, terminalSafe(msg))
-				}
-			}
-			conn, err := pgx.ConnectConfig(c.Context, cfg)
-			if err != nil {
-				return depsOf(c).connectHint(err)
-			}
-			var version int
-			var owner string
-			var superuser bool
-			err = driver.Migrate(c.Context, conn, schema, driver.MigrateOptions{Owner: c.String("owner")})
-			if err == nil {
-				err = conn.QueryRow(c.Context, `select v.version, r.rolname, r.rolsuper
-				  from `+pgx.Identifier{schema, "schema_version"}.Sanitize()+` as v, pg_namespace as n join pg_roles as r on r.oid = n.nspowner
-				 where n.nspname = $1`, schema).Scan(&version, &owner, &superuser)
-			}
-			if err = errors.Join(err, conn.Close(context.WithoutCancel(c.Context))); err != nil {
-				return err
-			}
-			if superuser {
-				fmt.Fprintf(os.Stderr, "chunks migrate: WARNING: schema %s and its SECURITY DEFINER functions belong to %s, a superuser: "+
-					"every role granted chunks access then acts with a superuser's rights inside them. "+
-					"Recommended: chunks migrate --owner ROLE with a role that is not a superuser (README \"Roles\")\n",
-					schema, terminalSafe(owner))
-			}
-			if jsonOut(c) {
-				return printJSON(stdout, map[string]any{"schema": schema, "version": version, "owner": owner})
-			}
-			say(stdout, "chunks is installed in schema %s (migration version %d, functions up to date), owned by %s", schema, version, terminalSafe(owner))
-			return nil
-		},
+		Action: action(parseMigrate, runMigrate),
 	}
+}
+
+// migrateOptions is chunks migrate --schema SCHEMA [--owner ROLE]. The
+// schema is the global --schema (or $CHUNKS_SCHEMA), which migrate needs.
+type migrateOptions struct {
+	Schema string // the schema to install chunks in
+	Owner  string // --owner: the role that owns it; "" keeps the schema's owner, or you
+}
+
+func parseMigrate(c *cli.Context) (*migrateOptions, error) {
+	_, err := positional(c)
+	return &migrateOptions{Schema: global(c, "schema"), Owner: c.String("owner")}, err
+}
+
+// Validate checks that there is a schema, and its name.
+func (o *migrateOptions) Validate() error {
+	if o.Schema == "" {
+		return usagef("migrate needs --schema (or $CHUNKS_SCHEMA)")
+	}
+	return driver.CheckSchema(o.Schema)
+}
+
+// runMigrate installs or upgrades chunks in the schema, saying on stderr
+// what the migrations report and when the owner is a superuser.
+func runMigrate(ctx context.Context, d deps, o *migrateOptions, out io.Writer) error {
+	d.schema = o.Schema
+	cfg, err := d.connConfig()
+	if err != nil {
+		return err
+	}
+	// What chunks' migrations say (their notices start "chunks: "),
+	// not the server's "already exists, skipping" of IF NOT EXISTS.
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		if msg, ok := strings.CutPrefix(n.Message, "chunks: "); ok {
+			fmt.Fprintf(d.stderr, "chunks migrate: %s: %s\n", n.Severity, terminalSafe(msg))
+		}
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return d.connectHint(err)
+	}
+	var version int
+	var owner string
+	var superuser bool
+	err = driver.Migrate(ctx, conn, o.Schema, driver.MigrateOptions{Owner: o.Owner})
+	if err == nil {
+		err = conn.QueryRow(ctx, `select v.version, r.rolname, r.rolsuper
+		  from `+pgx.Identifier{o.Schema, "schema_version"}.Sanitize()+` as v, pg_namespace as n join pg_roles as r on r.oid = n.nspowner
+		 where n.nspname = $1`, o.Schema).Scan(&version, &owner, &superuser)
+	}
+	if err = errors.Join(err, conn.Close(context.WithoutCancel(ctx))); err != nil {
+		return err
+	}
+	if superuser {
+		fmt.Fprintf(d.stderr, "chunks migrate: WARNING: schema %s and its SECURITY DEFINER functions belong to %s, a superuser: "+
+			"every role granted chunks access then acts with a superuser's rights inside them. "+
+			"Recommended: chunks migrate --owner ROLE with a role that is not a superuser (README \"Roles\")\n",
+			o.Schema, terminalSafe(owner))
+	}
+	if d.json {
+		return printJSON(out, map[string]any{"schema": o.Schema, "version": version, "owner": owner})
+	}
+	say(out, "chunks is installed in schema %s (migration version %d, functions up to date), owned by %s", o.Schema, version, terminalSafe(owner))
+	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/urfave/cli/v2"
@@ -19,28 +20,28 @@ func registerCommand() *cli.Command {
 			"Registering the same approval again changes nothing; a different one under the same id is a\n" +
 			"conflict (exit 3).\n\n" +
 			"Example:\n  chunks --schema lab register plan.json",
-		Action: func(c *cli.Context) error {
-			plan, err := planArg(c)
-			if err != nil {
-				return err
-			}
-			var created bool
-			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				created, err = driver.Register(ctx, conn, plan)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			if jsonOut(c) {
-				return printJSON(stdout, map[string]any{"job_id": plan.JobID, "created": created})
-			}
-			if created {
-				say(stdout, "registered job %s: %s of %s, %d per chunk", plan.JobID, plural(len(plan.Targets), "order"), plan.Tenant, plan.ChunkSize)
-			} else {
-				say(stdout, "job %s was already registered with this approval; nothing changed", plan.JobID)
-			}
-			return nil
-		},
+		Action: action(parsePlan, runRegister),
 	}
+}
+
+// runRegister registers the plan, saying whether it was new.
+func runRegister(ctx context.Context, d deps, o *planOptions, out io.Writer) error {
+	plan := o.Plan
+	var created bool
+	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
+		created, err = driver.Register(ctx, conn, plan)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if d.json {
+		return printJSON(out, map[string]any{"job_id": plan.JobID, "created": created})
+	}
+	if created {
+		say(out, "registered job %s: %s of %s, %d per chunk", plan.JobID, plural(len(plan.Targets), "order"), plan.Tenant, plan.ChunkSize)
+	} else {
+		say(out, "job %s was already registered with this approval; nothing changed", plan.JobID)
+	}
+	return nil
 }

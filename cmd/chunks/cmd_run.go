@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -32,52 +33,69 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "crash-at", Usage: "SIGKILL this process at `POINT`"},
 			tenantFlag(),
 		},
-		Action: func(c *cli.Context) error {
-			fault, err := drillFault(c.String("fail-at"), c.String("crash-at"))
-			if err != nil {
-				return err
-			}
-			job, err := jobRef(c)
-			if err != nil {
-				return err
-			}
-			jobID := job.ID
-			change := changed(driver.KindCancel)
-			if !jsonOut(c) {
-				if change, err = jobChange(c, job); err != nil {
-					return err
-				}
-			}
-			cfg, err := connConfig(c)
-			if err != nil {
-				return err
-			}
-			res, err := driver.ChunkFileConfig(c.Context, cfg, job, fault)
-			err = depsOf(c).connectHint(err)
-			if err != nil && len(res.Processed) == 0 {
-				return err
-			}
-			// After an after-commit failure the chunk is committed: say so, then fail.
-			if jsonOut(c) {
-				if perr := printJSON(stdout, res); perr != nil {
-					return perr
-				}
-			} else if len(res.Processed) == 0 {
-				say(stdout, "job %s is already done (next_index %d); nothing to do", jobID, res.NextIndex)
-			} else {
-				say(stdout, "job %s: %s; next_index %d%s", jobID, change(res.Processed), res.NextIndex, doneSuffix(res.Done))
-			}
-			return err
-		},
+		Action: action(parseRun, runRun),
 	}
+}
+
+// runOptions is chunks run [--fail-at POINT] [--crash-at POINT] JOB.
+type runOptions struct {
+	Job     driver.JobRef
+	FailAt  string // --fail-at: the hook at this point returns an error; "" for none
+	CrashAt string // --crash-at: the process SIGKILLs itself at this point; "" for none
+}
+
+func parseRun(c *cli.Context) (*runOptions, error) {
+	job, err := parseJobRef(c)
+	return &runOptions{Job: job, FailAt: c.String("fail-at"), CrashAt: c.String("crash-at")}, err
+}
+
+// Validate checks the drill points, then the job.
+func (o *runOptions) Validate() error {
+	if err := checkPoints(o.FailAt, o.CrashAt); err != nil {
+		return err
+	}
+	return o.Job.Validate()
+}
+
+// runRun runs the job's next chunk on a connection of its own, with the
+// drill's hook, and says what it did.
+func runRun(ctx context.Context, d deps, o *runOptions, out io.Writer) error {
+	job := o.Job
+	change := changed(driver.KindCancel)
+	if !d.json {
+		var err error
+		if change, err = jobChange(ctx, d, job); err != nil {
+			return err
+		}
+	}
+	cfg, err := d.connConfig()
+	if err != nil {
+		return err
+	}
+	res, err := driver.ChunkFileConfig(ctx, cfg, job, drillFault(o.FailAt, o.CrashAt, d.stderr))
+	err = d.connectHint(err)
+	if err != nil && len(res.Processed) == 0 {
+		return err
+	}
+	// After an after-commit failure the chunk is committed: say so, then fail.
+	if d.json {
+		if perr := printJSON(out, res); perr != nil {
+			return perr
+		}
+	} else if len(res.Processed) == 0 {
+		say(out, "job %s is already done (next_index %d); nothing to do", job.ID, res.NextIndex)
+	} else {
+		say(out, "job %s: %s; next_index %d%s", job.ID, change(res.Processed), res.NextIndex, doneSuffix(res.Done))
+	}
+	return err
 }
 
 // jobChange is what the job's chunks do, read on a connection of its own:
 // a job registered by chunks register cancels its orders, an undo
 // (chunks undo) restores them.
-func jobChange(c *cli.Context, job driver.JobRef) (func(processed []int64) string, error) {
+func jobChange(ctx context.Context, d deps, job driver.JobRef) (func(processed []int64) string, error) {
 	kind := driver.KindCancel // an unknown job: its chunk says so
-	err := withConn(c, func(ctx context.Context, conn *pgx.Conn) error {
+	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) error {
 		l, err := job.Lineage(ctx, conn)
 		if l != nil {
 			kind = l.Kind
@@ -102,19 +120,25 @@ func doneSuffix(done bool) string {
 	return ""
 }
 
-// drillFault builds the hook of --fail-at and --crash-at.
-func drillFault(failAt, crashAt string) (driver.Fault, error) {
+// checkPoints refuses a --fail-at or --crash-at that is not a hook's point.
+func checkPoints(failAt, crashAt string) error {
 	for _, f := range []struct{ flag, point string }{{"fail-at", failAt}, {"crash-at", crashAt}} {
 		if f.point != "" && !slices.Contains(driver.Points, f.point) {
-			return nil, usagef("--%s %s: POINT must be one of %s", f.flag, driver.Excerpt(f.point, true), strings.Join(driver.Points, ", "))
+			return usagef("--%s %s: POINT must be one of %s", f.flag, driver.Excerpt(f.point, true), strings.Join(driver.Points, ", "))
 		}
 	}
+	return nil
+}
+
+// drillFault builds the hook of --fail-at and --crash-at (checked by
+// checkPoints), or nil for no drill. The crash says on stderr what it does.
+func drillFault(failAt, crashAt string, stderr io.Writer) driver.Fault {
 	if failAt == "" && crashAt == "" {
-		return nil, nil
+		return nil
 	}
 	return func(point string) error {
 		if point == crashAt {
-			fmt.Fprintf(os.Stderr, "chunks: --crash-at %s: killing this process (pid %d) with SIGKILL\n", point, os.Getpid())
+			fmt.Fprintf(stderr, "chunks: --crash-at %s: killing this process (pid %d) with SIGKILL\n", point, os.Getpid())
 			if err := syscall.Kill(os.Getpid(), syscall.SIGKILL); err != nil {
 				return fmt.Errorf("--crash-at %s: %w", point, err)
 			}
@@ -124,5 +148,5 @@ func drillFault(failAt, crashAt string) (driver.Fault, error) {
 			return fmt.Errorf("--fail-at %s: drill failure", point)
 		}
 		return nil
-	}, nil
+	}
 }

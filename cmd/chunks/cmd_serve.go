@@ -1,9 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"io"
 	"log/slog"
-	"os"
 	"os/signal"
 	"syscall"
 
@@ -32,38 +33,55 @@ func serveCommand() *cli.Command {
 			"loopback (localhost, 127.0.0.1, [::1]) is 421; another address is served with a warning, to\n" +
 			"any Host.\n\n" +
 			"Example:\n  chunks --schema lab serve --http 127.0.0.1:8080     # then open http://127.0.0.1:8080/",
-		Flags: httpFlagDefs(true),
-		Action: func(c *cli.Context) error {
-			if _, err := positional(c); err != nil {
-				return err
-			}
-			if c.String("http") == "" {
-				return usagef("serve needs --http ADDR, e.g. --http 127.0.0.1:8080")
-			}
-			cfg, err := poolConfig(c)
-			if err != nil {
-				return err
-			}
-			var handler slog.Handler = slog.NewTextHandler(os.Stderr, nil)
-			if jsonOut(c) {
-				handler = slog.NewJSONHandler(os.Stderr, nil)
-			}
-			log := slog.New(handler)
-			reg := metrics.NewRegistry()
-			srv, err := newHTTPServer(c, cfg, reg, log)
-			if err != nil {
-				return err
-			}
-			if err := reg.Register(&metrics.Database{DB: srv.pool, Log: log}); err != nil {
-				return errors.Join(err, srv.close())
-			}
-			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
-			defer stop()
-			if err := srv.Serve(ctx); err != nil {
-				return err
-			}
-			log.Info("stopped")
-			return nil
-		},
+		Flags:  httpFlagDefs(true),
+		Action: action(parseServe, runServe),
 	}
+}
+
+// serveOptions is chunks serve --http ADDR [--page-size N] [--refresh D].
+type serveOptions struct {
+	HTTP httpOptions
+}
+
+func parseServe(c *cli.Context) (*serveOptions, error) {
+	_, err := positional(c)
+	return &serveOptions{HTTP: parseHTTP(c)}, err
+}
+
+// Validate checks that there is an address, and the page's flags.
+func (o *serveOptions) Validate() error {
+	if o.HTTP.Addr == "" {
+		return usagef("serve needs --http ADDR, e.g. --http 127.0.0.1:8080")
+	}
+	return o.HTTP.Validate()
+}
+
+// runServe serves the status page and the database's gauges until ctx ends
+// or SIGTERM or SIGINT, logging on d.stderr (JSON with --json). It prints
+// no result.
+func runServe(ctx context.Context, d deps, o *serveOptions, _ io.Writer) error {
+	cfg, err := d.poolConfig()
+	if err != nil {
+		return err
+	}
+	var handler slog.Handler = slog.NewTextHandler(d.stderr, nil)
+	if d.json {
+		handler = slog.NewJSONHandler(d.stderr, nil)
+	}
+	log := slog.New(handler)
+	reg := metrics.NewRegistry()
+	srv, err := openHTTPServer(ctx, d.schema, cfg, o.HTTP, reg, log)
+	if err != nil {
+		return err
+	}
+	if err := reg.Register(&metrics.Database{DB: srv.pool, Log: log}); err != nil {
+		return errors.Join(err, srv.close())
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := srv.Serve(ctx); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
 }

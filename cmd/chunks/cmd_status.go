@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -34,37 +35,51 @@ func statusCommand() *cli.Command {
 			"column; a shard that cannot be reached fails it, naming the shard.\n" +
 			"--json prints {\"jobs\": [...], \"workers\": [...]}.\n\n" +
 			"Example:\n  chunks --schema lab status\n  chunks --schema lab status --json | jq '.jobs[] | select(.state == \"paused\")'",
-		Action: func(c *cli.Context) error {
-			if _, err := positional(c); err != nil {
-				return err
-			}
-			var ov *fleet.Overview
-			err := withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				ov, err = fleet.LoadOverview(ctx, conn, "", 0)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			if jsonOut(c) {
-				return printJSON(stdout, map[string]any{"jobs": ov.Jobs, "workers": ov.Workers})
-			}
-			printStatus(ov.Jobs, ov.Now)
-			printWorkers(ov.Workers, ov.Now)
-			return nil
-		},
+		Action: action(parseNoArgs, runStatus),
 	}
 }
 
-func printStatus(list []fleet.JobStatus, now time.Time) {
+// noOptions are the options of a command that takes no arguments and no
+// flags of its own: chunks status.
+type noOptions struct{}
+
+func parseNoArgs(c *cli.Context) (*noOptions, error) {
+	_, err := positional(c)
+	return &noOptions{}, err
+}
+
+// Validate has nothing to check.
+func (*noOptions) Validate() error { return nil }
+
+// runStatus prints every job and every live worker (through a router,
+// every shard's).
+func runStatus(ctx context.Context, d deps, _ *noOptions, out io.Writer) error {
+	var ov *fleet.Overview
+	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
+		ov, err = fleet.LoadOverview(ctx, conn, "", 0)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if d.json {
+		return printJSON(out, map[string]any{"jobs": ov.Jobs, "workers": ov.Workers})
+	}
+	printStatus(out, ov.Jobs, ov.Now)
+	printWorkers(out, ov.Workers, ov.Now)
+	return nil
+}
+
+// printStatus prints the jobs' table and the counts, as of now.
+func printStatus(out io.Writer, list []fleet.JobStatus, now time.Time) {
 	if len(list) == 0 {
-		say(stdout, "no jobs")
+		say(out, "no jobs")
 		return
 	}
 	count := map[string]int{}
 	drift := 0
 	routed := list[0].Shard != "" // read through a chunks router
-	t := newTable(stdout, shardFirst(routed, "shard", "job", "kind", "tenant", "progress", "state", "detail", "drift", "rate", "eta")...)
+	t := newTable(out, shardFirst(routed, "shard", "job", "kind", "tenant", "progress", "state", "detail", "drift", "rate", "eta")...)
 	for _, j := range list {
 		count[j.State]++
 		details := []string{}
@@ -96,7 +111,7 @@ func printStatus(list []fleet.JobStatus, now time.Time) {
 			parts = append(parts, fmt.Sprintf("%d %s", count[s], s))
 		}
 	}
-	say(stdout, "%s: %s; %s drifted or missing", plural(len(list), "job"), strings.Join(parts, ", "), plural(drift, "order"))
+	say(out, "%s: %s; %s drifted or missing", plural(len(list), "job"), strings.Join(parts, ", "), plural(drift, "order"))
 }
 
 // shardFirst is a row of the status tables: with its first cell, the shard,
@@ -116,13 +131,14 @@ func kindOf(kind string, undoes *string) string {
 	return kind
 }
 
-func printWorkers(workers []fleet.WorkerStatus, now time.Time) {
+// printWorkers prints the live workers' table, as of now.
+func printWorkers(out io.Writer, workers []fleet.WorkerStatus, now time.Time) {
 	if len(workers) == 0 {
-		say(stdout, "no live workers")
+		say(out, "no live workers")
 		return
 	}
 	routed := workers[0].Shard != ""
-	t := newTable(stdout, shardFirst(routed, "shard", "worker", "host", "pid", "up", "chunks", "state")...)
+	t := newTable(out, shardFirst(routed, "shard", "worker", "host", "pid", "up", "chunks", "state")...)
 	for _, w := range workers {
 		state := w.State
 		if w.Reason != nil {

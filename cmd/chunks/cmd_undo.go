@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/urfave/cli/v2"
@@ -33,33 +36,60 @@ func undoCommand() *cli.Command {
 			&cli.StringFlag{Name: "job-id", Usage: "the undo's job id `NEW` (default: JOB-undo)"},
 			tenantFlag(),
 		},
-		Action: func(c *cli.Context) error {
-			job, err := jobRef(c)
-			if err != nil {
-				return err
-			}
-			var u driver.Undo
-			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				u, err = job.RegisterUndo(ctx, conn, c.String("job-id"))
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			if jsonOut(c) {
-				return printJSON(stdout, u)
-			}
-			if u.Created {
-				say(stdout, "registered job %s, the undo of %s: it restores %s to pending, %s",
-					u.JobID, u.Undoes, plural(len(u.Targets), "order"), ids(u.Targets))
-			} else {
-				say(stdout, "job %s was already registered as the undo of %s; nothing changed (it restores %s)",
-					u.JobID, u.Undoes, plural(len(u.Targets), "order"))
-			}
-			if len(u.Drifted)+len(u.Missing) > 0 {
-				say(stdout, "left alone (changed since %s, or gone): drifted %s; missing %s", u.Undoes, ids(u.Drifted), ids(u.Missing))
-			}
-			return nil
-		},
+		Action: action(parseUndo, runUndo),
 	}
+}
+
+// undoOptions is chunks undo [--job-id NEW] JOB.
+type undoOptions struct {
+	Job   driver.JobRef
+	NewID string // --job-id: the undo's id; "" lets the server name it JOB-undo
+}
+
+func parseUndo(c *cli.Context) (*undoOptions, error) {
+	job, err := parseJobRef(c)
+	return &undoOptions{Job: job, NewID: c.String("job-id")}, err
+}
+
+// Validate checks the job and the undo's id, when given, as
+// driver.RegisterUndo does (its error names new_job_id).
+func (o *undoOptions) Validate() error {
+	if err := o.Job.Validate(); err != nil {
+		return err
+	}
+	if o.NewID == "" {
+		return nil
+	}
+	var invalid *driver.Error
+	if err := driver.CheckJobID(o.NewID); errors.As(err, &invalid) {
+		return driver.Invalidf("new_job_id%s", strings.TrimPrefix(invalid.Msg, "job_id"))
+	}
+	return nil
+}
+
+// runUndo registers the undo of the job and says what it restores and what
+// it leaves alone.
+func runUndo(ctx context.Context, d deps, o *undoOptions, out io.Writer) error {
+	var u driver.Undo
+	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
+		u, err = o.Job.RegisterUndo(ctx, conn, o.NewID)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if d.json {
+		return printJSON(out, u)
+	}
+	if u.Created {
+		say(out, "registered job %s, the undo of %s: it restores %s to pending, %s",
+			u.JobID, u.Undoes, plural(len(u.Targets), "order"), ids(u.Targets))
+	} else {
+		say(out, "job %s was already registered as the undo of %s; nothing changed (it restores %s)",
+			u.JobID, u.Undoes, plural(len(u.Targets), "order"))
+	}
+	if len(u.Drifted)+len(u.Missing) > 0 {
+		say(out, "left alone (changed since %s, or gone): drifted %s; missing %s", u.Undoes, ids(u.Drifted), ids(u.Missing))
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,23 +38,54 @@ type httpServer struct {
 	log      *slog.Logger
 }
 
+// httpOptions are the --http, --page-size and --refresh flags of the
+// status page and metrics server (worker and serve).
+type httpOptions struct {
+	Addr     string        // --http: host:port; "" for no server
+	PageSize int           // --page-size: jobs per page
+	Refresh  time.Duration // --refresh: how often the page asks for news
+}
+
+// parseHTTP reads the --http flags.
+func parseHTTP(c *cli.Context) httpOptions {
+	return httpOptions{Addr: c.String("http"), PageSize: c.Int("page-size"), Refresh: c.Duration("refresh")}
+}
+
+// Validate checks the page size and the refresh (not the address: Listen
+// does, as it binds).
+func (o httpOptions) Validate() error {
+	if o.PageSize < 1 || o.PageSize > web.MaxPageSize {
+		return driver.Invalidf("page-size: must be between 1 and %d, got %d", web.MaxPageSize, o.PageSize)
+	}
+	if o.Refresh < web.MinRefresh || o.Refresh > web.MaxRefresh {
+		return driver.Invalidf("refresh: must be between %v and %v, got %v", web.MinRefresh, web.MaxRefresh, o.Refresh)
+	}
+	return nil
+}
+
 // newHTTPServer checks the --http flags, opens a small pool of its own on
-// cfg and binds the address. Close it when done (Serve does).
+// cfg and binds the address. Close it when done (Serve does). Transitional:
+// for the commands not yet in the options/run shape (openHTTPServer is the
+// one for those that are).
 func newHTTPServer(c *cli.Context, cfg *pgxpool.Config, metrics prometheus.Gatherer, log *slog.Logger) (*httpServer, error) {
-	size, refresh := c.Int("page-size"), c.Duration("refresh")
-	if size < 1 || size > web.MaxPageSize {
-		return nil, driver.Invalidf("page-size: must be between 1 and %d, got %d", web.MaxPageSize, size)
+	o := parseHTTP(c)
+	if err := o.Validate(); err != nil {
+		return nil, err
 	}
-	if refresh < web.MinRefresh || refresh > web.MaxRefresh {
-		return nil, driver.Invalidf("refresh: must be between %v and %v, got %v", web.MinRefresh, web.MaxRefresh, refresh)
-	}
+	return openHTTPServer(c.Context, global(c, "schema"), cfg, o, metrics, log)
+}
+
+// openHTTPServer opens a small pool of its own on cfg and binds o.Addr, for
+// the schema (the page's title; "" for the DSN's search_path). o is
+// validated. Close it when done (Serve does).
+func openHTTPServer(ctx context.Context, schema string, cfg *pgxpool.Config, o httpOptions, metrics prometheus.Gatherer, log *slog.Logger) (*httpServer, error) {
 	cfg = cfg.Copy()
 	cfg.MaxConns = 2 // a page, a report or a scrape is one query
-	pool, err := pgxpool.NewWithConfig(c.Context, cfg)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	l, err := web.Listen(c.String("http"))
+	l, err := web.Listen(o.Addr)
 	if err != nil {
 		pool.Close()
 		var addrErr *net.AddrError
@@ -62,11 +94,11 @@ func newHTTPServer(c *cli.Context, cfg *pgxpool.Config, metrics prometheus.Gathe
 		}
 		return nil, err
 	}
-	title := global(c, "schema")
+	title := schema
 	if title == "" {
 		title = "the DSN's search_path"
 	}
-	h := &web.Server{DB: pool, Title: title, Metrics: metrics, PageSize: size, Refresh: refresh, Log: log}
+	h := &web.Server{DB: pool, Title: title, Metrics: metrics, PageSize: o.PageSize, Refresh: o.Refresh, Log: log}
 	return &httpServer{listener: l, handler: h, pool: pool, log: log}, nil
 }
 

@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
+	"io"
 	"log/slog"
-	"os"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -33,7 +33,7 @@ func paceFlags(c *cli.Context) pace.Config {
 
 // newPacer is drain's pacer, on a pool of one connection of its own, or nil
 // when no pacing was asked for. It logs throttling on stderr.
-func newPacer(ctx context.Context, cfg *pgx.ConnConfig, pacing pace.Config) (*pace.Pacer, func(), error) {
+func newPacer(ctx context.Context, cfg *pgx.ConnConfig, pacing pace.Config, stderr io.Writer) (*pace.Pacer, func(), error) {
 	if pacing.Off() {
 		return nil, func() {}, nil
 	}
@@ -47,7 +47,7 @@ func newPacer(ctx context.Context, cfg *pgx.ConnConfig, pacing pace.Config) (*pa
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := pace.New(pacing, pool, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	p, err := pace.New(pacing, pool, slog.New(slog.NewTextHandler(stderr, nil)))
 	if err != nil {
 		pool.Close()
 		return nil, nil, err
