@@ -103,6 +103,9 @@ func runDrain(ctx context.Context, d deps, o *drainOptions, out io.Writer) error
 			return err
 		}
 	}
+	// The drainers stop at a signal; the bar goes on reading on the
+	// parent context until it is cleared.
+	parent := ctx
 	ctx, interrupted, release := cancelOnSignal(ctx)
 	defer release()
 	pacer, closePacer, err := newPacer(ctx, cfg, o.Pace, d.stderr)
@@ -112,7 +115,7 @@ func runDrain(ctx context.Context, d deps, o *drainOptions, out io.Writer) error
 	defer closePacer()
 	stopProgress := func() error { return nil }
 	if !d.json && isTerminal(d.stderr) {
-		stopProgress = showProgress(ctx, d, job, pacer)
+		stopProgress = showProgress(parent, d, job, pacer)
 	}
 	drainOne := func(ctx context.Context) (driver.DrainResult, error) {
 		return driver.DrainConfig(ctx, cfg, job, o.MaxChunks, paced(pacer))

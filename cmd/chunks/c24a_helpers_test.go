@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/clitest"
+)
+
+// writeFile writes content to a new file named name in the test's own
+// directory and returns its path.
+func writeFile(t testing.TB, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// testPlan is the plan of job jobID of tenant acme over orders 1..n
+// (revision 1, qty 1), size per chunk.
+func testPlan(jobID string, n, size int) driver.Plan {
+	plan := driver.Plan{JobID: jobID, Tenant: "acme", ChunkSize: size, AllowPartial: true}
+	for i := 1; i <= n; i++ {
+		plan.Targets = append(plan.Targets, driver.Target{ID: int64(i), Revision: 1, Qty: 1})
+	}
+	return plan
+}
+
+// wantRunErr fails unless run, on options that pass Validate, returned an
+// error of kind (nil: any) whose text is want, and returns what it printed.
+func wantRunErr[O options](t testing.TB, run runFunc[O], d deps, o O, kind error, want string) string {
+	t.Helper()
+	if err := o.Validate(); err != nil {
+		t.Fatalf("Validate(%+v): %v", o, err)
+	}
+	var out bytes.Buffer
+	err := run(ctx, d, o, &out)
+	if err == nil || (kind != nil && !errors.Is(err, kind)) || err.Error() != want {
+		t.Fatalf("run(%+v): want the error %q (%v), got %v", o, want, kind, err)
+	}
+	return out.String()
+}
+
+// wantExitOut fails unless r exited with code, printed want on stdout and
+// one line holding every part on stderr.
+func wantExitOut(t testing.TB, r clitest.Result, code int, want string, parts ...string) {
+	t.Helper()
+	if r.Code != code || r.Stdout != want || strings.Count(r.Stderr, "\n") != 1 || !clitest.ContainsAll(r.Stderr, parts...) {
+		t.Fatalf("want exit %d, stdout %q and one stderr line holding %q, got %v", code, want, parts, r)
+	}
+}
+
+// syncBuffer is a bytes.Buffer that a command's goroutines (a logger, a
+// progress bar) and a test may use at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String is everything written so far.
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitFor waits up to 10 s until s holds part, and returns what it holds.
+func (s *syncBuffer) waitFor(t testing.TB, part string) string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if got := s.String(); strings.Contains(got, part) {
+			return got
+		}
+	}
+	t.Fatalf("no %q within 10 s in %q", part, s.String())
+	return ""
+}
+
+// decodeJSON decodes text, which must be one JSON value with no unknown
+// key, into v.
+func decodeJSON(t testing.TB, text string, v any) {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("decoding %q: %v", text, err)
+	}
+}
