@@ -1,0 +1,65 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/fleet"
+	"github.com/chunks-dev/chunks/internal/clitest"
+)
+
+func TestStatusOptions(t *testing.T) {
+	if got := parsed(t, parseNoArgs, "status"); *got != (noOptions{}) {
+		t.Errorf("got %+v", got)
+	}
+	wantExit(t, chunksIn(t, nil, "", "status", "j1"), 2, `status takes no arguments, got ["j1"]`)
+}
+
+func TestStatusRun(t *testing.T) {
+	l := clitest.NewLab(t)
+	d := labDeps(l)
+	if got, want := wantRun(t, runStatus, d, &noOptions{}), "no jobs\nno live workers\n"; got != want {
+		t.Errorf("empty: got %q, want %q", got, want)
+	}
+	newJob(t, l, "j1", "acme", 3, 3)
+	if _, err := driver.RunChunk(ctx, l.Conn, "j1", nil); err != nil {
+		t.Fatal(err)
+	}
+	l.Exec(t, "update orders set qty = 5 where id = 2")
+	l.Exec(t, "delete from orders where id = 3")
+	l.Exec(t, `insert into orders (id, tenant, qty, state, revision) values (4, 'beta', 1, 'pending', 1)`)
+	if _, err := driver.Register(ctx, l.Conn, driver.Plan{JobID: "j2", Tenant: "beta", ChunkSize: 1, AllowPartial: true,
+		Targets: []driver.Target{{ID: 4, Revision: 1, Qty: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (driver.JobRef{ID: "j1"}).RegisterUndo(ctx, l.Conn, ""); err != nil {
+		t.Fatal(err)
+	}
+	want := "┌─────────┬────────────┬────────┬──────────┬────────┬───────────────────┬───────┬──────┬─────────────┐\n" +
+		"│ JOB     │ KIND       │ TENANT │ PROGRESS │ STATE  │ DETAIL            │ DRIFT │ RATE │ ETA         │\n" +
+		"├─────────┼────────────┼────────┼──────────┼────────┼───────────────────┼───────┼──────┼─────────────┤\n" +
+		"│ j1      │ cancel     │ acme   │ 3/3      │ done   │ undone by j1-undo │ 2     │ -    │ done        │\n" +
+		"│ j1-undo │ undo of j1 │ acme   │ 0/1      │ queued │                   │ 0     │ -    │ no rate yet │\n" +
+		"│ j2      │ cancel     │ beta   │ 0/1      │ queued │                   │ 0     │ -    │ no rate yet │\n" +
+		"└─────────┴────────────┴────────┴──────────┴────────┴───────────────────┴───────┴──────┴─────────────┘\n" +
+		"3 jobs: 2 queued, 1 done; 2 orders drifted or missing\n" +
+		"no live workers\n"
+	if got := wantRun(t, runStatus, d, &noOptions{}); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	var st struct {
+		Jobs    []fleet.JobStatus    `json:"jobs"`
+		Workers []fleet.WorkerStatus `json:"workers"`
+	}
+	d.json = true
+	decodeJSON(t, wantRun(t, runStatus, d, &noOptions{}), &st)
+	if len(st.Jobs) != 3 || len(st.Workers) != 0 {
+		t.Fatalf("--json: %+v", st)
+	}
+	if j := st.Jobs[0]; j.JobID != "j1" || j.State != fleet.StateDone || j.Drift == nil || *j.Drift != 2 || j.UndoneBy == nil || *j.UndoneBy != "j1-undo" {
+		t.Errorf("--json, j1: %+v", j)
+	}
+	if j := st.Jobs[1]; j.JobID != "j1-undo" || j.Kind != driver.KindRestore || j.Undoes == nil || *j.Undoes != "j1" || j.N != 1 || j.VisibleAt == nil {
+		t.Errorf("--json, j1-undo: %+v", j)
+	}
+}
