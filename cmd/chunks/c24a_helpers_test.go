@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -60,37 +59,25 @@ func wantExitOut(t testing.TB, r clitest.Result, code int, want string, parts ..
 	}
 }
 
-// syncBuffer is a bytes.Buffer that a command's goroutines (a logger, a
-// progress bar) and a test may use at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-// Write appends p.
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// String is everything written so far.
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// waitFor waits up to 10 s until s holds part, and returns what it holds.
-func (s *syncBuffer) waitFor(t testing.TB, part string) string {
+// waitFor waits up to 10 s until o holds part, and returns what it holds.
+func waitFor(t testing.TB, o *clitest.Output, part string) string {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if got := s.String(); strings.Contains(got, part) {
+		if got := o.String(); strings.Contains(got, part) {
 			return got
 		}
 	}
-	t.Fatalf("no %q within 10 s in %q", part, s.String())
+	t.Fatalf("no %q within 10 s in %q", part, o.String())
 	return ""
+}
+
+// wantRunOut fails unless run, on options that pass Validate, returned no
+// error and printed want.
+func wantRunOut[O options](t testing.TB, run runFunc[O], d deps, o O, want string) {
+	t.Helper()
+	if got := wantRun(t, run, d, o); got != want {
+		t.Errorf("run(%+v):\ngot  %q\nwant %q", o, got, want)
+	}
 }
 
 // decodeJSON decodes text, which must be one JSON value with no unknown
@@ -101,5 +88,13 @@ func decodeJSON(t testing.TB, text string, v any) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		t.Fatalf("decoding %q: %v", text, err)
+	}
+}
+
+// runChunk runs job jobID's next chunk on lab l.
+func runChunk(t testing.TB, l *clitest.Lab, jobID string) {
+	t.Helper()
+	if _, err := driver.RunChunk(ctx, l.Conn, jobID, nil); err != nil {
+		t.Fatalf("run a chunk of %s: %v", jobID, err)
 	}
 }

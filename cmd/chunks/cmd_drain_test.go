@@ -49,17 +49,12 @@ func TestDrainRun(t *testing.T) {
 	newJob(t, l, "j1", "acme", 5, 2)
 	d := labDeps(l)
 	j1 := driver.JobRef{ID: "j1"}
-	if got, want := wantRun(t, runDrain, d, &drainOptions{Job: j1, MaxChunks: 2, Workers: 1}), "job j1: 2 calls cancelled 1-4; next_index 4\n"; got != want {
-		t.Errorf("got %q, want %q", got, want)
-	}
-	if got, want := wantRun(t, runDrain, d, &drainOptions{Job: j1, MaxChunks: 64, Workers: 1}), "job j1: 1 call cancelled 5; next_index 5; the job is done\n"; got != want {
-		t.Errorf("the rest: got %q, want %q", got, want)
-	}
+	wantRunOut(t, runDrain, d, &drainOptions{Job: j1, MaxChunks: 2, Workers: 1}, "job j1: 2 calls cancelled 1-4; next_index 4\n")
+	wantRunOut(t, runDrain, d, &drainOptions{Job: j1, MaxChunks: 64, Workers: 1}, "job j1: 1 call cancelled 5; next_index 5; the job is done\n")
 	wantOut(t, chunksIn(t, l, "", "drain", "--json", "--workers", "2", "j1"), `{"calls":2,"processed":[],"next_index":5,"done":true}`+"\n")
-	var out bytes.Buffer
-	if err := runDrain(ctx, d, &drainOptions{Job: driver.JobRef{ID: "nope"}, MaxChunks: 1, Workers: 3}, &out); err == nil ||
-		err.Error() != "conflict: job nope: not found" || out.Len() != 0 {
-		t.Errorf("unknown job: %v, printed %q", err, out.String())
+	if out := wantRunErr(t, runDrain, d, &drainOptions{Job: driver.JobRef{ID: "nope"}, MaxChunks: 1, Workers: 3}, driver.ErrConflict,
+		"conflict: job nope: not found"); out != "" {
+		t.Errorf("unknown job: printed %q", out)
 	}
 	if got := d.stderr.(interface{ String() string }).String(); got != "" {
 		t.Errorf("stderr (not a terminal: no bar): %q", got)
@@ -70,14 +65,12 @@ func TestDrainRun(t *testing.T) {
 func TestDrainProgress(t *testing.T) {
 	l := clitest.NewLab(t)
 	newJob(t, l, "j1", "acme", 4, 2)
-	if _, err := driver.RunChunk(ctx, l.Conn, "j1", nil); err != nil {
-		t.Fatal(err)
-	}
+	runChunk(t, l, "j1")
 	d := labDeps(l)
-	stderr := &syncBuffer{}
+	stderr := &clitest.Output{}
 	d.stderr = stderr
 	stop := showProgress(ctx, d, driver.JobRef{ID: "j1"}, nil)
-	got := stderr.waitFor(t, "(2/4)")
+	got := waitFor(t, stderr, "(2/4)")
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestMigrateRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := labDeps(l)
-	stderr := &syncBuffer{}
+	stderr := &clitest.Output{}
 	d.stderr = stderr
 	want := fmt.Sprintf("chunks is installed in schema %s (migration version %d, functions up to date), owned by %s\n", l.Name, version, owner)
 	if got := wantRun(t, runMigrate, d, &migrateOptions{Schema: l.Name}); got != want {
@@ -39,8 +39,6 @@ func TestMigrateRun(t *testing.T) {
 		t.Errorf("stderr: got %q, want %q", got, warning)
 	}
 	d.json = true
-	if got, want := wantRun(t, runMigrate, d, &migrateOptions{Schema: l.Name}), fmt.Sprintf(`{"owner":%q,"schema":%q,"version":%d}`+"\n", owner, l.Name, version); got != want {
-		t.Errorf("--json: got %q, want %q", got, want)
-	}
+	wantRunOut(t, runMigrate, d, &migrateOptions{Schema: l.Name}, fmt.Sprintf(`{"owner":%q,"schema":%q,"version":%d}`+"\n", owner, l.Name, version))
 	wantExit(t, chunksIn(t, l, "", "migrate", "--owner", "nobody_here"), 2, `owner: there is no role "nobody_here"`)
 }

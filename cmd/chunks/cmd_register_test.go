@@ -30,12 +30,8 @@ func TestRegisterRun(t *testing.T) {
 	l.Exec(t, `insert into orders (id, tenant, qty, state, revision) select i, 'acme', 1, 'pending', 1 from generate_series(1, 2) as i`)
 	d := labDeps(l)
 	o := &planOptions{Plan: testPlan("j1", 2, 1)}
-	if got, want := wantRun(t, runRegister, d, o), "registered job j1: 2 orders of acme, 1 per chunk\n"; got != want {
-		t.Errorf("got %q, want %q", got, want)
-	}
-	if got, want := wantRun(t, runRegister, d, o), "job j1 was already registered with this approval; nothing changed\n"; got != want {
-		t.Errorf("again: got %q, want %q", got, want)
-	}
+	wantRunOut(t, runRegister, d, o, "registered job j1: 2 orders of acme, 1 per chunk\n")
+	wantRunOut(t, runRegister, d, o, "job j1 was already registered with this approval; nothing changed\n")
 	wantOut(t, chunksIn(t, l, clitest.MustJSON(t, o.Plan), "register", "--json", "-"), `{"created":false,"job_id":"j1"}`+"\n")
 	other := testPlan("j1", 1, 1)
 	wantRunErr(t, runRegister, d, &planOptions{Plan: other}, driver.ErrConflict,

@@ -18,9 +18,7 @@ func TestReportOptions(t *testing.T) {
 func TestReportRun(t *testing.T) {
 	l := clitest.NewLab(t)
 	newJob(t, l, "j1", "acme", 4, 3)
-	if _, err := driver.RunChunk(ctx, l.Conn, "j1", nil); err != nil {
-		t.Fatal(err)
-	}
+	runChunk(t, l, "j1")
 	l.Exec(t, "update orders set qty = 5 where id = 2")
 	l.Exec(t, "delete from orders where id = 3")
 	want := "┌───────┬──────────┐\n" +

@@ -29,18 +29,14 @@ func TestRunRun(t *testing.T) {
 	newJob(t, l, "j1", "acme", 5, 2)
 	d := labDeps(l)
 	j1 := driver.JobRef{ID: "j1"}
-	if got, want := wantRun(t, runRun, d, &runOptions{Job: j1}), "job j1: cancelled 1-2; next_index 2\n"; got != want {
-		t.Errorf("got %q, want %q", got, want)
-	}
+	wantRunOut(t, runRun, d, &runOptions{Job: j1}, "job j1: cancelled 1-2; next_index 2\n")
 	wantRunErr(t, runRun, d, &runOptions{Job: j1, FailAt: driver.AfterAudit}, nil, "--fail-at after-audit: drill failure")
 	if got, want := wantRunErr(t, runRun, d, &runOptions{Job: j1, FailAt: driver.AfterCommit}, nil, "--fail-at after-commit: drill failure"),
 		"job j1: cancelled 3-4; next_index 4\n"; got != want {
 		t.Errorf("after-commit: got %q, want %q", got, want)
 	}
 	wantOut(t, chunksIn(t, l, "", "run", "--json", "j1"), `{"processed":[5],"next_index":5,"done":true}`+"\n")
-	if got, want := wantRun(t, runRun, d, &runOptions{Job: j1}), "job j1 is already done (next_index 5); nothing to do\n"; got != want {
-		t.Errorf("done: got %q, want %q", got, want)
-	}
+	wantRunOut(t, runRun, d, &runOptions{Job: j1}, "job j1 is already done (next_index 5); nothing to do\n")
 	wantRunErr(t, runRun, d, &runOptions{Job: driver.JobRef{ID: "j1", Tenant: "other"}}, driver.ErrConflict, "conflict: job j1: not found for tenant other")
 	if got := d.stderr.(interface{ String() string }).String(); got != "" {
 		t.Errorf("stderr: %q", got)

@@ -45,7 +45,7 @@ func TestServeRun(t *testing.T) {
 	l := clitest.NewLab(t)
 	newJob(t, l, "j1", "acme", 2, 1)
 	d := labDeps(l)
-	stderr := &syncBuffer{}
+	stderr := &clitest.Output{}
 	d.stderr = stderr
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -56,7 +56,7 @@ func TestServeRun(t *testing.T) {
 	var out strings.Builder
 	done := make(chan error, 1)
 	go func() { done <- runServe(sctx, d, o, &out) }()
-	url := regexp.MustCompile(`url=(http://\S+)`).FindStringSubmatch(stderr.waitFor(t, "url="))[1]
+	url := regexp.MustCompile(`url=(http://\S+)`).FindStringSubmatch(waitFor(t, stderr, "url="))[1]
 	get := func(path string) (int, string) {
 		res, err := http.Get(url + path)
 		if err != nil {

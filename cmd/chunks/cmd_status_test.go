@@ -18,13 +18,9 @@ func TestStatusOptions(t *testing.T) {
 func TestStatusRun(t *testing.T) {
 	l := clitest.NewLab(t)
 	d := labDeps(l)
-	if got, want := wantRun(t, runStatus, d, &noOptions{}), "no jobs\nno live workers\n"; got != want {
-		t.Errorf("empty: got %q, want %q", got, want)
-	}
+	wantRunOut(t, runStatus, d, &noOptions{}, "no jobs\nno live workers\n")
 	newJob(t, l, "j1", "acme", 3, 3)
-	if _, err := driver.RunChunk(ctx, l.Conn, "j1", nil); err != nil {
-		t.Fatal(err)
-	}
+	runChunk(t, l, "j1")
 	l.Exec(t, "update orders set qty = 5 where id = 2")
 	l.Exec(t, "delete from orders where id = 3")
 	l.Exec(t, `insert into orders (id, tenant, qty, state, revision) values (4, 'beta', 1, 'pending', 1)`)
