@@ -58,6 +58,8 @@ type drainOptions struct {
 	Pace      pace.Config // --max-replica-lag, --throttle-query, --check-interval
 }
 
+// parseDrain fills drainOptions from the command line (paceFlags: the
+// pacing flags, as the worker reads them).
 func parseDrain(c *cli.Context) (*drainOptions, error) {
 	job, err := parseJobRef(c)
 	return &drainOptions{Job: job, MaxChunks: c.Int("max-chunks"), Workers: c.Int("workers"), Pace: paceFlags(c)}, err

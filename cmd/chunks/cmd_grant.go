@@ -43,6 +43,7 @@ type grantOptions struct {
 	Revoke    bool     // --revoke: take the access back
 }
 
+// parseGrant fills grantOptions from the command line (no arguments).
 func parseGrant(c *cli.Context) (*grantOptions, error) {
 	if c.Args().Len() > 0 {
 		return nil, usagef("grant takes no arguments, got %s: name roles with --operator or --viewer", argList(c.Args().Slice()))

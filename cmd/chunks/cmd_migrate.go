@@ -41,6 +41,7 @@ type migrateOptions struct {
 	Owner  string // --owner: the role that owns it; "" keeps the schema's owner, or you
 }
 
+// parseMigrate fills migrateOptions from the command line (no arguments).
 func parseMigrate(c *cli.Context) (*migrateOptions, error) {
 	_, err := positional(c)
 	return &migrateOptions{Schema: global(c, "schema"), Owner: c.String("owner")}, err

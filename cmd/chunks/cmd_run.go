@@ -44,6 +44,7 @@ type runOptions struct {
 	CrashAt string // --crash-at: the process SIGKILLs itself at this point; "" for none
 }
 
+// parseRun fills runOptions from the command line.
 func parseRun(c *cli.Context) (*runOptions, error) {
 	job, err := parseJobRef(c)
 	return &runOptions{Job: job, FailAt: c.String("fail-at"), CrashAt: c.String("crash-at")}, err

@@ -43,6 +43,7 @@ type serveOptions struct {
 	HTTP httpOptions
 }
 
+// parseServe fills serveOptions from the command line (no arguments).
 func parseServe(c *cli.Context) (*serveOptions, error) {
 	_, err := positional(c)
 	return &serveOptions{HTTP: parseHTTP(c)}, err

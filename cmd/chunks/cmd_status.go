@@ -43,6 +43,7 @@ func statusCommand() *cli.Command {
 // flags of its own: chunks status.
 type noOptions struct{}
 
+// parseNoArgs refuses any argument.
 func parseNoArgs(c *cli.Context) (*noOptions, error) {
 	_, err := positional(c)
 	return &noOptions{}, err

@@ -46,6 +46,7 @@ type undoOptions struct {
 	NewID string // --job-id: the undo's id; "" lets the server name it JOB-undo
 }
 
+// parseUndo fills undoOptions from the command line.
 func parseUndo(c *cli.Context) (*undoOptions, error) {
 	job, err := parseJobRef(c)
 	return &undoOptions{Job: job, NewID: c.String("job-id")}, err
