@@ -51,6 +51,16 @@
 {{ template "campaign_report.sql" . }}
 {{ template "campaign_check.sql" . }}
 {{ template "campaign_undo.sql" . }}
+{{ template "change_column.sql" . }}
+{{ template "change_fields.sql" . }}
+{{ template "change_function_sql.sql" . }}
+{{ template "define_change.sql" . }}
+{{ template "drop_change.sql" . }}
+{{ template "change_list.sql" . }}
+{{ template "change_show.sql" . }}
+{{ template "change_targets.sql" . }}
+{{ template "register_change.sql" . }}
+{{ template "run_change_chunk.sql" . }}
 {{ template "grant_access.sql" . }}
 
 -- Least privilege (README "Roles"): no function of chunks is executable by

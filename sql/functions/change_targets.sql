@@ -1,0 +1,82 @@
+-- The targets of a job of a declared change (register_change), validated
+-- and normalized: ITEMS must be a list of 1 to 64 objects whose fields are
+-- exactly the change's (change_fields), each a value of its column's type
+-- (a number for a numeric column, a boolean for a boolean one, else a
+-- string; only an expect field may be null), with no key twice. Returns a
+-- new list, each target with its values as their columns' types print
+-- them (to_jsonb of the typed record), sorted by key. 22023 naming
+-- FIELD[i] and the target field at fault.
+create or replace function {{ .schema }}.change_targets(definition jsonb, items jsonb, field text) returns jsonb
+language plpgsql stable security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_fields text[];
+  v_coldefs text;
+  v_e jsonb;
+  v_i bigint;
+  v_f record;
+  v_v jsonb;
+  v_extra text;
+  v_json_type text;
+  v_result jsonb;
+  v_duplicate text;
+begin
+  if jsonb_typeof(change_targets.items) is distinct from 'array' then
+    raise exception '%: must be a list of 1 to 64 targets, got %', change_targets.field,
+      coalesce(jsonb_typeof(change_targets.items), 'null') using errcode = '22023';
+  end if;
+  if jsonb_array_length(change_targets.items) not between 1 and 64 then
+    raise exception '%: must be a list of 1 to 64 targets, got %', change_targets.field,
+      jsonb_array_length(change_targets.items) using errcode = '22023';
+  end if;
+  select array_agg(f.field order by f.ord), string_agg(format('%I %s', f.field, f.type), ', ' order by f.ord)
+    into v_fields, v_coldefs
+    from change_fields(change_targets.definition) as f;
+  for v_e, v_i in select t.e, t.ord - 1 from jsonb_array_elements(change_targets.items) with ordinality as t(e, ord) loop
+    if jsonb_typeof(v_e) <> 'object' then
+      raise exception '%[%]: must be an object with the fields %, got %', change_targets.field, v_i,
+        array_to_string(v_fields, ', '), jsonb_typeof(v_e) using errcode = '22023';
+    end if;
+    select k into v_extra from jsonb_object_keys(v_e) as k where k <> all (v_fields) order by k limit 1;
+    if v_extra is not null then
+      raise exception '%[%]: unexpected field %', change_targets.field, v_i, excerpt(v_extra, true) using errcode = '22023';
+    end if;
+    for v_f in select * from change_fields(change_targets.definition) loop
+      if not v_e ? v_f.field then
+        raise exception '%[%]: missing field %', change_targets.field, v_i, v_f.field using errcode = '22023';
+      end if;
+      v_v := v_e -> v_f.field;
+      if jsonb_typeof(v_v) = 'null' and v_f.role = 'expect' then
+        continue;
+      end if;
+      v_json_type := case v_f.category when 'N' then 'number' when 'B' then 'boolean' else 'string' end;
+      if jsonb_typeof(v_v) is distinct from v_json_type then
+        raise exception '%[%].%: must be a %, a value of column % (%), got %', change_targets.field, v_i, v_f.field,
+          v_json_type, v_f."column", v_f.type, excerpt(v_v::text, false) using errcode = '22023';
+      end if;
+      if v_f.role = 'version' and (scale((v_v)::numeric) <> 0 or (v_v)::numeric < 0) then
+        raise exception '%[%].%: must be an integer of at least 0, got %', change_targets.field, v_i, v_f.field,
+          excerpt(v_v::text, false) using errcode = '22023';
+      end if;
+      begin
+        execute format('select $1::%s', v_f.type) using v_v #>> '{}';
+      exception when others then
+        raise exception '%[%].%: % is not a value of column % (%): %', change_targets.field, v_i, v_f.field,
+          excerpt(v_v::text, false), v_f."column", v_f.type, sqlerrm using errcode = '22023';
+      end;
+    end loop;
+  end loop;
+  execute format('select x.%1$I::text from jsonb_to_recordset($1) as x(%2$s) group by x.%1$I having count(*) > 1 order by x.%1$I limit 1',
+                 v_fields[1], v_coldefs)
+    into v_duplicate using change_targets.items;
+  if v_duplicate is not null then
+    raise exception '%: duplicate % %', change_targets.field, v_fields[1], v_duplicate using errcode = '22023';
+  end if;
+  execute format('select jsonb_agg(to_jsonb(x) order by x.%I) from jsonb_to_recordset($1) as x(%s)', v_fields[1], v_coldefs)
+    into v_result using change_targets.items;
+  return v_result;
+end
+$$;
+comment on function {{ .schema }}.change_targets(jsonb, jsonb, text) is
+  'chunks helper: validates the targets ITEMS of a job of the declared change DEFINITION (22023 naming FIELD[i] and the target field) and returns them typed and sorted by key.';

@@ -1,0 +1,92 @@
+-- register for a declared change (README "Your own tables"): PLAN has
+-- register's five keys, validated as register validates them, and its
+-- targets are the change's (change_targets). The job records its change
+-- and the definition's digest (job_change) beside its approval
+-- (job_approval, kind 'change'), and joins the queue as register's jobs do.
+create or replace function {{ .schema }}.register_change(change text, plan jsonb) returns boolean
+language plpgsql volatile security definer
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_change record;
+  v_plan jsonb;
+  v_job_id text;
+  v_type text;
+  v_canonical text;
+  v_problem text;
+begin
+  if register_change.change is null or register_change.change !~ '^[a-z][a-z0-9_]{0,39}$' then
+    raise exception 'change: must be 1 to 40 lower-case ASCII letters, digits or _, starting with a letter, got %',
+      excerpt(register_change.change, true) using errcode = '22023';
+  end if;
+  select c.name, c.definition, c.digest into v_change from changes as c where c.name = register_change.change;
+  if not found then
+    raise exception 'change: there is no change % (chunks change list)', register_change.change using errcode = '22023';
+  end if;
+  v_plan := valid_plan(register_change.plan, v_change.definition);  -- 22023 naming the field, before anything is written
+  v_job_id := v_plan ->> 'job_id';
+  -- A change with a tenant column: the plan's tenant must be one of its
+  -- values, as that column prints it (the generated function compares the
+  -- row's tenant as text).
+  if v_change.definition ? 'tenant' then
+    select format_type(a.atttypid, a.atttypmod) into v_type
+      from pg_attribute as a
+     where a.attrelid = to_regclass(v_change.definition ->> 'table') and a.attname = v_change.definition ->> 'tenant';
+    begin
+      execute format('select $1::%s::text', v_type) into v_canonical using v_plan ->> 'tenant';
+    exception when others then
+      v_canonical := null;
+    end;
+    if v_canonical is distinct from v_plan ->> 'tenant' then
+      raise exception 'tenant: must be a value of column %.% (%) as it prints, got %', v_change.definition ->> 'table',
+        v_change.definition ->> 'tenant', v_type, excerpt(v_plan ->> 'tenant', true) using errcode = '22023';
+    end if;
+  end if;
+
+  insert into jobs as j (job_id, tenant, targets, chunk_size, next_index)
+  values (v_job_id, v_plan ->> 'tenant', v_plan -> 'targets', (v_plan -> 'chunk_size')::integer, 0)
+  on conflict (job_id) do nothing;
+  if found then
+    insert into job_approval (job_id, kind, tenant, chunk_size, targets_sha256, recorded_from)
+    values (v_job_id, 'change', v_plan ->> 'tenant', (v_plan -> 'chunk_size')::integer,
+            targets_sha256(v_plan -> 'targets'), 'register_change');
+    insert into job_change (job_id, change, digest) values (v_job_id, v_change.name, v_change.digest);
+    insert into job_queue (job_id, visible_at) values (v_job_id, clock_timestamp());
+    perform pg_notify(queue_channel(), v_job_id);
+    return true;
+  end if;
+
+  -- The id is taken: the same approval of the same change again is not an
+  -- error, anything else is.
+  select case
+           when jc.job_id is null then format('job %s: already registered, not as a job of change %s', j.job_id, v_change.name)
+           when jc.change <> v_change.name then
+             format('job %s: already registered as a job of change %s, not %s', j.job_id, jc.change, v_change.name)
+           when jc.digest <> v_change.digest then
+             format('job %s: already registered under another definition of change %s', j.job_id, v_change.name)
+           else registration_problem(j.job_id, 'cancel', null, j.tenant, j.targets, j.chunk_size, ap.kind = 'change',
+                                     v_plan ->> 'tenant', v_plan -> 'targets', (v_plan -> 'chunk_size')::integer)
+         end
+    into v_problem
+    from jobs as j
+    left join job_change as jc on jc.job_id = j.job_id
+    left join job_approval as ap on ap.job_id = j.job_id
+   where j.job_id = v_job_id;
+  if not found then
+    raise exception 'job %: was removed while registering', v_job_id using errcode = 'CH409';
+  end if;
+  if v_problem is not null then
+    raise exception '%', v_problem using errcode = 'CH409';
+  end if;
+  return false;
+end
+$$;
+comment on function {{ .schema }}.register_change(text, jsonb) is
+$c$Records an approved job of the declared change CHANGE; returns true when new, false when
+the same approval is already there. PLAN has register's five keys (job_id, tenant, targets,
+chunk_size, allow_partial); its targets are objects with exactly the change's fields (key,
+version, expect columns, set_from_target fields), stored typed and sorted by key. The job
+records its change and the definition's digest (job_change) and its approval (job_approval,
+kind change), and joins the queue, as register's jobs do; run_chunk runs it with the
+change's generated function.
+Errors: 22023 bad input (names the field; an unknown change); CH409 a different job under this id.$c$;
