@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -30,7 +31,10 @@ func userSchema(t testing.TB, s *pgtest.Schema, sql string) string {
 // the updates of each row.
 const paymentsSQL = `
 create table %[1]s.payments(payment_id bigint primary key, merchant_id integer not null, status text not null,
-  amount_cents integer not null, hold_reason text, lock_version integer not null default 0);
+  amount_cents integer not null, hold_reason text, lock_version integer not null default 0,
+  ref text not null, code numeric not null unique, total integer generated always as (amount_cents * 2) stored,
+  seq bigint generated always as identity);
+create unique index on %[1]s.payments(ref) where status <> 'void';
 create table %[1]s.payment_updates(payment_id bigint, n integer);
 create function %[1]s.count_update() returns trigger language plpgsql as $t$
 begin
@@ -39,7 +43,7 @@ begin
 end
 $t$;
 create trigger counted after update on %[1]s.payments for each row execute function %[1]s.count_update();
-insert into %[1]s.payments select g, 7, 'captured', 100 * g, null, 3 from generate_series(1, 5) g;`
+insert into %[1]s.payments select g, 7, 'captured', 100 * g, null, 3, 'r' || g, g from generate_series(1, 5) g;`
 
 // holdPayment is the issue's definition on shop.payments.
 func holdPayment(shop string) string {
@@ -120,4 +124,114 @@ func TestChangePayments(t *testing.T) {
 	// Drop is refused while a job of the change exists.
 	_, err = tryString(s.Conn, "select drop_change('hold_payment')::text")
 	wantExactPgError(t, err, "CH409", "change hold_payment: 1 jobs of it exist; a change is dropped only when none does")
+}
+
+// nothingDefined fails unless schema s has no declared change and no
+// generated function.
+func nothingDefined(t testing.TB, s *pgtest.Schema) {
+	t.Helper()
+	if got := mustString(t, s.Conn, `select (select count(*) from changes) || '/' ||
+	    (select count(*) from pg_proc where pronamespace = $1::regnamespace and proname like 'apply\_%')`, s.Name); got != "0/0" {
+		t.Fatalf("changes/apply_ functions: %s, want 0/0", got)
+	}
+}
+
+// definitionWith is holdPayment on shop with the fields of set replaced
+// (a nil value removes the field).
+func definitionWith(t testing.TB, shop string, set map[string]any) string {
+	t.Helper()
+	var def map[string]any
+	if err := json.Unmarshal([]byte(holdPayment(shop)), &def); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range set {
+		if v == nil {
+			delete(def, k)
+		} else {
+			def[k] = v
+		}
+	}
+	b, err := json.Marshal(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// Define time (issue 25, item 1): every refusal names the field, table,
+// column or constant at fault (22023), and nothing is created.
+func TestChangeDefineRefusals(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	shop := userSchema(t, s, paymentsSQL)
+	p := shop + ".payments"
+	for _, c := range []struct {
+		name string
+		def  string
+		msg  string
+	}{
+		{"not an object", `[]`, "definition: must be an object, got array"},
+		{"unknown field", definitionWith(t, shop, map[string]any{"sets": map[string]any{}}), `definition: unknown field "sets"`},
+		{"no name", definitionWith(t, shop, map[string]any{"name": nil}), "definition: missing field name"},
+		{"name not a string", definitionWith(t, shop, map[string]any{"name": 1}), "name: must be a string, got number"},
+		{"SQL in the name", definitionWith(t, shop, map[string]any{"name": "x(); drop table " + p + "; --"}),
+			`name: must be 1 to 40 lower-case ASCII letters, digits or _, starting with a letter, got "x(); drop table ` + p + `; --"`},
+		{"upper-case name", definitionWith(t, shop, map[string]any{"name": "Hold"}),
+			`name: must be 1 to 40 lower-case ASCII letters, digits or _, starting with a letter, got "Hold"`},
+		{"table not qualified", definitionWith(t, shop, map[string]any{"table": "payments"}), `table: must be schema.table, got "payments"`},
+		{"no such table", definitionWith(t, shop, map[string]any{"table": shop + ".nope"}), `table: there is no table "` + shop + `.nope"`},
+		{"system schema", definitionWith(t, shop, map[string]any{"table": "pg_catalog.pg_class"}),
+			`table: "pg_catalog.pg_class" is in system schema pg_catalog`},
+		{"chunks' own table", definitionWith(t, shop, map[string]any{"table": s.Name + ".orders"}),
+			`table: "` + s.Name + `.orders" is one of chunks' own tables (schema ` + s.Name + `); declare changes of your own tables`},
+		{"no key column", definitionWith(t, shop, map[string]any{"key": "id"}), `key: table ` + p + ` has no column "id"`},
+		{"nullable key", definitionWith(t, shop, map[string]any{"key": "hold_reason"}), "key: column " + p + ".hold_reason may be NULL"},
+		{"key of another type", definitionWith(t, shop, map[string]any{"key": "code"}),
+			"key: column " + p + ".code is numeric, not smallint, integer, bigint, text, varchar or uuid"},
+		{"key not unique", definitionWith(t, shop, map[string]any{"key": "merchant_id"}),
+			"key: column " + p + ".merchant_id is not unique on its own (no primary key, unique constraint or non-partial unique index of exactly this column)"},
+		{"key unique by a partial index", definitionWith(t, shop, map[string]any{"key": "ref"}),
+			"key: column " + p + ".ref is not unique on its own (no primary key, unique constraint or non-partial unique index of exactly this column)"},
+		{"no tenant column", definitionWith(t, shop, map[string]any{"tenant": "merchant"}), `tenant: table ` + p + ` has no column "merchant"`},
+		{"version not an integer", definitionWith(t, shop, map[string]any{"version": "status"}),
+			"version: column " + p + ".status is text, not smallint, integer or bigint"},
+		{"no version, no expect", definitionWith(t, shop, map[string]any{"version": nil, "expect": []string{}}),
+			"expect: must name at least one column when the change has no version"},
+		{"no expect column", definitionWith(t, shop, map[string]any{"expect": []string{"amount"}}), `expect: table ` + p + ` has no column "amount"`},
+		{"no when column", definitionWith(t, shop, map[string]any{"when": map[string]any{"state": "captured"}}), `when: table ` + p + ` has no column "state"`},
+		{"when constant of another type", definitionWith(t, shop, map[string]any{"when": map[string]any{"amount_cents": "lots"}}),
+			`when.amount_cents: constant "lots" is not a value of column ` + p + `.amount_cents (integer): invalid input syntax for type integer: "lots"`},
+		{"set constant a list", definitionWith(t, shop, map[string]any{"set": map[string]any{"status": []int{}}}),
+			"set.status: must be a string, number or boolean constant, got array"},
+		{"set constant of another type", definitionWith(t, shop, map[string]any{"set": map[string]any{"lock_version": 1, "amount_cents": 1.5}}),
+			`set.amount_cents: constant 1.5 is not a value of column ` + p + `.amount_cents (integer): invalid input syntax for type integer: "1.5"`},
+		{"set the key", definitionWith(t, shop, map[string]any{"set": map[string]any{"payment_id": 1}}),
+			"set: payment_id is the key, the tenant or the version, which a change never sets"},
+		{"set the tenant", definitionWith(t, shop, map[string]any{"set": map[string]any{"merchant_id": 1}}),
+			"set: merchant_id is the key, the tenant or the version, which a change never sets"},
+		{"set the version", definitionWith(t, shop, map[string]any{"set": map[string]any{"lock_version": 1}}),
+			"set: lock_version is the key, the tenant or the version, which a change never sets"},
+		{"set a generated column", definitionWith(t, shop, map[string]any{"set": map[string]any{"total": 1}}), "set: column " + p + ".total is generated"},
+		{"set an identity column", definitionWith(t, shop, map[string]any{"set": map[string]any{"seq": 1}}), "set: column " + p + ".seq is an identity column"},
+		{"set_from_target the key", definitionWith(t, shop, map[string]any{"set_from_target": map[string]any{"payment_id": "new_id"}}),
+			"set_from_target: payment_id is the key, the tenant or the version, which a change never sets"},
+		{"set and set_from_target", definitionWith(t, shop, map[string]any{"set_from_target": map[string]any{"status": "new_status"}}),
+			"set_from_target: status is in set too"},
+		{"bad target field", definitionWith(t, shop, map[string]any{"set_from_target": map[string]any{"hold_reason": "Reason!"}}),
+			`set_from_target.hold_reason: the target field must be 1 to 63 lower-case ASCII letters, digits or _, got "Reason!"`},
+		{"target field taken", definitionWith(t, shop, map[string]any{"set_from_target": map[string]any{"hold_reason": "amount_cents"}}),
+			"set_from_target.hold_reason: target field amount_cents is already the field of the key, the version or an expect column"},
+		{"nothing written", definitionWith(t, shop, map[string]any{"set": nil, "set_from_target": nil}),
+			"set: a change must write at least one column (set or set_from_target)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := tryString(s.Conn, "select define_change($1)::text", c.def)
+			wantExactPgError(t, err, "22023", c.msg)
+			nothingDefined(t, s)
+		})
+	}
+	// The payments are as they were: no definition ran anything.
+	if got := mustString(t, s.Conn, "select count(*)::text from "+p+" where status = 'captured' and hold_reason is null"); got != "5" {
+		t.Fatalf("payments changed: %s captured", got)
+	}
 }

@@ -177,7 +177,7 @@ begin
         end if;
         if v_v #>> '{}' = any (v_targets) then
           raise exception 'set_from_target.%: target field % is already the field of the key, the version or an expect column',
-            v_k, v_v using errcode = '22023';
+            v_k, v_v #>> '{}' using errcode = '22023';
         end if;
         v_targets := v_targets || (v_v #>> '{}');
       else
