@@ -235,3 +235,130 @@ func TestChangeDefineRefusals(t *testing.T) {
 		t.Fatalf("payments changed: %s captured", got)
 	}
 }
+
+// Drift made by hand between chunks is refused (CH409) naming the key and
+// the first column that differs, in order: missing, tenant, when, version,
+// expect; the chunk writes nothing. Tampering with the change (redefined,
+// dropped, its function dropped by hand) is refused too.
+func TestChangeDriftAndTampering(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	shop := userSchema(t, s, paymentsSQL)
+	p := shop + ".payments"
+	s.Exec(t, "select define_change($1)", holdPayment(shop))
+	s.Exec(t, "select register_change('hold_payment', $1)", changePlan("p1", "7", paymentTargets(1, 2, 3, 4, 5), 2))
+	sameJSON(t, "first chunk", mustString(t, s.Conn, "select run_chunk('p1')::text"), `{"processed": [1, 2], "next_index": 2, "done": false}`)
+	audit := func() string {
+		return mustString(t, s.Conn, "select count(*)::text from change_audit where job_id = 'p1'")
+	}
+	for _, c := range []struct{ drift, undo, msg string }{
+		{"update " + p + " set amount_cents = 999 where payment_id = 3", "update " + p + " set amount_cents = 300 where payment_id = 3",
+			"payment_id 3: amount_cents is 999, approved 300"},
+		{"update " + p + " set lock_version = 9 where payment_id = 3", "update " + p + " set lock_version = 3 where payment_id = 3",
+			"payment_id 3: lock_version is 9, approved 3"},
+		{"update " + p + " set status = 'refunded' where payment_id = 4", "update " + p + " set status = 'captured' where payment_id = 4",
+			"payment_id 4: status is refunded, the change requires captured"},
+		{"update " + p + " set merchant_id = 8 where payment_id = 4", "update " + p + " set merchant_id = 7 where payment_id = 4",
+			"payment_id 4: belongs to another tenant"},
+		{"update " + p + " set payment_id = 33 where payment_id = 3", "update " + p + " set payment_id = 3 where payment_id = 33",
+			"payment_id 3: missing"},
+	} {
+		s.Exec(t, c.drift)
+		_, err := tryString(s.Conn, "select run_chunk('p1')::text")
+		wantExactPgError(t, err, "CH409", c.msg)
+		if got := audit(); got != "2" {
+			t.Fatalf("after %q: %s audit rows, want 2", c.drift, got)
+		}
+		s.Exec(t, c.undo)
+	}
+	if got := mustString(t, s.Conn, "select count(*)::text from "+p+" where status = 'on_hold'"); got != "2" {
+		t.Fatalf("%s payments on hold, want 2", got)
+	}
+
+	// Tampering: the change redefined, dropped, or its function dropped, by hand.
+	const tampered = "job p1: its change hold_payment was redefined or dropped since it was approved"
+	s.Exec(t, `update changes set definition = jsonb_set(definition, '{set,status}', '"void"'),
+	             digest = encode(sha256(convert_to(jsonb_set(definition, '{set,status}', '"void"')::text, 'UTF8')), 'hex')`)
+	_, err := tryString(s.Conn, "select run_chunk('p1')::text")
+	wantExactPgError(t, err, "CH409", tampered)
+	s.Exec(t, "create table saved as select * from changes")
+	s.Exec(t, "delete from changes")
+	_, err = tryString(s.Conn, "select run_chunk('p1')::text")
+	wantExactPgError(t, err, "CH409", tampered)
+	s.Exec(t, "insert into changes select * from saved")
+	s.Exec(t, `update changes set definition = jsonb_set(definition, '{set,status}', '"on_hold"'),
+	             digest = encode(sha256(convert_to(jsonb_set(definition, '{set,status}', '"on_hold"')::text, 'UTF8')), 'hex')`)
+	s.Exec(t, "alter function apply_hold_payment(text, text, integer, jsonb) rename to apply_hold_payment_saved")
+	_, err = tryString(s.Conn, "select run_chunk('p1')::text")
+	wantExactPgError(t, err, "CH409", tampered)
+	s.Exec(t, "alter function apply_hold_payment_saved(text, text, integer, jsonb) rename to apply_hold_payment")
+	// A job whose targets were rewritten is no longer its approval.
+	s.Exec(t, `update jobs set targets = jsonb_set(targets, '{2,reason}', '"other"') where job_id = 'p1'`)
+	_, err = tryString(s.Conn, "select run_chunk('p1')::text")
+	wantPgError(t, err, "CH409", "job p1: the stored job is no longer the registered approval: its targets were changed after register")
+	s.Exec(t, `update jobs set targets = jsonb_set(targets, '{2,reason}', '"chargeback''s #3"') where job_id = 'p1'`)
+	// Restored, the job goes on, each row changed once.
+	sameJSON(t, "second chunk", mustString(t, s.Conn, "select run_chunk('p1')::text"), `{"processed": [3, 4], "next_index": 4, "done": false}`)
+	sameJSON(t, "last chunk", mustString(t, s.Conn, "select run_chunk('p1')::text"), `{"processed": [5], "next_index": 5, "done": true}`)
+	if got := mustString(t, s.Conn, "select count(*)::text || '/' || count(distinct key) from change_audit where job_id = 'p1'"); got != "5/5" {
+		t.Fatalf("audit rows/keys: %s, want 5/5", got)
+	}
+	// An audit row removed by hand makes the stored job unsound.
+	s.Exec(t, "delete from change_audit where job_id = 'p1' and ordinal = 4")
+	_, err = tryString(s.Conn, "select run_chunk('p1')::text")
+	wantExactPgError(t, err, "CH409", "job p1: the stored job is not sound: its audit (change_audit) is not exactly targets[0:5]")
+}
+
+// crm.contacts: a uuid key, no tenant, no version, expect on email; and
+// catalog.prices: a text key, a numeric new price from each target, when on
+// currency. A constant with quotes in it is written as it is.
+func TestChangeContactsAndPrices(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	crm := userSchema(t, s, `create table %[1]s.contacts(id uuid primary key, email text, opted_out boolean not null default false, note text);
+	  insert into %[1]s.contacts values ('00000000-0000-0000-0000-00000000000a', 'a@example.com', false, null),
+	                                    ('00000000-0000-0000-0000-00000000000b', null, false, null),
+	                                    ('00000000-0000-0000-0000-00000000000c', 'c@example.com', false, null);`)
+	cat := userSchema(t, s, `create table %[1]s.prices(sku text primary key, price numeric(10, 2) not null, currency text not null);
+	  insert into %[1]s.prices values ('sku-1', 10.00, 'EUR'), ('sku-2', 20.00, 'EUR'), ('sku-3', 30.00, 'USD');`)
+	s.Exec(t, "select define_change($1)", fmt.Sprintf(`{"name": "opt_out", "table": "%s.contacts", "key": "id", "expect": ["email"],
+	  "set": {"opted_out": true, "note": "it's \"done\"'); drop table %s.contacts; --"}}`, crm, crm))
+	s.Exec(t, "select register_change('opt_out', $1)", changePlan("c1", "crm", `[
+	  {"id": "00000000-0000-0000-0000-00000000000B", "email": null},
+	  {"id": "00000000-0000-0000-0000-00000000000a", "email": "a@example.com"}]`, 10))
+	sameJSON(t, "contacts job", mustString(t, s.Conn, "select run_chunk('c1')::text"),
+		`{"processed": ["00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000b"], "next_index": 2, "done": true}`)
+	sameJSON(t, "contacts", mustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(right(id::text, 1), opted_out, note) order by id)::text from "+crm+".contacts"),
+		fmt.Sprintf(`[["a", true, "it's \"done\"'); drop table %[1]s.contacts; --"], ["b", true, "it's \"done\"'); drop table %[1]s.contacts; --"], ["c", false, null]]`, crm))
+	sameJSON(t, "contacts audit", mustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(key, version_before, before) order by ordinal)::text from change_audit where job_id = 'c1'"),
+		`[["00000000-0000-0000-0000-00000000000a", null, {"note": null, "opted_out": false}], ["00000000-0000-0000-0000-00000000000b", null, {"note": null, "opted_out": false}]]`)
+
+	s.Exec(t, "select define_change($1)", fmt.Sprintf(`{"name": "reprice", "table": "%s.prices", "key": "sku", "expect": ["price"],
+	  "when": {"currency": "EUR"}, "set_from_target": {"price": "new_price"}}`, cat))
+	s.Exec(t, "select register_change('reprice', $1)", changePlan("r1", "shop", `[
+	  {"sku": "sku-2", "price": 20, "new_price": 21.5}, {"sku": "sku-1", "price": 10.00, "new_price": 11.25}]`, 1))
+	for _, want := range []string{`{"processed": ["sku-1"], "next_index": 1, "done": false}`, `{"processed": ["sku-2"], "next_index": 2, "done": true}`} {
+		sameJSON(t, "reprice", mustString(t, s.Conn, "select run_chunk('r1')::text"), want)
+	}
+	sameJSON(t, "prices", mustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(sku, price) order by sku)::text from "+cat+".prices"),
+		`[["sku-1", 11.25], ["sku-2", 21.50], ["sku-3", 30.00]]`)
+	sameJSON(t, "prices audit", mustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(key, before, after) order by ordinal)::text from change_audit where job_id = 'r1'"),
+		`[["sku-1", {"price": 10.00}, {"price": 11.25}], ["sku-2", {"price": 20.00}, {"price": 21.50}]]`)
+	// when: a USD price is refused, naming the key and the column.
+	s.Exec(t, "select register_change('reprice', $1)", changePlan("r2", "shop", `[{"sku": "sku-3", "price": 30, "new_price": 31}]`, 1))
+	_, err := tryString(s.Conn, "select run_chunk('r2')::text")
+	wantExactPgError(t, err, "CH409", "sku sku-3: currency is USD, the change requires EUR")
+
+	// change_show has the definition and the generated source for review.
+	show := mustString(t, s.Conn, "select change_show('reprice')::text")
+	for _, want := range []string{`"jobs": 2`, `"function": "apply_reprice"`, "CREATE OR REPLACE FUNCTION " + s.Name + ".apply_reprice", "SECURITY DEFINER", "for update of r"} {
+		if !strings.Contains(show, want) {
+			t.Errorf("change_show lacks %q:\n%s", want, show)
+		}
+	}
+	if strings.Contains(show, "EXECUTE") {
+		t.Errorf("the generated function has EXECUTE:\n%s", show)
+	}
+	sameJSON(t, "change_list", mustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(x ->> 'name', x -> 'jobs'))::text from jsonb_array_elements(change_list()) x"),
+		`[["opt_out", 1], ["reprice", 2]]`)
+}
