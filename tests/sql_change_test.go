@@ -362,3 +362,60 @@ func TestChangeContactsAndPrices(t *testing.T) {
 	sameJSON(t, "change_list", mustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(x ->> 'name', x -> 'jobs'))::text from jsonb_array_elements(change_list()) x"),
 		`[["opt_out", 1], ["reprice", 2]]`)
 }
+
+// register_change validates the plan as register does (the same messages
+// for the five keys) and the targets strictly against the change: exactly
+// its fields, each a value of its column, no key twice; the tenant must be
+// a value of the tenant column. Nothing is written on a refusal. A job of
+// the change runs through the fleet's run_next_chunk like any other.
+func TestChangeRegisterRefusals(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	shop := userSchema(t, s, paymentsSQL)
+	s.Exec(t, "select define_change($1)", holdPayment(shop))
+	one := `{"payment_id": 1, "lock_version": 3, "amount_cents": 100, "reason": "r"}`
+	for _, c := range []struct{ change, plan, msg string }{
+		{"nope", changePlan("j", "7", "["+one+"]", 1), "change: there is no change nope (chunks change list)"},
+		{"x'; drop", changePlan("j", "7", "["+one+"]", 1), `change: must be 1 to 40 lower-case ASCII letters, digits or _, starting with a letter, got "x'; drop"`},
+		{"hold_payment", `{"job_id": "j"}`, `plan: missing key "tenant"`},
+		{"hold_payment", changePlan("j k", "7", "["+one+"]", 1), `job_id: ` + nameRule + `, got "j k"`},
+		{"hold_payment", changePlan("j", "7", "["+one+"]", 11), "chunk_size: must be between 1 and 10, got 11"},
+		{"hold_payment", changePlan("j", "7", "[]", 1), "targets: must be a list of 1 to 64 targets, got 0"},
+		{"hold_payment", changePlan("j", "7", "[1]", 1), "targets[0]: must be an object with the fields payment_id, lock_version, amount_cents, reason, got number"},
+		{"hold_payment", changePlan("j", "7", `[{"payment_id": 1, "lock_version": 3, "amount_cents": 100}]`, 1), "targets[0]: missing field reason"},
+		{"hold_payment", changePlan("j", "7", `[{"payment_id": 1, "lock_version": 3, "amount_cents": 100, "reason": "r", "status": "x"}]`, 1),
+			`targets[0]: unexpected field "status"`},
+		{"hold_payment", changePlan("j", "7", "["+one+`, {"payment_id": "2", "lock_version": 3, "amount_cents": 100, "reason": "r"}]`, 1),
+			`targets[1].payment_id: must be a number, a value of column payment_id (bigint), got "2"`},
+		{"hold_payment", changePlan("j", "7", `[{"payment_id": 1.5, "lock_version": 3, "amount_cents": 100, "reason": "r"}]`, 1),
+			`targets[0].payment_id: 1.5 is not a value of column payment_id (bigint): invalid input syntax for type bigint: "1.5"`},
+		{"hold_payment", changePlan("j", "7", `[{"payment_id": 1, "lock_version": -1, "amount_cents": 100, "reason": "r"}]`, 1),
+			"targets[0].lock_version: must be an integer of at least 0, got -1"},
+		{"hold_payment", changePlan("j", "7", `[{"payment_id": 1, "lock_version": 3, "amount_cents": 100, "reason": null}]`, 1),
+			"targets[0].reason: must be a string, a value of column hold_reason (text), got null"},
+		{"hold_payment", changePlan("j", "7", "["+one+", "+one+"]", 1), "targets: duplicate payment_id 1"},
+		{"hold_payment", changePlan("j", "acme", "["+one+"]", 1), `tenant: must be a value of column ` + shop + `.payments.merchant_id (integer) as it prints, got "acme"`},
+		{"hold_payment", changePlan("j", "07", "["+one+"]", 1), `tenant: must be a value of column ` + shop + `.payments.merchant_id (integer) as it prints, got "07"`},
+	} {
+		refuse(t, s, "22023", c.msg, "select register_change($1, $2)::text", c.change, c.plan)
+	}
+	// Another job under the id of an orders job is a conflict.
+	registerJob(t, s, "orders-job", "7", 1, 2, 1)
+	refuse(t, s, "CH409", "job orders-job: already registered, not as a job of change hold_payment",
+		"select register_change('hold_payment', $1)::text", changePlan("orders-job", "7", "["+one+"]", 1))
+
+	// The fleet's pass runs a change job like any other.
+	s.Exec(t, "select register_change('hold_payment', $1)", changePlan("p1", "7", paymentTargets(2, 1), 1))
+	s.Exec(t, "delete from job_queue where job_id = 'orders-job'")
+	for _, want := range []string{
+		`{"job_id": "p1", "processed": [1], "next_index": 1, "done": false}`,
+		`{"job_id": "p1", "processed": [2], "next_index": 2, "done": true}`,
+	} {
+		sameJSON(t, "run_next_chunk", mustString(t, s.Conn, "select run_next_chunk('w1')::text"), want)
+	}
+	if got := mustString(t, s.Conn, "select run_next_chunk('w1')::text"); got != "<null>" {
+		t.Fatalf("run_next_chunk after the job: %s", got)
+	}
+	// inspect_job shows the targets as they are stored.
+	sameJSON(t, "inspect_job", mustString(t, s.Conn, "select (inspect_job('p1') -> 'targets')::text"), paymentTargets(1, 2))
+}
