@@ -199,7 +199,10 @@ begin
   end if;
 
   -- Frozen like an approval: the same definition is a no-op, another one
-  -- under the name a conflict.
+  -- under the name a conflict. An empty expect, when, set or
+  -- set_from_target is the same as none: it is not kept.
+  v_def := (select jsonb_object_agg(e.key, e.value) from jsonb_each(v_def) as e
+             where e.value not in ('[]'::jsonb, '{}'::jsonb));
   select c.definition into v_existing from changes as c where c.name = v_name for update;
   if found then
     if v_existing = v_def then
