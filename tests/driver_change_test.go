@@ -84,7 +84,10 @@ func TestDriverChange(t *testing.T) {
 		{func(p *driver.ChangePlan) { p.Targets = nil }, "targets: must be a list of 1 to 64 targets, got 0"},
 		{func(p *driver.ChangePlan) { p.ChunkSize = 0 }, "chunk_size: must be between 1 and 10, got 0"},
 		{func(p *driver.ChangePlan) { p.AllowPartial = false }, "allow_partial: must be true (each chunk commits on its own), got false"},
-		{func(p *driver.ChangePlan) { p.Targets = p.Targets[:1:1]; p.Targets[0] = map[string]any{"payment_id": 1} }, "targets[0]: missing field lock_version"},
+		{func(p *driver.ChangePlan) {
+			p.Targets = p.Targets[:1:1]
+			p.Targets[0] = map[string]any{"payment_id": 1}
+		}, "targets[0]: missing field lock_version"},
 	} {
 		p := plan
 		p.Targets = append([]map[string]any(nil), plan.Targets...)
