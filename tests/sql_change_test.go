@@ -92,11 +92,11 @@ func TestChangePayments(t *testing.T) {
 	_, err := tryString(s.Conn, "select define_change($1)::text", strings.Replace(holdPayment(shop), "on_hold", "held", 1))
 	wantExactPgError(t, err, "CH409", "change hold_payment: already defined with a different definition (chunks change show hold_payment)")
 
-	plan := changePlan("p1", "7", paymentTargets(4, 2, 1, 3), 2)
-	if !mustBool(t, s.Conn, "select register_change('hold_payment', $1)", plan) {
+	p1 := changePlan("p1", "7", paymentTargets(4, 2, 1, 3), 2)
+	if !mustBool(t, s.Conn, "select register_change('hold_payment', $1)", p1) {
 		t.Fatal("register_change: false for a new job")
 	}
-	if mustBool(t, s.Conn, "select register_change('hold_payment', $1)", plan) {
+	if mustBool(t, s.Conn, "select register_change('hold_payment', $1)", p1) {
 		t.Fatal("register_change: true for the same plan again")
 	}
 	_, err = tryString(s.Conn, "select register_change('hold_payment', $1)::text", changePlan("p1", "7", paymentTargets(4, 2, 1), 2))
@@ -120,6 +120,21 @@ func TestChangePayments(t *testing.T) {
 		  [1, "2", 3, 4, {"status": "captured", "hold_reason": null}, {"status": "on_hold", "hold_reason": "chargeback's #2"}],
 		  [2, "3", 3, 4, {"status": "captured", "hold_reason": null}, {"status": "on_hold", "hold_reason": "chargeback's #3"}],
 		  [3, "4", 3, 4, {"status": "captured", "hold_reason": null}, {"status": "on_hold", "hold_reason": "chargeback's #4"}]]`)
+
+	// report: every committed row matching, then drift made by hand: a
+	// written value changed, the version moved, a row gone.
+	sameJSON(t, "report", mustString(t, s.Conn, "select report('p1')::text"),
+		`{"approved": [1, 2, 3, 4], "committed": [1, 2, 3, 4], "remaining": [], "matching": [1, 2, 3, 4], "drifted": [], "missing": []}`)
+	s.Exec(t, "update "+shop+".payments set hold_reason = 'other' where payment_id = 1")
+	s.Exec(t, "update "+shop+".payments set lock_version = 5 where payment_id = 2")
+	s.Exec(t, "delete from "+shop+".payments where payment_id = 4")
+	sameJSON(t, "report after drift", mustString(t, s.Conn, "select report('7', 'p1')::text"),
+		`{"approved": [1, 2, 3, 4], "committed": [1, 2, 3, 4], "remaining": [], "matching": [3], "drifted": [1, 2], "missing": [4]}`)
+	// Undo of a declared change is not there yet; register of its id is a conflict.
+	_, err = tryString(s.Conn, "select register_undo('p1')::text")
+	wantExactPgError(t, err, "CH409", "job p1: is a job of a declared change; its undo is not supported yet")
+	_, err = tryString(s.Conn, "select register($1)::text", plan("p1", "7", 1, 2, 1))
+	wantExactPgError(t, err, "CH409", "job p1: already registered as a job of a declared change (register_change)")
 
 	// Drop is refused while a job of the change exists.
 	_, err = tryString(s.Conn, "select drop_change('hold_payment')::text")
@@ -333,6 +348,11 @@ func TestChangeContactsAndPrices(t *testing.T) {
 	sameJSON(t, "contacts audit", mustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(key, version_before, before) order by ordinal)::text from change_audit where job_id = 'c1'"),
 		`[["00000000-0000-0000-0000-00000000000a", null, {"note": null, "opted_out": false}], ["00000000-0000-0000-0000-00000000000b", null, {"note": null, "opted_out": false}]]`)
 
+	s.Exec(t, "update "+crm+".contacts set note = null where right(id::text, 1) = 'b'")
+	sameJSON(t, "contacts report", mustString(t, s.Conn, "select report('c1')::text"), `{"approved": ["00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000b"],
+	  "committed": ["00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000b"], "remaining": [],
+	  "matching": ["00000000-0000-0000-0000-00000000000a"], "drifted": ["00000000-0000-0000-0000-00000000000b"], "missing": []}`)
+
 	s.Exec(t, "select define_change($1)", fmt.Sprintf(`{"name": "reprice", "table": "%s.prices", "key": "sku", "expect": ["price"],
 	  "when": {"currency": "EUR"}, "set_from_target": {"price": "new_price"}}`, cat))
 	s.Exec(t, "select register_change('reprice', $1)", changePlan("r1", "shop", `[
@@ -349,6 +369,8 @@ func TestChangeContactsAndPrices(t *testing.T) {
 	_, err := tryString(s.Conn, "select run_chunk('r2')::text")
 	wantExactPgError(t, err, "CH409", "sku sku-3: currency is USD, the change requires EUR")
 
+	sameJSON(t, "prices report", mustString(t, s.Conn, "select report('r1')::text"),
+		`{"approved": ["sku-1", "sku-2"], "committed": ["sku-1", "sku-2"], "remaining": [], "matching": ["sku-1", "sku-2"], "drifted": [], "missing": []}`)
 	// change_show has the definition and the generated source for review.
 	show := mustString(t, s.Conn, "select change_show('reprice')::text")
 	for _, want := range []string{`"jobs": 2`, `"function": "apply_reprice"`, "CREATE OR REPLACE FUNCTION " + s.Name + ".apply_reprice", "SECURITY DEFINER", "for update of r"} {

@@ -61,6 +61,7 @@
 {{ template "change_targets.sql" . }}
 {{ template "register_change.sql" . }}
 {{ template "run_change_chunk.sql" . }}
+{{ template "report_change.sql" . }}
 {{ template "grant_access.sql" . }}
 
 -- Least privilege (README "Roles"): no function of chunks is executable by

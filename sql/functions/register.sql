@@ -25,7 +25,7 @@ begin
 
   -- The id is taken: the same approval again is not an error, anything else is.
   -- Progress (next_index) is never touched here.
-  select registration_problem(j.job_id, coalesce(k.kind, 'cancel'), k.undoes, j.tenant, j.targets, j.chunk_size, ap.job_id is not null,
+  select registration_problem(j.job_id, coalesce(k.kind, ap.kind, 'cancel'), k.undoes, j.tenant, j.targets, j.chunk_size, ap.job_id is not null,
                               v_plan ->> 'tenant', v_plan -> 'targets', (v_plan -> 'chunk_size')::integer)
     into v_problem
     from jobs as j
