@@ -45,8 +45,9 @@ type JobStatus struct {
 	// chunks the fleet runs before the job pauses itself ([PauseAfter]);
 	// nil when no canary is pending.
 	PauseAfter *int `json:"pause_after"`
-	// Kind is the change the job applies: [driver.KindCancel], or
-	// [driver.KindRestore] for an undo ([driver.JobRef.RegisterUndo]). Undoes
+	// Kind is the change the job applies: [driver.KindCancel],
+	// [driver.KindRestore] for an undo ([driver.JobRef.RegisterUndo]), or
+	// [driver.KindChange] for a job of a declared change ([driver.RegisterChange]). Undoes
 	// names the job an undo undoes; UndoneBy the undo of this job. Both
 	// are nil when there is none.
 	Kind     string  `json:"kind"`
