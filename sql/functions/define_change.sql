@@ -33,10 +33,7 @@ declare
   v_sql text;
 begin
   select n.nspowner into v_owner from pg_namespace as n where n.nspname = '{{ .schema }}';
-  if not pg_has_role(current_user, v_owner, 'MEMBER') then
-    raise exception 'define_change: only the owner of schema {{ .schema }} (%) may define a change', v_owner::regrole
-      using errcode = '42501';
-  end if;
+  perform check_change_owner('define_change');
   if jsonb_typeof(v_def) is distinct from 'object' then
     raise exception 'definition: must be an object, got %', coalesce(jsonb_typeof(v_def), 'null') using errcode = '22023';
   end if;
@@ -55,10 +52,7 @@ begin
     end if;
   end loop;
   v_name := v_def ->> 'name';
-  if v_name !~ '^[a-z][a-z0-9_]{0,39}$' then
-    raise exception 'name: must be 1 to 40 lower-case ASCII letters, digits or _, starting with a letter, got %',
-      excerpt(v_name, true) using errcode = '22023';
-  end if;
+  perform check_change_name(v_name, 'name');
 
   -- The table: schema-qualified, an ordinary (or partitioned) table, in no
   -- system schema and not in chunks' own.

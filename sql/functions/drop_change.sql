@@ -6,19 +6,11 @@ language plpgsql volatile security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare
-  v_owner oid;
   v_jobs bigint;
   v_function text;
 begin
-  select n.nspowner into v_owner from pg_namespace as n where n.nspname = '{{ .schema }}';
-  if not pg_has_role(current_user, v_owner, 'MEMBER') then
-    raise exception 'drop_change: only the owner of schema {{ .schema }} (%) may drop a change', v_owner::regrole
-      using errcode = '42501';
-  end if;
-  if drop_change.name is null or drop_change.name !~ '^[a-z][a-z0-9_]{0,39}$' then
-    raise exception 'name: must be 1 to 40 lower-case ASCII letters, digits or _, starting with a letter, got %',
-      excerpt(drop_change.name, true) using errcode = '22023';
-  end if;
+  perform check_change_owner('drop_change');
+  perform check_change_name(drop_change.name, 'name');
   select c.function_name into v_function from changes as c where c.name = drop_change.name for update;
   if not found then
     return false;

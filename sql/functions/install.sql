@@ -13,6 +13,7 @@
 {{ template "order_matches.sql" . }}
 {{ template "valid_plan.sql" . }}
 {{ template "registration_problem.sql" . }}
+{{ template "record_job.sql" . }}
 {{ template "register.sql" . }}
 {{ template "check_plan.sql" . }}
 {{ template "inspect_job.sql" . }}
@@ -51,6 +52,8 @@
 {{ template "campaign_report.sql" . }}
 {{ template "campaign_check.sql" . }}
 {{ template "campaign_undo.sql" . }}
+{{ template "check_change_owner.sql" . }}
+{{ template "check_change_name.sql" . }}
 {{ template "change_column.sql" . }}
 {{ template "change_fields.sql" . }}
 {{ template "change_function_sql.sql" . }}

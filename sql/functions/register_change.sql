@@ -15,10 +15,7 @@ declare
   v_canonical text;
   v_problem text;
 begin
-  if register_change.change is null or register_change.change !~ '^[a-z][a-z0-9_]{0,39}$' then
-    raise exception 'change: must be 1 to 40 lower-case ASCII letters, digits or _, starting with a letter, got %',
-      excerpt(register_change.change, true) using errcode = '22023';
-  end if;
+  perform check_change_name(register_change.change, 'change');
   select c.name, c.definition, c.digest into v_change from changes as c where c.name = register_change.change;
   if not found then
     raise exception 'change: there is no change % (chunks change list)', register_change.change using errcode = '22023';
@@ -43,16 +40,8 @@ begin
     end if;
   end if;
 
-  insert into jobs as j (job_id, tenant, targets, chunk_size, next_index)
-  values (v_job_id, v_plan ->> 'tenant', v_plan -> 'targets', (v_plan -> 'chunk_size')::integer, 0)
-  on conflict (job_id) do nothing;
-  if found then
-    insert into job_approval (job_id, kind, tenant, chunk_size, targets_sha256, recorded_from)
-    values (v_job_id, 'change', v_plan ->> 'tenant', (v_plan -> 'chunk_size')::integer,
-            targets_sha256(v_plan -> 'targets'), 'register_change');
+  if record_job(v_job_id, v_plan ->> 'tenant', v_plan -> 'targets', (v_plan -> 'chunk_size')::integer, 'change', 'register_change') then
     insert into job_change (job_id, change, digest) values (v_job_id, v_change.name, v_change.digest);
-    insert into job_queue (job_id, visible_at) values (v_job_id, clock_timestamp());
-    perform pg_notify(queue_channel(), v_job_id);
     return true;
   end if;
 
