@@ -21,19 +21,12 @@ declare
   v_rel regclass;
   v_table text;
   v_key text := v_def ->> 'key';
-  v_tenant text := v_def ->> 'tenant';
   v_version text := v_def ->> 'version';
-  v_fields text[];      -- the target's fields, in order
-  v_types text[];       -- and the type of each (its column's)
-  v_compared text[];    -- the columns the check reads
+  v_compared text;      -- the columns the check reads, as a select list of r
   v_written text[];     -- the columns the change writes (set, then set_from_target)
-  v_coldefs text;
-  v_colnames text;
   v_t text;
   v_checks text := '';
   v_sets text;
-  v_k text;
-  v_v jsonb;
   v_sql text;
 begin
   select c.oid into v_rel
@@ -41,39 +34,11 @@ begin
    where n.nspname = v_ident[1] and c.relname = v_ident[2];
   v_table := format('%I.%I', v_ident[1], v_ident[2]);
 
-  select array_agg(f.field order by f.ord), array_agg(f.type order by f.ord) into v_fields, v_types
-    from change_fields(v_def) as f;
-  select string_agg(format('%I %s', f, t), ', ' order by o), string_agg(format('%I', f), ', ' order by o)
-    into v_coldefs, v_colnames
-    from unnest(v_fields, v_types) with ordinality as x(f, t, o);
-  v_t := format('t as materialized (select x.* from rows from (jsonb_to_recordset(%I.targets) as (%s)) with ordinality as x(%s, "?ordinal"))',
-                v_fn, v_coldefs, v_colnames);
-  v_compared := array(select distinct c from unnest(array[v_key, v_tenant, v_version]
-                                                   || array(select jsonb_array_elements_text(coalesce(v_def -> 'expect', '[]')))
-                                                   || array(select jsonb_object_keys(coalesce(v_def -> 'when', '{}')))) as c
-                       where c is not null order by c);
+  -- The targets, the columns the check reads and the check itself (change_sql_parts).
+  select p.targets_cte, p.compared, p.problem into v_t, v_compared, v_checks
+    from change_sql_parts(v_def, format('%I.targets', v_fn), format('%I.tenant', v_fn)) as p;
   v_written := array(select k from jsonb_object_keys(coalesce(v_def -> 'set', '{}')) as k order by k)
                || array(select k from jsonb_object_keys(coalesce(v_def -> 'set_from_target', '{}')) as k order by k);
-
-  -- The check, first difference first: missing, tenant, when, version, expect.
-  v_checks := format(E'\n               when l.%I is null then format(%L, %L, t.%I)', v_key, '%s %s: missing', v_key, v_key);
-  if v_tenant is not null then
-    v_checks := v_checks || format(E'\n               when l.%I::text is distinct from %I.tenant then format(%L, %L, t.%I)',
-                                   v_tenant, v_fn, '%s %s: belongs to another tenant', v_key, v_key);
-  end if;
-  for v_k, v_v in select e.key, e.value from jsonb_each(coalesce(v_def -> 'when', '{}')) as e order by e.key loop
-    v_checks := v_checks || format(E'\n               when l.%I is distinct from %L::%s then format(%L, %L, t.%I, %L, {{ .schema }}.excerpt(l.%I::text, false), %L)',
-                                   v_k, v_v #>> '{}', (select format_type(a.atttypid, a.atttypmod) from pg_attribute as a where a.attrelid = v_rel and a.attname = v_k),
-                                   '%s %s: %s is %s, the change requires %s', v_key, v_key, v_k, v_k, v_v #>> '{}');
-  end loop;
-  if v_version is not null then
-    v_checks := v_checks || format(E'\n               when l.%I is distinct from t.%I then format(%L, %L, t.%I, %L, l.%I, t.%I)',
-                                   v_version, v_version, '%s %s: %s is %s, approved %s', v_key, v_key, v_version, v_version, v_version);
-  end if;
-  for v_k in select jsonb_array_elements_text(coalesce(v_def -> 'expect', '[]')) loop
-    v_checks := v_checks || format(E'\n               when l.%1$I is distinct from t.%1$I then format(%2$L, %3$L, t.%4$I, %1$L, {{ .schema }}.excerpt(l.%1$I::text, false), {{ .schema }}.excerpt(t.%1$I::text, false))',
-                                   v_k, '%s %s: %s is %s, approved %s', v_key, v_key);
-  end loop;
 
   -- The update: constants as typed literals, set_from_target from the targets, version + 1.
   select string_agg(s, ', ' order by o) into v_sets
@@ -104,8 +69,7 @@ begin
   )
   select s.problem into v_problem
     from (select t."?ordinal" as o,
-                 case%6$s
-                 end as problem
+                 %6$s as problem
             from t left join locked as l on l.%5$I = t.%5$I) as s
    where s.problem is not null
    order by s.o
@@ -141,7 +105,7 @@ begin
 end
 $f$,
     v_fn, v_t,
-    (select string_agg(format('r.%I', c), ', ') from unnest(v_compared) as c),
+    v_compared,
     v_table, v_key, v_checks,
     (select string_agg(format('r.%I', c), ', ') from unnest(array[v_key] || v_written || v_version) as c where c is not null),
     v_sets,

@@ -56,6 +56,7 @@
 {{ template "check_change_name.sql" . }}
 {{ template "change_column.sql" . }}
 {{ template "change_fields.sql" . }}
+{{ template "change_sql_parts.sql" . }}
 {{ template "change_function_sql.sql" . }}
 {{ template "define_change.sql" . }}
 {{ template "drop_change.sql" . }}
