@@ -165,33 +165,84 @@ func DropChange(ctx context.Context, db DB, name string) (bool, error) {
 // [ErrConflict]. What needs no database is checked first, with Register's
 // messages (job_id, tenant, the number of targets, chunk_size,
 // allow_partial); the server checks the targets against the change and
-// stores them sorted by key.
+// stores them sorted by key. A router routes it by the plan's tenant.
 func RegisterChange(ctx context.Context, db DB, change string, plan ChangePlan) (bool, error) {
-	if err := checkChangeName("change", change); err != nil {
-		return false, err
-	}
-	if err := checkName("job_id", plan.JobID); err != nil {
-		return false, err
-	}
-	if err := checkName("tenant", plan.Tenant); err != nil {
-		return false, err
-	}
-	if len(plan.Targets) == 0 || len(plan.Targets) > MaxTargets {
-		return false, Invalidf("targets: must be a list of 1 to %d targets, got %d", MaxTargets, len(plan.Targets))
-	}
-	if err := checkChunkSize(int64(plan.ChunkSize)); err != nil {
-		return false, err
-	}
-	if !plan.AllowPartial {
-		return false, Invalidf("allow_partial: must be true (each chunk commits on its own), got false")
-	}
-	body, err := json.Marshal(plan)
+	body, err := plan.check(change)
 	if err != nil {
 		return false, err
 	}
 	var created bool
-	if err := db.QueryRow(ctx, "select register_change($1, $2::jsonb)", change, string(body)).Scan(&created); err != nil {
+	if err := db.QueryRow(ctx, "select register_change($1, $2::jsonb)", change, body).Scan(&created); err != nil {
 		return false, MapError(err)
 	}
 	return created, nil
+}
+
+// check checks what needs no database, with Register's messages (the
+// change's name, job_id, tenant, the number of targets, chunk_size,
+// allow_partial), and returns the plan as JSON text for the server.
+func (plan ChangePlan) check(change string) (string, error) {
+	if err := checkChangeName("change", change); err != nil {
+		return "", err
+	}
+	if err := checkName("job_id", plan.JobID); err != nil {
+		return "", err
+	}
+	if err := checkName("tenant", plan.Tenant); err != nil {
+		return "", err
+	}
+	if len(plan.Targets) == 0 || len(plan.Targets) > MaxTargets {
+		return "", Invalidf("targets: must be a list of 1 to %d targets, got %d", MaxTargets, len(plan.Targets))
+	}
+	if err := checkChunkSize(int64(plan.ChunkSize)); err != nil {
+		return "", err
+	}
+	if !plan.AllowPartial {
+		return "", Invalidf("allow_partial: must be true (each chunk commits on its own), got false")
+	}
+	body, err := json.Marshal(plan)
+	if err != nil {
+		return "", err
+	}
+	return string(body), nil
+}
+
+// ChangeCheck is the preflight of a job of a declared change
+// ([CheckChange], SQL check_change), in [PlanCheck]'s shape: Job is
+// [JobFree], [JobRegistered] or [JobConflict] (JobProblem says why), and
+// each target, in key order, is OK when its row would take the change now.
+type ChangeCheck struct {
+	JobID      string              `json:"job_id"`
+	OK         bool                `json:"ok"`
+	Job        string              `json:"job"`
+	JobProblem string              `json:"job_problem"`
+	Targets    []ChangeTargetCheck `json:"targets"`
+}
+
+// ChangeTargetCheck is one target of a [ChangeCheck]: its key as the
+// server wrote it (a JSON number for an integer key, a string otherwise);
+// Problem in the words of the conflict its chunk would raise
+// ("payment_id 42: lock_version is 4, approved 3"); Committed for a target
+// the registered job has already changed.
+type ChangeTargetCheck struct {
+	Key       json.RawMessage `json:"key"`
+	OK        bool            `json:"ok"`
+	Problem   string          `json:"problem"`
+	Committed bool            `json:"committed"`
+}
+
+// CheckChange is the preflight of plan, a job of the declared change:
+// validated as [RegisterChange] validates it, then judged on the server
+// without locking or writing anything. A plan that would not apply is not
+// an error: it is the answer, with OK false.
+func CheckChange(ctx context.Context, db DB, change string, plan ChangePlan) (ChangeCheck, error) {
+	body, err := plan.check(change)
+	if err != nil {
+		return ChangeCheck{}, err
+	}
+	var c ChangeCheck
+	if _, err := QueryJSON(ctx, db, &c, "check_change", change, body); err != nil {
+		return ChangeCheck{}, err
+	}
+	return c, nil
 }

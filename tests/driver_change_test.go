@@ -96,6 +96,13 @@ func TestDriverChange(t *testing.T) {
 			t.Fatalf("RegisterChange: %v, want %q", err, c.msg)
 		}
 	}
+	chk, err := driver.CheckChange(ctx, s.Conn, "hold_payment", plan)
+	if err != nil || !chk.OK || chk.Job != driver.JobFree || len(chk.Targets) != 2 || string(chk.Targets[1].Key) != "2" || chk.Targets[1].Problem != "" {
+		t.Fatalf("CheckChange: %+v, %v", chk, err)
+	}
+	if _, err := driver.CheckChange(ctx, s.Conn, "hold_payment", driver.ChangePlan{JobID: "p1", Tenant: "7", ChunkSize: 2}); !errors.Is(err, driver.ErrInvalid) {
+		t.Fatalf("CheckChange without targets: %v", err)
+	}
 	for i, want := range []bool{true, false} {
 		if created, err := driver.RegisterChange(ctx, s.Conn, "hold_payment", plan); err != nil || created != want {
 			t.Fatalf("RegisterChange %d: %v, %v; want %v", i, created, err, want)

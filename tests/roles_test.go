@@ -254,7 +254,7 @@ func TestRolesGrantAndRevoke(t *testing.T) {
 	  "status_page(text, integer)", "worker_status()"]`
 	operatorFunctions := `["campaign_check(text, integer)", "campaign_create(text, text, integer, integer[], integer[], integer[], integer)",
 	  "campaign_pause(text)", "campaign_report(text)", "campaign_resume(text)", "campaign_status(text)", "campaign_undo(text, text)",
-	  "cancel_chunk(text, jsonb)", "change_list()", "change_show(text)", "check_plan(jsonb)", "inspect_job(text)", "inspect_job(text, text)", "job_lineage(text)",
+	  "cancel_chunk(text, jsonb)", "change_list()", "change_show(text)", "check_change(text, jsonb)", "check_plan(jsonb)", "inspect_job(text)", "inspect_job(text, text)", "job_lineage(text)",
 	  "job_lineage(text, text)", "job_status()", "pause_job(text)", "pause_job(text, text)", "pause_job_after(text, integer)",
 	  "pause_job_after(text, text, integer)", "queue_channel()", "record_progress(jsonb)", "register(jsonb)", "register_change(text, jsonb)",
 	  "register_undo(text, text)", "register_undo(text, text, text)", "report(text)", "report(text, text)", "resume_job(text)",
@@ -269,7 +269,7 @@ func TestRolesGrantAndRevoke(t *testing.T) {
 
 	owner := r.connect(t, r.owner)
 	g, err := driver.Revoke(ctx, owner, r.operator.Name, driver.Operator)
-	if err != nil || !g.Revoked || len(g.Functions) != 23 || len(g.Tables) != 0 {
+	if err != nil || !g.Revoked || len(g.Functions) != 24 || len(g.Tables) != 0 {
 		t.Fatalf("revoke operator: %+v, %v", g, err)
 	}
 	sameJSON(t, "operator revoked", privileges(r.operator), `{"usage": true, "create": false, "functions": `+viewerFunctions+`, "tables": `+tables+`}`)

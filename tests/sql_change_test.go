@@ -452,3 +452,41 @@ func TestChangeRegisterRefusals(t *testing.T) {
 	// inspect_job shows the targets as they are stored.
 	sameJSON(t, "inspect_job", mustString(t, s.Conn, "select (inspect_job('p1') -> 'targets')::text"), paymentTargets(1, 2))
 }
+
+// check_change (issue 25, item 4 "Check"): what register_change and a
+// drain would do now, read-only, each target judged in its chunk's words.
+func TestChangeCheck(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	shop := userSchema(t, s, paymentsSQL)
+	p := shop + ".payments"
+	s.Exec(t, "select define_change($1)", holdPayment(shop))
+	s.Exec(t, "update "+p+" set amount_cents = 1 where payment_id = 2")
+	s.Exec(t, "update "+p+" set status = 'refunded' where payment_id = 3")
+	s.Exec(t, "delete from "+p+" where payment_id = 5")
+	before := mustString(t, s.Conn, "select jsonb_agg(p order by payment_id)::text from "+p+" p")
+	plan := changePlan("p1", "7", paymentTargets(5, 4, 3, 2, 1), 2)
+	sameJSON(t, "check_change", mustString(t, s.Conn, "select check_change('hold_payment', $1)::text", plan), `{"job_id": "p1", "ok": false, "job": "free", "job_problem": "",
+	  "targets": [{"key": 1, "ok": true, "problem": "", "committed": false},
+	              {"key": 2, "ok": false, "problem": "payment_id 2: amount_cents is 1, approved 200", "committed": false},
+	              {"key": 3, "ok": false, "problem": "payment_id 3: status is refunded, the change requires captured", "committed": false},
+	              {"key": 4, "ok": true, "problem": "", "committed": false},
+	              {"key": 5, "ok": false, "problem": "payment_id 5: missing", "committed": false}]}`)
+	if after := mustString(t, s.Conn, "select jsonb_agg(p order by payment_id)::text from "+p+" p"); after != before {
+		t.Fatalf("check_change changed the payments")
+	}
+	if got := mustString(t, s.Conn, "select count(*)::text from jobs"); got != "0" {
+		t.Fatalf("check_change wrote %s jobs", got)
+	}
+	// A registered job: its committed targets are ok and committed.
+	s.Exec(t, "select register_change('hold_payment', $1)", changePlan("p2", "7", paymentTargets(4, 1), 1))
+	s.Exec(t, "select run_chunk('p2')")
+	sameJSON(t, "check_change of a registered job", mustString(t, s.Conn, "select check_change('hold_payment', $1)::text", changePlan("p2", "7", paymentTargets(4, 1), 1)),
+		`{"job_id": "p2", "ok": true, "job": "registered", "job_problem": "",
+		  "targets": [{"key": 1, "ok": true, "problem": "", "committed": true}, {"key": 4, "ok": true, "problem": "", "committed": false}]}`)
+	sameJSON(t, "check_change of another job under the id", mustString(t, s.Conn, "select check_change('hold_payment', $1)::text", changePlan("p2", "7", paymentTargets(4), 1)),
+		`{"job_id": "p2", "ok": false, "job": "conflict", "job_problem": "job p2: already registered with different targets",
+		  "targets": [{"key": 4, "ok": true, "problem": "", "committed": false}]}`)
+	refuse(t, s, "22023", `tenant: must be a value of column `+p+`.merchant_id (integer) as it prints, got "x"`,
+		"select check_change('hold_payment', $1)::text", changePlan("p3", "x", paymentTargets(1), 1))
+}

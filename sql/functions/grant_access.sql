@@ -19,6 +19,7 @@ as $$
   select f::regprocedure
     from unnest(array[
            '{{ .schema }}.register(jsonb)', '{{ .schema }}.check_plan(jsonb)', '{{ .schema }}.register_change(text, jsonb)',
+           '{{ .schema }}.check_change(text, jsonb)',
            '{{ .schema }}.cancel_chunk(text, jsonb)', '{{ .schema }}.run_chunk(text)',
            '{{ .schema }}.run_next_chunk(text, integer, integer)',
            '{{ .schema }}.pause_job(text)', '{{ .schema }}.pause_job_after(text, integer)', '{{ .schema }}.resume_job(text)',

@@ -63,7 +63,10 @@
 {{ template "change_list.sql" . }}
 {{ template "change_show.sql" . }}
 {{ template "change_targets.sql" . }}
+{{ template "check_change_tenant.sql" . }}
+{{ template "change_job_problem.sql" . }}
 {{ template "register_change.sql" . }}
+{{ template "check_change.sql" . }}
 {{ template "run_change_chunk.sql" . }}
 {{ template "report_change.sql" . }}
 {{ template "grant_access.sql" . }}

@@ -11,8 +11,6 @@ declare
   v_change record;
   v_plan jsonb;
   v_job_id text;
-  v_type text;
-  v_canonical text;
   v_problem text;
 begin
   perform check_change_name(register_change.change, 'change');
@@ -22,23 +20,7 @@ begin
   end if;
   v_plan := valid_plan(register_change.plan, v_change.definition);  -- 22023 naming the field, before anything is written
   v_job_id := v_plan ->> 'job_id';
-  -- A change with a tenant column: the plan's tenant must be one of its
-  -- values, as that column prints it (the generated function compares the
-  -- row's tenant as text).
-  if v_change.definition ? 'tenant' then
-    select format_type(a.atttypid, a.atttypmod) into v_type
-      from pg_attribute as a
-     where a.attrelid = to_regclass(v_change.definition ->> 'table') and a.attname = v_change.definition ->> 'tenant';
-    begin
-      execute format('select $1::%s::text', v_type) into v_canonical using v_plan ->> 'tenant';
-    exception when others then
-      v_canonical := null;
-    end;
-    if v_canonical is distinct from v_plan ->> 'tenant' then
-      raise exception 'tenant: must be a value of column %.% (%) as it prints, got %', v_change.definition ->> 'table',
-        v_change.definition ->> 'tenant', v_type, excerpt(v_plan ->> 'tenant', true) using errcode = '22023';
-    end if;
-  end if;
+  perform check_change_tenant(v_change.definition, v_plan ->> 'tenant');
 
   if record_job(v_job_id, v_plan ->> 'tenant', v_plan -> 'targets', (v_plan -> 'chunk_size')::integer, 'change', 'register_change') then
     insert into job_change (job_id, change, digest) values (v_job_id, v_change.name, v_change.digest);
@@ -47,21 +29,9 @@ begin
 
   -- The id is taken: the same approval of the same change again is not an
   -- error, anything else is.
-  select case
-           when jc.job_id is null then format('job %s: already registered, not as a job of change %s', j.job_id, v_change.name)
-           when jc.change <> v_change.name then
-             format('job %s: already registered as a job of change %s, not %s', j.job_id, jc.change, v_change.name)
-           when jc.digest <> v_change.digest then
-             format('job %s: already registered under another definition of change %s', j.job_id, v_change.name)
-           else registration_problem(j.job_id, 'cancel', null, j.tenant, j.targets, j.chunk_size, ap.kind = 'change',
-                                     v_plan ->> 'tenant', v_plan -> 'targets', (v_plan -> 'chunk_size')::integer)
-         end
-    into v_problem
-    from jobs as j
-    left join job_change as jc on jc.job_id = j.job_id
-    left join job_approval as ap on ap.job_id = j.job_id
-   where j.job_id = v_job_id;
-  if not found then
+  v_problem := change_job_problem(v_job_id, v_change.name, v_change.digest, v_plan ->> 'tenant', v_plan -> 'targets',
+                                  (v_plan -> 'chunk_size')::integer);
+  if v_problem is null and not exists (select from jobs as j where j.job_id = v_job_id) then
     raise exception 'job %: was removed while registering', v_job_id using errcode = 'CH409';
   end if;
   if v_problem is not null then
