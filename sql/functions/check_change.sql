@@ -18,13 +18,9 @@ declare
   v_key text;
   v_targets jsonb;
 begin
-  perform check_change_name(check_change.change, 'change');
-  select c.name, c.definition, c.digest into v_change from changes as c where c.name = check_change.change;
-  if not found then
-    raise exception 'change: there is no change % (chunks change list)', check_change.change using errcode = '22023';
-  end if;
-  v_plan := valid_plan(check_change.plan, v_change.definition);  -- 22023 naming the field, as register_change
-  perform check_change_tenant(v_change.definition, v_plan ->> 'tenant');
+  select p.name, p.definition, p.digest, p.approval into v_change  -- 22023 naming the field
+    from valid_change_plan(check_change.change, check_change.plan) as p;
+  v_plan := v_change.approval;
   v_job_id := v_plan ->> 'job_id';
   select j.next_index into v_next_index from jobs as j where j.job_id = v_job_id;
   v_problem := change_job_problem(v_job_id, v_change.name, v_change.digest, v_plan ->> 'tenant', v_plan -> 'targets',

@@ -63,7 +63,7 @@
 {{ template "change_list.sql" . }}
 {{ template "change_show.sql" . }}
 {{ template "change_targets.sql" . }}
-{{ template "check_change_tenant.sql" . }}
+{{ template "valid_change_plan.sql" . }}
 {{ template "change_job_problem.sql" . }}
 {{ template "register_change.sql" . }}
 {{ template "check_change.sql" . }}

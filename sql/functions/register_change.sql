@@ -13,14 +13,10 @@ declare
   v_job_id text;
   v_problem text;
 begin
-  perform check_change_name(register_change.change, 'change');
-  select c.name, c.definition, c.digest into v_change from changes as c where c.name = register_change.change;
-  if not found then
-    raise exception 'change: there is no change % (chunks change list)', register_change.change using errcode = '22023';
-  end if;
-  v_plan := valid_plan(register_change.plan, v_change.definition);  -- 22023 naming the field, before anything is written
+  select p.name, p.definition, p.digest, p.approval into v_change  -- 22023 naming the field
+    from valid_change_plan(register_change.change, register_change.plan) as p;
+  v_plan := v_change.approval;
   v_job_id := v_plan ->> 'job_id';
-  perform check_change_tenant(v_change.definition, v_plan ->> 'tenant');
 
   if record_job(v_job_id, v_plan ->> 'tenant', v_plan -> 'targets', (v_plan -> 'chunk_size')::integer, 'change', 'register_change') then
     insert into job_change (job_id, change, digest) values (v_job_id, v_change.name, v_change.digest);
