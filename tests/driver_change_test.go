@@ -119,3 +119,48 @@ func TestDriverChange(t *testing.T) {
 		t.Fatalf("DropChange of no change: %v, %v", dropped, err)
 	}
 }
+
+// The crash drills of a declared change's job: a failure at each of the
+// four hook points of a chunk leaves every row changed at most once, and
+// the job, run again, changes each exactly once by the audit.
+func TestDriverChangeCrashPoints(t *testing.T) {
+	t.Parallel()
+	for _, point := range driver.Points {
+		t.Run(point, func(t *testing.T) {
+			t.Parallel()
+			s := pgtest.NewSchema(t)
+			shop := userSchema(t, s, paymentsSQL)
+			s.Exec(t, "select define_change($1)", holdPayment(shop))
+			s.Exec(t, "select register_change('hold_payment', $1)", changePlan("p1", "7", paymentTargets(1, 2, 3), 2))
+			crash := errors.New("crash at " + point)
+			_, err := driver.JobRef{ID: "p1"}.RunChunk(ctx, s.Conn, func(p string) error {
+				if p == point {
+					return crash
+				}
+				return nil
+			})
+			if !errors.Is(err, crash) {
+				t.Fatalf("RunChunk with a crash at %s: %v", point, err)
+			}
+			committed := "0"
+			if point == driver.AfterCommit {
+				committed = "2"
+			}
+			if got := mustString(t, s.Conn, "select (select count(*) from change_audit) || '/' || (select count(*) from "+shop+".payments where status = 'on_hold')"); got != committed+"/"+committed {
+				t.Fatalf("after a crash at %s: audit rows/changed rows %s, want %s/%s", point, got, committed, committed)
+			}
+			for {
+				res, err := driver.JobRef{ID: "p1"}.RunChunk(ctx, s.Conn, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Done {
+					break
+				}
+			}
+			if got := mustString(t, s.Conn, "select (select count(*) || '/' || count(distinct key) from change_audit) || ' ' || (select count(*) from "+shop+".payments where status = 'on_hold' and lock_version = 4) || ' ' || (select sum(n) from "+shop+".payment_updates)"); got != "3/3 3 3" {
+				t.Fatalf("after the drain: %s, want 3/3 3 3 (audit rows/keys, changed rows, trigger calls)", got)
+			}
+		})
+	}
+}
