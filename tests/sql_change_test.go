@@ -340,7 +340,7 @@ func TestChangeContactsAndPrices(t *testing.T) {
 	cat := userSchema(t, s, `create table %[1]s.prices(sku text primary key, price numeric(10, 2) not null, currency text not null);
 	  insert into %[1]s.prices values ('sku-1', 10.00, 'EUR'), ('sku-2', 20.00, 'EUR'), ('sku-3', 30.00, 'USD');`)
 	s.Exec(t, "select define_change($1)", fmt.Sprintf(`{"name": "opt_out", "table": "%s.contacts", "key": "id", "expect": ["email"],
-	  "set": {"opted_out": true, "note": "it's \"done\"'); drop table %s.contacts; --"}}`, crm, crm))
+	  "set": {"opted_out": true, "note": "it's \"done\" $$ $body$'); drop table %s.contacts; --"}}`, crm, crm))
 	s.Exec(t, "select register_change('opt_out', $1)", changePlan("c1", "crm", `[
 	  {"id": "00000000-0000-0000-0000-00000000000B", "email": null},
 	  {"id": "00000000-0000-0000-0000-00000000000a", "email": "a@example.com"}]`, 10))
@@ -351,7 +351,7 @@ func TestChangeContactsAndPrices(t *testing.T) {
 		t.Fatalf("RunNext: %+v, %v", pass, err)
 	}
 	sameJSON(t, "contacts", mustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(right(id::text, 1), opted_out, note) order by id)::text from "+crm+".contacts"),
-		fmt.Sprintf(`[["a", true, "it's \"done\"'); drop table %[1]s.contacts; --"], ["b", true, "it's \"done\"'); drop table %[1]s.contacts; --"], ["c", false, null]]`, crm))
+		fmt.Sprintf(`[["a", true, "it's \"done\" $$ $body$'); drop table %[1]s.contacts; --"], ["b", true, "it's \"done\" $$ $body$'); drop table %[1]s.contacts; --"], ["c", false, null]]`, crm))
 	sameJSON(t, "contacts audit", mustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(key, version_before, before) order by ordinal)::text from change_audit where job_id = 'c1'"),
 		`[["00000000-0000-0000-0000-00000000000a", null, {"note": null, "opted_out": false}], ["00000000-0000-0000-0000-00000000000b", null, {"note": null, "opted_out": false}]]`)
 
