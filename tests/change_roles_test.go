@@ -37,7 +37,7 @@ func TestChangeRoles(t *testing.T) {
 	if !mustBool(t, owner, "select define_change($1)", holdPayment(shop)) {
 		t.Fatal("define_change by the owner: false")
 	}
-	if got := mustString(t, r.Schema.Conn, "select p.proowner::regrole::text || ' ' || p.prosecdef from pg_proc p where p.pronamespace = $1::regnamespace and p.proname = 'apply_hold_payment'", r.Name); got != r.owner.Name+" true" {
+	if got := mustString(t, r.Schema.Conn, "select string_agg(p.oid::regprocedure::text || ' ' || p.proowner::regrole::text || ' ' || p.prosecdef, ', ' order by p.pronargs) from pg_proc p where p.pronamespace = $1::regnamespace and p.proname = 'apply_hold_payment'", r.Name); got != "apply_hold_payment(text,jsonb) "+r.owner.Name+" true, apply_hold_payment(text,text,integer,jsonb) "+r.owner.Name+" true" {
 		t.Fatalf("apply_hold_payment owner, security definer: %s", got)
 	}
 
@@ -47,6 +47,10 @@ func TestChangeRoles(t *testing.T) {
 	}
 	_, err = tryString(op, "select apply_hold_payment('x', '7', 0, '[]')::text")
 	wantExactPgError(t, err, "42501", "permission denied for function apply_hold_payment")
+	_, err = tryString(op, "select apply_hold_payment('7', '[]')::text")
+	wantExactPgError(t, err, "42501", "permission denied for function apply_hold_payment")
+	// The operator's preflight runs the generated check through check_change.
+	sameJSON(t, "operator's check_change", mustString(t, op, "select (check_change('hold_payment', $1) -> 'ok')::text", changePlan("p1", "7", paymentTargets(1, 2, 3), 2)), "true")
 	_, err = tryString(viewer, "select register_change('hold_payment', $1)::text", changePlan("p1", "7", paymentTargets(1, 2, 3), 2))
 	wantExactPgError(t, err, "42501", "permission denied for function register_change")
 	if !mustBool(t, op, "select register_change('hold_payment', $1)", changePlan("p1", "7", paymentTargets(1, 2, 3), 2)) {

@@ -1,15 +1,15 @@
 -- The fields of a target of a declared change (README "Your own tables"),
 -- in their order: the key, the version, each expect column, then each
 -- set_from_target field; with the column each one is compared with or
--- written to, that column's type (format_type) and its type category
+-- written to, that column's type (format_type's text, and as a regtype) and its type category
 -- (pg_type.typcategory: N a number, B a boolean), and its role
 -- (key, version, expect, value). DEFINITION was validated by define_change.
 create or replace function {{ .schema }}.change_fields(definition jsonb)
-returns table(field text, "column" text, type text, category "char", role text, ord integer)
+returns table(field text, "column" text, type text, typid regtype, category "char", role text, ord integer)
 language sql stable security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
-  select f.field, f.col, format_type(a.atttypid, a.atttypmod), t.typcategory, f.role, f.ord
+  select f.field, f.col, format_type(a.atttypid, a.atttypmod), a.atttypid::regtype, t.typcategory, f.role, f.ord
     from (select definition ->> 'key' as field, definition ->> 'key' as col, 'key' as role, 0 as ord
           union all
           select definition ->> 'version', definition ->> 'version', 'version', 1 where definition ? 'version'

@@ -9,10 +9,10 @@ as $$
                             'defined_at', c.defined_at, 'defined_by', c.defined_by,
                             'jobs', (select count(*) from job_change as jc where jc.change = c.name),
                             'function', c.function_name,
-                            'source', (select pg_get_functiondef(p.oid) from pg_proc as p
+                            'source', (select string_agg(pg_get_functiondef(p.oid), E'\n' order by p.pronargs desc) from pg_proc as p
                                         where p.pronamespace = '{{ .schema }}'::regnamespace and p.proname = c.function_name))
     from changes as c
    where c.name = change_show.name
 $$;
 comment on function {{ .schema }}.change_show(text) is
-  'The declared change NAME as {"name", "definition", "digest", "defined_at", "defined_by", "jobs", "function", "source" (the generated function''s CREATE text, pg_get_functiondef; null when it is gone)}, or NULL when there is no such change.';
+  'The declared change NAME as {"name", "definition", "digest", "defined_at", "defined_by", "jobs", "function", "source" (the CREATE text of the generated functions, the change and its check, pg_get_functiondef; null when they are gone)}, or NULL when there is no such change.';

@@ -12,7 +12,10 @@ set search_path = {{ .schema }}, pg_temp
 as $$
 declare
   v_fields text[];
-  v_coldefs text;
+  v_key_type regtype;
+  v_target jsonb;
+  v_value jsonb;
+  v_unsorted jsonb := '[]'::jsonb;
   v_e jsonb;
   v_i bigint;
   v_f record;
@@ -30,10 +33,11 @@ begin
     raise exception '%: must be a list of 1 to 64 targets, got %', change_targets.field,
       jsonb_array_length(change_targets.items) using errcode = '22023';
   end if;
-  select array_agg(f.field order by f.ord), string_agg(format('%I %s', f.field, f.type), ', ' order by f.ord)
-    into v_fields, v_coldefs
+  select array_agg(f.field order by f.ord), (array_agg(f.typid order by f.ord))[1]
+    into v_fields, v_key_type
     from change_fields(change_targets.definition) as f;
   for v_e, v_i in select t.e, t.ord - 1 from jsonb_array_elements(change_targets.items) with ordinality as t(e, ord) loop
+    v_target := '{}'::jsonb;
     if jsonb_typeof(v_e) <> 'object' then
       raise exception '%[%]: must be an object with the fields %, got %', change_targets.field, v_i,
         array_to_string(v_fields, ', '), jsonb_typeof(v_e) using errcode = '22023';
@@ -48,6 +52,7 @@ begin
       end if;
       v_v := v_e -> v_f.field;
       if jsonb_typeof(v_v) = 'null' and v_f.role = 'expect' then
+        v_target := v_target || jsonb_build_object(v_f.field, v_v);
         continue;
       end if;
       v_json_type := case v_f.category when 'N' then 'number' when 'B' then 'boolean' else 'string' end;
@@ -60,21 +65,25 @@ begin
           excerpt(v_v::text, false) using errcode = '22023';
       end if;
       begin
-        execute format('select $1::%s', v_f.type) using v_v #>> '{}';
+        -- The value as its column's type prints it (a uuid in lower case).
+        execute format('select to_jsonb($1::%s)', v_f.typid) into v_value using v_v #>> '{}';
       exception when others then
         raise exception '%[%].%: % is not a value of column % (%): %', change_targets.field, v_i, v_f.field,
           excerpt(v_v::text, false), v_f."column", v_f.type, sqlerrm using errcode = '22023';
       end;
+      v_target := v_target || jsonb_build_object(v_f.field, v_value);
     end loop;
+    v_unsorted := v_unsorted || jsonb_build_array(v_target);
   end loop;
-  execute format('select x.%1$I::text from jsonb_to_recordset($1) as x(%2$s) group by x.%1$I having count(*) > 1 order by x.%1$I limit 1',
-                 v_fields[1], v_coldefs)
-    into v_duplicate using change_targets.items;
+  -- No key twice, and sorted by key, compared as the key column's type.
+  execute format('select d.k::text from (select (o ->> $2)::%s as k from jsonb_array_elements($1) as o) as d
+                   group by d.k having count(*) > 1 order by d.k limit 1', v_key_type)
+    into v_duplicate using v_unsorted, v_fields[1];
   if v_duplicate is not null then
     raise exception '%: duplicate % %', change_targets.field, v_fields[1], v_duplicate using errcode = '22023';
   end if;
-  execute format('select jsonb_agg(to_jsonb(x) order by x.%I) from jsonb_to_recordset($1) as x(%s)', v_fields[1], v_coldefs)
-    into v_result using change_targets.items;
+  execute format('select jsonb_agg(o order by (o ->> $2)::%s) from jsonb_array_elements($1) as o', v_key_type)
+    into v_result using v_unsorted, v_fields[1];
   return v_result;
 end
 $$;

@@ -1,9 +1,9 @@
 -- Preflight of a declared change (README "Your own tables"): what
 -- register_change(CHANGE, PLAN) followed by a drain would do now, without
 -- doing it, in check_plan's shape with the targets' keys. Each target is
--- judged by the words of its chunk's conflict (change_sql_parts, the same
--- CASE the generated function raises), in one statement over the user's
--- table with no row lock (EXECUTEd: a check is no hot path).
+-- judged by the words of its chunk's conflict, by the change's generated
+-- check apply_<name>(tenant, targets) (change_check_sql: the same CASE the
+-- generated function raises), with no row lock.
 create or replace function {{ .schema }}.check_change(change text, plan jsonb) returns jsonb
 language plpgsql stable security definer
 set search_path = {{ .schema }}, pg_temp
@@ -14,8 +14,7 @@ declare
   v_job_id text;
   v_next_index integer;
   v_problem text;
-  v_parts record;
-  v_key text;
+  v_function text;
   v_targets jsonb;
 begin
   select p.name, p.definition, p.digest, p.approval into v_change  -- 22023 naming the field
@@ -25,15 +24,15 @@ begin
   select j.next_index into v_next_index from jobs as j where j.job_id = v_job_id;
   v_problem := change_job_problem(v_job_id, v_change.name, v_change.digest, v_plan ->> 'tenant', v_plan -> 'targets',
                                   (v_plan -> 'chunk_size')::integer);
-  v_key := v_change.definition ->> 'key';
-  select * into v_parts from change_sql_parts(v_change.definition, '$1', '$2');
-  execute format($q$
-    with %1$s,
-    current as (select %2$s from %3$s as r where r.%4$I in (select t.%4$I from t))
-    select coalesce(jsonb_agg(jsonb_build_object('key', to_jsonb(t.%4$I), 'problem', %5$s) order by t."?ordinal"), '[]')
-      from t left join current as l on l.%4$I = t.%4$I$q$,
-    v_parts.targets_cte, v_parts.compared, (v_change.definition ->> 'table')::regclass, v_key, v_parts.problem)
-    into v_targets using v_plan -> 'targets', v_plan ->> 'tenant';
+  select c.function_name into v_function from changes as c
+   where c.name = v_change.name and to_regprocedure(format('%I.%I(text, jsonb)', '{{ .schema }}', c.function_name)) is not null;
+  if not found then
+    raise exception 'change %: its generated check %.apply_%(text, jsonb) is gone (define the change again after chunks change drop)',
+      v_change.name, '{{ .schema }}', v_change.name using errcode = 'CH409';
+  end if;
+  -- The change's generated check (define_change): one call, planned once.
+  execute format('select %I.%I($1, $2)', '{{ .schema }}', v_function)
+    into v_targets using v_plan ->> 'tenant', v_plan -> 'targets';
   return (select jsonb_build_object(
                    'job_id', v_job_id,
                    'ok', v_problem is null and bool_and(c.committed or x.e ->> 'problem' is null),

@@ -22,15 +22,14 @@ declare
   v_key text;
   v_tenant text;
   v_version text;
-  v_expect text[] := '{}';
-  v_written text[] := '{}';
-  v_targets text[] := '{}';
+  v_expect text[] := array[]::text[];
+  v_written text[] := array[]::text[];
+  v_targets text[] := array[]::text[];
   v_e jsonb;
   v_k text;
   v_v jsonb;
-  v_type text;
   v_existing jsonb;
-  v_sql text;
+  v_function regprocedure;
 begin
   select n.nspowner into v_owner from pg_namespace as n where n.nspname = '{{ .schema }}';
   perform check_change_owner('define_change');
@@ -180,7 +179,7 @@ begin
             using errcode = '22023';
         end if;
         begin
-          execute format('select $1::%s', v_col.type) using v_v #>> '{}';
+          execute format('select $1::%s', v_col.typid) using v_v #>> '{}';
         exception when others then
           raise exception '%.%: constant % is not a value of column %.% (%): %', v_field, v_k, excerpt(v_v::text, false),
             v_rel::regclass, quote_ident(v_k), v_col.type, sqlerrm using errcode = '22023';
@@ -210,12 +209,19 @@ begin
       using errcode = 'CH409';
   end if;
 
-  v_sql := change_function_sql(v_def);
-  execute v_sql;
-  execute format('alter function %I.%I(text, text, integer, jsonb) owner to %s', '{{ .schema }}', 'apply_' || v_name, v_owner::regrole);
-  execute format('revoke all on function %I.%I(text, text, integer, jsonb) from public', '{{ .schema }}', 'apply_' || v_name);
+  -- The change and its read-only check, owned by the schema's owner, for nobody else.
+  execute change_function_sql(v_def);
+  execute change_check_sql(v_def);
+  for v_function in select p.oid::regprocedure from pg_proc as p
+                where p.pronamespace = '{{ .schema }}'::regnamespace and p.proname = 'apply_' || v_name loop
+    execute format('alter function %s owner to %s', v_function, v_owner::regrole);
+    execute format('revoke all on function %s from public', v_function);
+  end loop;
   execute format('comment on function %I.%I(text, text, integer, jsonb) is %L', '{{ .schema }}', 'apply_' || v_name,
                  format('chunks: the generated function of change %s (define_change): applies it to the targets of one chunk of a job (run_chunk calls it), writing change_audit. Definition: %s',
+                        v_name, v_def::text));
+  execute format('comment on function %I.%I(text, jsonb) is %L', '{{ .schema }}', 'apply_' || v_name,
+                 format('chunks: the generated read-only check of change %s (define_change): judges targets against their rows now, locking nothing (check_change calls it). Definition: %s',
                         v_name, v_def::text));
   insert into changes (name, definition, digest, function_name)
   values (v_name, v_def, encode(sha256(convert_to(v_def::text, 'UTF8')), 'hex'), 'apply_' || v_name);

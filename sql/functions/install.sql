@@ -58,6 +58,7 @@
 {{ template "change_fields.sql" . }}
 {{ template "change_sql_parts.sql" . }}
 {{ template "change_function_sql.sql" . }}
+{{ template "change_check_sql.sql" . }}
 {{ template "define_change.sql" . }}
 {{ template "drop_change.sql" . }}
 {{ template "change_list.sql" . }}

@@ -50,7 +50,7 @@ begin
   select c.definition ->> 'key', c.function_name into v_key, v_function
     from changes as c
    where c.name = run_change_chunk.change and c.digest = run_change_chunk.digest
-     and exists (select from pg_proc as p where p.pronamespace = '{{ .schema }}'::regnamespace and p.proname = c.function_name);
+     and to_regprocedure(format('%I.%I(text, text, integer, jsonb)', '{{ .schema }}', c.function_name)) is not null;
   if not found then
     raise exception 'job %: its change % was redefined or dropped since it was approved', run_change_chunk.job_id,
       run_change_chunk.change using errcode = 'CH409';

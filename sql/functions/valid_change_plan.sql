@@ -13,7 +13,7 @@ set search_path = {{ .schema }}, pg_temp
 as $$
 declare
   v_def jsonb;
-  v_type text;
+  v_type regtype;
   v_canonical text;
 begin
   perform check_change_name(valid_change_plan.change, 'change');
@@ -24,7 +24,7 @@ begin
   v_def := definition;
   approval := valid_plan(valid_change_plan.plan, v_def);  -- 22023 naming the field, before anything is written
   if v_def ? 'tenant' then
-    select format_type(a.atttypid, a.atttypmod) into v_type
+    select a.atttypid::regtype into v_type
       from pg_attribute as a
      where a.attrelid = to_regclass(v_def ->> 'table') and a.attname = v_def ->> 'tenant';
     begin
