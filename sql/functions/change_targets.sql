@@ -25,14 +25,7 @@ declare
   v_result jsonb;
   v_duplicate text;
 begin
-  if jsonb_typeof(change_targets.items) is distinct from 'array' then
-    raise exception '%: must be a list of 1 to 64 targets, got %', change_targets.field,
-      coalesce(jsonb_typeof(change_targets.items), 'null') using errcode = '22023';
-  end if;
-  if jsonb_array_length(change_targets.items) not between 1 and 64 then
-    raise exception '%: must be a list of 1 to 64 targets, got %', change_targets.field,
-      jsonb_array_length(change_targets.items) using errcode = '22023';
-  end if;
+  perform check_target_list(change_targets.items, change_targets.field);
   select array_agg(f.field order by f.ord), (array_agg(f.typid order by f.ord))[1]
     into v_fields, v_key_type
     from change_fields(change_targets.definition) as f;
