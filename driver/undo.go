@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 )
 
-// The kinds of change a job applies (the table job_kind).
+// The kinds of change a job applies (the tables job_kind and job_change).
 const (
 	KindCancel  = "cancel"  // pending -> cancelled: a job made by [Register]
 	KindRestore = "restore" // cancelled -> pending: an undo made by [RegisterUndo]
+	KindChange  = "change"  // a declared change of the user's table: a job made by [RegisterChange]
 )
 
 // Undo is a registered undo ([RegisterUndo], SQL register_undo).

@@ -45,8 +45,9 @@ type JobStatus struct {
 	// chunks the fleet runs before the job pauses itself ([PauseAfter]);
 	// nil when no canary is pending.
 	PauseAfter *int `json:"pause_after"`
-	// Kind is the change the job applies: [driver.KindCancel], or
-	// [driver.KindRestore] for an undo ([driver.JobRef.RegisterUndo]). Undoes
+	// Kind is the change the job applies: [driver.KindCancel],
+	// [driver.KindRestore] for an undo ([driver.JobRef.RegisterUndo]), or
+	// [driver.KindChange] for a job of a declared change ([driver.RegisterChange]). Undoes
 	// names the job an undo undoes; UndoneBy the undo of this job. Both
 	// are nil when there is none.
 	Kind     string  `json:"kind"`
@@ -108,15 +109,15 @@ func Workers(ctx context.Context, db driver.DB) ([]WorkerStatus, error) {
 //   - the chunk rolled back with another error (a lock wait over 500 ms, a
 //     statement timeout): the job rests RestMs before any worker takes it.
 type Pass struct {
-	JobID      string  `json:"job_id"`
-	Processed  []int64 `json:"processed"`
-	NextIndex  int     `json:"next_index"`
-	Done       bool    `json:"done"`
-	SQLState   string  `json:"sqlstate,omitempty"`
-	Err        string  `json:"error,omitempty"`
-	Paused     bool    `json:"paused,omitempty"`
-	PauseAfter *int    `json:"pause_after,omitempty"`
-	RestMs     int64   `json:"rest_ms,omitempty"`
+	JobID      string            `json:"job_id"`
+	Processed  []json.RawMessage `json:"processed"` // the keys the chunk changed, as the server wrote them: order ids, or a declared change's keys (numbers or strings)
+	NextIndex  int               `json:"next_index"`
+	Done       bool              `json:"done"`
+	SQLState   string            `json:"sqlstate,omitempty"`
+	Err        string            `json:"error,omitempty"`
+	Paused     bool              `json:"paused,omitempty"`
+	PauseAfter *int              `json:"pause_after,omitempty"`
+	RestMs     int64             `json:"rest_ms,omitempty"`
 }
 
 // Status lists every job of the schema with its fleet state and ETA,
@@ -236,7 +237,7 @@ func RunNext(ctx context.Context, conn *pgx.Conn, worker string, rate, retry tim
 		return nil, fmt.Errorf("run_next_chunk: committed, but its reply does not read: %w", err)
 	}
 	if p.Processed == nil {
-		p.Processed = []int64{}
+		p.Processed = []json.RawMessage{}
 	}
 	return p, nil
 }

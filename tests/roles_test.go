@@ -61,7 +61,8 @@ func newRoles(t testing.TB) *roles {
 }
 
 // chunksTables are the tables of chunks, orders aside.
-var chunksTables = []string{"jobs", "job_audit", "job_approval", "job_kind", "job_queue", "job_progress", "workers", "campaigns", "campaign_jobs"}
+var chunksTables = []string{"jobs", "job_audit", "job_approval", "job_kind", "job_queue", "job_progress", "workers", "campaigns", "campaign_jobs",
+	"changes", "job_change", "change_audit"}
 
 // wantNoTableWrites fails unless conn is refused (42501) every INSERT,
 // UPDATE, DELETE and TRUNCATE on every table of the schema, orders included.
@@ -248,26 +249,27 @@ func TestRolesGrantAndRevoke(t *testing.T) {
 			role.Name, r.Name)
 	}
 	// By signature: a job function and its tenant-scoped overload (tenant, job_id, ...) are granted together.
-	viewerFunctions := `["campaign_report(text)", "campaign_status(text)", "inspect_job(text)", "inspect_job(text, text)",
+	viewerFunctions := `["campaign_report(text)", "campaign_status(text)", "change_list()", "change_show(text)", "inspect_job(text)", "inspect_job(text, text)",
 	  "job_lineage(text)", "job_lineage(text, text)", "job_status()", "queue_channel()", "report(text)", "report(text, text)",
 	  "status_page(text, integer)", "worker_status()"]`
 	operatorFunctions := `["campaign_check(text, integer)", "campaign_create(text, text, integer, integer[], integer[], integer[], integer)",
 	  "campaign_pause(text)", "campaign_report(text)", "campaign_resume(text)", "campaign_status(text)", "campaign_undo(text, text)",
-	  "cancel_chunk(text, jsonb)", "check_plan(jsonb)", "inspect_job(text)", "inspect_job(text, text)", "job_lineage(text)",
+	  "cancel_chunk(text, jsonb)", "change_list()", "change_show(text)", "check_change(text, jsonb)", "check_plan(jsonb)", "inspect_job(text)", "inspect_job(text, text)", "job_lineage(text)",
 	  "job_lineage(text, text)", "job_status()", "pause_job(text)", "pause_job(text, text)", "pause_job_after(text, integer)",
-	  "pause_job_after(text, text, integer)", "queue_channel()", "record_progress(jsonb)", "register(jsonb)",
+	  "pause_job_after(text, text, integer)", "queue_channel()", "record_progress(jsonb)", "register(jsonb)", "register_change(text, jsonb)",
 	  "register_undo(text, text)", "register_undo(text, text, text)", "report(text)", "report(text, text)", "resume_job(text)",
 	  "resume_job(text, text)", "run_chunk(text)", "run_chunk(text, text)", "run_next_chunk(text, integer, integer)",
 	  "status_page(text, integer)", "worker_gone(text)",
 	  "worker_heartbeat(text, text, integer, timestamp with time zone, bigint, text, text)", "worker_status()"]`
 	tables := `{"jobs": ["SELECT"], "job_audit": ["SELECT"], "job_approval": ["SELECT"], "job_kind": ["SELECT"], "job_queue": ["SELECT"],
-	  "job_progress": ["SELECT"], "workers": ["SELECT"], "campaigns": ["SELECT"], "campaign_jobs": ["SELECT"]}`
+	  "job_progress": ["SELECT"], "workers": ["SELECT"], "campaigns": ["SELECT"], "campaign_jobs": ["SELECT"],
+	  "changes": ["SELECT"], "job_change": ["SELECT"], "change_audit": ["SELECT"]}`
 	sameJSON(t, "operator", privileges(r.operator), `{"usage": true, "create": false, "functions": `+operatorFunctions+`, "tables": `+tables+`}`)
 	sameJSON(t, "viewer", privileges(r.viewer), `{"usage": true, "create": false, "functions": `+viewerFunctions+`, "tables": `+tables+`}`)
 
 	owner := r.connect(t, r.owner)
 	g, err := driver.Revoke(ctx, owner, r.operator.Name, driver.Operator)
-	if err != nil || !g.Revoked || len(g.Functions) != 22 || len(g.Tables) != 0 {
+	if err != nil || !g.Revoked || len(g.Functions) != 24 || len(g.Tables) != 0 {
 		t.Fatalf("revoke operator: %+v, %v", g, err)
 	}
 	sameJSON(t, "operator revoked", privileges(r.operator), `{"usage": true, "create": false, "functions": `+viewerFunctions+`, "tables": `+tables+`}`)

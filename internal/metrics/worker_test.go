@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +21,8 @@ func TestWorkerCountsEachPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Ran(&fleet.Pass{JobID: "a", Processed: []int64{1, 2, 3}}, 10*time.Millisecond)
-	m.Ran(&fleet.Pass{JobID: "a", Processed: []int64{4}, Done: true}, 20*time.Millisecond)
+	m.Ran(&fleet.Pass{JobID: "a", Processed: []json.RawMessage{[]byte("1"), []byte("2"), []byte("3")}}, 10*time.Millisecond)
+	m.Ran(&fleet.Pass{JobID: "a", Processed: []json.RawMessage{[]byte("4")}, Done: true}, 20*time.Millisecond)
 	m.Ran(&fleet.Pass{JobID: "b", Paused: true, SQLState: "CH409", Err: "conflict"}, 30*time.Millisecond)
 	m.Ran(&fleet.Pass{JobID: "c", SQLState: "40P01", Err: "deadlock"}, 40*time.Millisecond)
 	m.Ran(&fleet.Pass{JobID: "c", SQLState: "40P01", Err: "deadlock"}, 40*time.Millisecond)

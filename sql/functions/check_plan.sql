@@ -24,7 +24,7 @@ begin
                                 order by t.id))
     into v_result
     from (select j.job_id, j.next_index,
-                 registration_problem(j.job_id, coalesce(k.kind, 'cancel'), k.undoes, j.tenant, j.targets, j.chunk_size, ap.job_id is not null,
+                 registration_problem(j.job_id, coalesce(k.kind, ap.kind, 'cancel'), k.undoes, j.tenant, j.targets, j.chunk_size, ap.job_id is not null,
                                       v_plan ->> 'tenant', v_plan -> 'targets', (v_plan -> 'chunk_size')::integer) as problem
             from (select 1) as one
             left join jobs as j on j.job_id = v_plan ->> 'job_id'

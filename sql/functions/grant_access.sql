@@ -11,13 +11,15 @@ as $$
            '{{ .schema }}.inspect_job(text)', '{{ .schema }}.report(text)', '{{ .schema }}.job_lineage(text)',
            '{{ .schema }}.inspect_job(text, text)', '{{ .schema }}.report(text, text)', '{{ .schema }}.job_lineage(text, text)',
            '{{ .schema }}.job_status()', '{{ .schema }}.status_page(text, integer)', '{{ .schema }}.worker_status()',
-           '{{ .schema }}.campaign_status(text)', '{{ .schema }}.campaign_report(text)', '{{ .schema }}.queue_channel()'
+           '{{ .schema }}.campaign_status(text)', '{{ .schema }}.campaign_report(text)', '{{ .schema }}.queue_channel()',
+           '{{ .schema }}.change_list()', '{{ .schema }}.change_show(text)'
          ]) as f
    where access in ('viewer', 'operator')
   union all
   select f::regprocedure
     from unnest(array[
-           '{{ .schema }}.register(jsonb)', '{{ .schema }}.check_plan(jsonb)',
+           '{{ .schema }}.register(jsonb)', '{{ .schema }}.check_plan(jsonb)', '{{ .schema }}.register_change(text, jsonb)',
+           '{{ .schema }}.check_change(text, jsonb)',
            '{{ .schema }}.cancel_chunk(text, jsonb)', '{{ .schema }}.run_chunk(text)',
            '{{ .schema }}.run_next_chunk(text, integer, integer)',
            '{{ .schema }}.pause_job(text)', '{{ .schema }}.pause_job_after(text, integer)', '{{ .schema }}.resume_job(text)',
@@ -45,7 +47,8 @@ as $$
   select t::regclass
     from unnest(array['{{ .schema }}.jobs', '{{ .schema }}.job_audit', '{{ .schema }}.job_approval', '{{ .schema }}.job_kind',
                       '{{ .schema }}.job_queue', '{{ .schema }}.job_progress', '{{ .schema }}.workers',
-                      '{{ .schema }}.campaigns', '{{ .schema }}.campaign_jobs']) as t
+                      '{{ .schema }}.campaigns', '{{ .schema }}.campaign_jobs',
+                      '{{ .schema }}.changes', '{{ .schema }}.job_change', '{{ .schema }}.change_audit']) as t
 $$;
 comment on function {{ .schema }}.access_tables() is
   'chunks helper: the tables of chunks (not orders) that a viewer or an operator may read.';

@@ -13,6 +13,7 @@
 {{ template "order_matches.sql" . }}
 {{ template "valid_plan.sql" . }}
 {{ template "registration_problem.sql" . }}
+{{ template "record_job.sql" . }}
 {{ template "register.sql" . }}
 {{ template "check_plan.sql" . }}
 {{ template "inspect_job.sql" . }}
@@ -51,6 +52,24 @@
 {{ template "campaign_report.sql" . }}
 {{ template "campaign_check.sql" . }}
 {{ template "campaign_undo.sql" . }}
+{{ template "check_change_owner.sql" . }}
+{{ template "check_change_name.sql" . }}
+{{ template "change_column.sql" . }}
+{{ template "change_fields.sql" . }}
+{{ template "change_sql_parts.sql" . }}
+{{ template "change_function_sql.sql" . }}
+{{ template "change_check_sql.sql" . }}
+{{ template "define_change.sql" . }}
+{{ template "drop_change.sql" . }}
+{{ template "change_list.sql" . }}
+{{ template "change_show.sql" . }}
+{{ template "change_targets.sql" . }}
+{{ template "valid_change_plan.sql" . }}
+{{ template "change_job_problem.sql" . }}
+{{ template "register_change.sql" . }}
+{{ template "check_change.sql" . }}
+{{ template "run_change_chunk.sql" . }}
+{{ template "report_change.sql" . }}
 {{ template "grant_access.sql" . }}
 
 -- Least privilege (README "Roles"): no function of chunks is executable by

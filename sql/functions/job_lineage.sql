@@ -8,12 +8,13 @@ declare
   v_lineage jsonb;
 begin
   perform check_name(job_lineage.job_id, 'job_id');
-  select jsonb_build_object('job_id', j.job_id, 'kind', coalesce(k.kind, 'cancel'), 'undoes', k.undoes,
+  select jsonb_build_object('job_id', j.job_id, 'kind', case when jc.job_id is not null then 'change' else coalesce(k.kind, 'cancel') end, 'undoes', k.undoes,
                             'undone_by', u.job_id)
     into v_lineage
     from jobs as j
     left join job_kind as k on k.job_id = j.job_id
     left join job_kind as u on u.undoes = j.job_id
+    left join job_change as jc on jc.job_id = j.job_id
    where j.job_id = job_lineage.job_id;
   return v_lineage;
 end

@@ -38,7 +38,8 @@ as $$
                                                       (x.e -> 'qty')::bigint, s.kind)))
                     end)
     from (select j.job_id, j.tenant, j.targets, j.next_index, j.chunk_size, c.n, q.visible_at, q.pause_reason,
-                 q.paused_at, q.paused_by, q.pause_after, coalesce(k.kind, 'cancel') as kind, k.undoes, u.job_id as undone_by,
+                 q.paused_at, q.paused_by, q.pause_after,
+                 case when jc.job_id is not null then 'change' else coalesce(k.kind, 'cancel') end as kind, k.undoes, u.job_id as undone_by,
                  coalesce(nullif(r.application_name, ''), 'pid ' || r.pid) as running_in,
                  job_state(j.next_index, c.n, r.pid is not null, q.job_id is not null, q.paused) as state,
                  -- The recent rate in ids per second, from the oldest to the
@@ -51,6 +52,7 @@ as $$
             left join job_queue as q on q.job_id = j.job_id
             left join job_kind as k on k.job_id = j.job_id
             left join job_kind as u on u.undoes = j.job_id
+            left join job_change as jc on jc.job_id = j.job_id
             left join running as r on r.key = run_lock_key(j.job_id)
             left join job_progress as p on p.job_id = j.job_id and p.next_index <= j.next_index
            cross join lateral (select case when jsonb_typeof(j.targets) = 'array'
@@ -66,4 +68,5 @@ one jsonb object each: {"job_id", "tenant", "next_index", "n", "chunk_size", "st
 "visible_at", "pause_reason", "paused_at", "paused_by", "pause_after", "kind", "undoes", "undone_by",
 "progressed_at", "rate", "drift"}, as job_status describes them. progressed_at is when a fleet worker last saw the job move forward, and
 rate its recent rate in ids per second (NULL until two points of progress are known); both come
-from job_progress. Read-only: it locks nothing.$c$;
+from job_progress. kind is 'change' for a job of a declared change (register_change), whose
+drift is NULL here (report tells it). Read-only: it locks nothing.$c$;

@@ -7,25 +7,14 @@ declare
   v_job_id text := v_plan ->> 'job_id';
   v_problem text;
 begin
-  insert into jobs as j (job_id, tenant, targets, chunk_size, next_index)
-  values (v_job_id, v_plan ->> 'tenant', v_plan -> 'targets', (v_plan -> 'chunk_size')::integer, 0)
-  on conflict (job_id) do nothing;
-  if found then
-    -- What was approved, kept where only the owner writes (job_approval):
-    -- run_chunk and report refuse the job if its row is changed later.
-    insert into job_approval (job_id, kind, tenant, chunk_size, targets_sha256, recorded_from)
-    values (v_job_id, 'cancel', v_plan ->> 'tenant', (v_plan -> 'chunk_size')::integer,
-            targets_sha256(v_plan -> 'targets'), 'register');
-    -- Fleet mode: a new job is runnable in the same commit that records it,
-    -- and the workers listening on queue_channel() hear of it then.
-    insert into job_queue (job_id, visible_at) values (v_job_id, clock_timestamp());
-    perform pg_notify(queue_channel(), v_job_id);
+  -- A new job: its row, its approval and its place in the queue (record_job).
+  if record_job(v_job_id, v_plan ->> 'tenant', v_plan -> 'targets', (v_plan -> 'chunk_size')::integer, 'cancel', 'register') then
     return true;
   end if;
 
   -- The id is taken: the same approval again is not an error, anything else is.
   -- Progress (next_index) is never touched here.
-  select registration_problem(j.job_id, coalesce(k.kind, 'cancel'), k.undoes, j.tenant, j.targets, j.chunk_size, ap.job_id is not null,
+  select registration_problem(j.job_id, coalesce(k.kind, ap.kind, 'cancel'), k.undoes, j.tenant, j.targets, j.chunk_size, ap.job_id is not null,
                               v_plan ->> 'tenant', v_plan -> 'targets', (v_plan -> 'chunk_size')::integer)
     into v_problem
     from jobs as j

@@ -34,6 +34,11 @@ begin
     v_new := register_undo.job_id || v_suffix;
   end if;
   perform check_name(v_new, 'new_job_id');
+  perform from job_change as jc where jc.job_id = register_undo.job_id;
+  if found then
+    raise exception 'job %: is a job of a declared change; its undo is not supported yet', register_undo.job_id
+      using errcode = 'CH409';
+  end if;
   if v_new = register_undo.job_id then
     raise exception 'new_job_id: must differ from job_id %', register_undo.job_id using errcode = '22023';
   end if;

@@ -1,7 +1,7 @@
 -- register's identity rule, in one place for register and check_plan: why
 -- an approval (TENANT, normalized TARGETS, CHUNK_SIZE) cannot be registered
 -- under JOB_ID, which is already taken by a job of KIND (undoing UNDOES,
--- for an undo) with the stored tenant, targets and chunk_size (the
+-- for an undo; 'change' for a job of a declared change) with the stored tenant, targets and chunk_size (the
 -- STORED_* values), or NULL when it is the same approval (register is
 -- then a no-op). A job row without an approval record (APPROVED false:
 -- written by hand) is never the same approval. The first difference is
@@ -16,6 +16,7 @@ as $$
   select case
     when job_id is not null and not approved then
       format('job %s: a job row with this id exists but was never registered through chunks (job_approval has no record of it)', job_id)
+    when kind = 'change' then format('job %s: already registered as a job of a declared change (register_change)', job_id)
     when kind is distinct from 'cancel' then
       format('job %s: already registered as the undo of %s', job_id, coalesce(undoes, 'another job'))
     when stored_tenant <> tenant then

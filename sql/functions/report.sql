@@ -9,6 +9,10 @@ declare
   v_approval_problem text;
 begin
   perform check_name(report.job_id, 'job_id');
+  -- A job of a declared change (register_change) is reported by its keys.
+  if exists (select from job_change as jc where jc.job_id = report.job_id) then
+    return report_change(report.job_id);
+  end if;
   -- One SELECT reads the job's progress and the current orders together. A
   -- stored job whose targets or next_index cannot be read as a list of
   -- approvals and a prefix of it is not reported on: that is a conflict.
@@ -65,7 +69,9 @@ approved qty, the state the job left it in ('cancelled'; 'pending' for an undo m
 register_undo) and the approved revision + 1; missing when no order has its id; drifted
 otherwise. One SELECT; changes nothing. Errors: 22023 bad job_id; CH409
 unknown job, a stored job whose targets or next_index cannot be read, or one that is no longer
-the approval register recorded (job_approval) or was never registered through chunks.$c$;
+the approval register recorded (job_approval) or was never registered through chunks.
+A job of a declared change (register_change) lists its targets' keys instead, in key order
+(report_change: matching when the row still has every value the change wrote).$c$;
 
 -- The signature of a router (the template is tenant_call.sql): the job of one tenant.
 {{ template "tenant_call.sql" (merge (dict "name" "report" "returns" "jsonb" "volatility" "stable" "missing" "conflict"

@@ -33,11 +33,13 @@ begin
   -- what register recorded of its approval (job_approval) come with it, in
   -- the same statement: two keyed lookups more.
   select j.job_id, j.tenant, j.targets, j.chunk_size, j.next_index, coalesce(k.kind, 'cancel') as kind,
-         ap.kind as a_kind, ap.tenant as a_tenant, ap.targets_sha256 as a_targets_sha256, ap.chunk_size as a_chunk_size
+         ap.kind as a_kind, ap.tenant as a_tenant, ap.targets_sha256 as a_targets_sha256, ap.chunk_size as a_chunk_size,
+         jc.change, jc.digest as change_digest
     into v_job
     from jobs as j
     left join job_kind as k on k.job_id = j.job_id
     left join job_approval as ap on ap.job_id = j.job_id
+    left join job_change as jc on jc.job_id = j.job_id
    where j.job_id = run_chunk.job_id
      for update of j;
   if not found then
@@ -46,6 +48,14 @@ begin
   -- Seen by job_status as "running" until this transaction ends. Only this
   -- job's row lock holder takes it, so it never waits.
   perform pg_try_advisory_xact_lock(run_lock_key(v_job.job_id));
+
+  -- A job of a declared change (register_change) takes its change's path.
+  if v_job.change is not null then
+    v_locking := 'a row of the change''s table, of change_audit or of jobs that this chunk writes';
+    return run_change_chunk(v_job.job_id, v_job.tenant, v_job.targets, v_job.chunk_size, v_job.next_index,
+                            v_job.change, v_job.change_digest, v_job.a_kind, v_job.a_tenant, v_job.a_targets_sha256,
+                            v_job.a_chunk_size);
+  end if;
 
   -- docs/contract.md §4: the stored job must be sound before anything is written.
   -- job_shape_problem is the fast guard on the row (targets' shape,
@@ -129,6 +139,8 @@ recorded (job_approval: kind, tenant, chunk_size, the targets' sha256), changes 
 them as cancel_chunk does, an undo made by register_undo restores cancelled orders to
 pending; revision + 1 either way), writes one audit row each and moves next_index. Returns {"processed": [ids], "next_index": n, "done": bool};
 a finished job returns {"processed": [], "done": true} and changes nothing.
+A job of a declared change (register_change, job_change) runs its change's generated function
+instead (run_change_chunk): "processed" then lists the targets' keys.
 From psql in autocommit, SELECT run_chunk('job') is one transaction that commits one chunk.
 Errors: 22023 bad job_id; CH409 unknown or unsound job, a job that is no longer its registered
 approval or was never registered (no job_approval record), or an order that does not match;

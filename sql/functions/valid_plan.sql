@@ -2,9 +2,11 @@
 -- (README "Decisions"): keys (unexpected first, then missing), job_id,
 -- tenant, targets, chunk_size, allow_partial. Returns the approval as
 -- {"job_id", "tenant", "targets" (normalized: a new list sorted by id),
--- "chunk_size" (an integer)}, for register and check_plan.
-create or replace function {{ .schema }}.valid_plan(plan jsonb) returns jsonb
-language plpgsql immutable security invoker
+-- "chunk_size" (an integer)}, for register and check_plan. With a declared
+-- change's DEFINITION (register_change), the targets are that change's
+-- (change_targets, sorted by key); NULL: orders' {id, revision, qty}.
+create or replace function {{ .schema }}.valid_plan(plan jsonb, definition jsonb) returns jsonb
+language plpgsql stable security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare
@@ -31,7 +33,8 @@ begin
     end if;
     perform check_name(valid_plan.plan ->> v_key, v_key);
   end loop;
-  v_targets := normalized_targets(valid_plan.plan -> 'targets', 'targets');
+  v_targets := case when valid_plan.definition is null then normalized_targets(valid_plan.plan -> 'targets', 'targets')
+                    else change_targets(valid_plan.definition, valid_plan.plan -> 'targets', 'targets') end;
   if jsonb_typeof(v_chunk_size) <> 'number' or scale(v_chunk_size::numeric) <> 0 then
     raise exception 'chunk_size: must be an integer, got %', excerpt(v_chunk_size::text, false) using errcode = '22023';
   end if;
@@ -46,5 +49,14 @@ begin
                             'targets', v_targets, 'chunk_size', v_chunk_size::integer);
 end
 $$;
+comment on function {{ .schema }}.valid_plan(jsonb, jsonb) is
+  'chunks helper: validates a register PLAN (22023 naming the field, in register''s order) and returns {"job_id", "tenant", "targets" (sorted by id; with a change DEFINITION, its targets sorted by key), "chunk_size"}.';
+
+create or replace function {{ .schema }}.valid_plan(plan jsonb) returns jsonb
+language sql stable security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+  select {{ .schema }}.valid_plan(plan, null)
+$$;
 comment on function {{ .schema }}.valid_plan(jsonb) is
-  'chunks helper: validates a register PLAN (22023 naming the field, in register''s order) and returns {"job_id", "tenant", "targets" (sorted by id), "chunk_size"}.';
+  'chunks helper: validates a register PLAN of orders (valid_plan(plan, null)).';

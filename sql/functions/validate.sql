@@ -74,6 +74,26 @@ $$;
 comment on function {{ .schema }}.target_problem(jsonb, text, bigint) is
   'chunks helper: NULL when E is a valid target {id, revision, qty}, else why not, naming FIELD[POS].';
 
+-- The rule of every target list, of orders or of a declared change: a
+-- list of 1 to 64 targets (22023 naming FIELD otherwise).
+create or replace function {{ .schema }}.check_target_list(items jsonb, field text) returns void
+language plpgsql immutable security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+begin
+  if jsonb_typeof(check_target_list.items) is distinct from 'array' then
+    raise exception '%: must be a list of 1 to 64 targets, got %', check_target_list.field,
+      coalesce(jsonb_typeof(check_target_list.items), 'null') using errcode = '22023';
+  end if;
+  if jsonb_array_length(check_target_list.items) not between 1 and 64 then
+    raise exception '%: must be a list of 1 to 64 targets, got %', check_target_list.field,
+      jsonb_array_length(check_target_list.items) using errcode = '22023';
+  end if;
+end
+$$;
+comment on function {{ .schema }}.check_target_list(jsonb, text) is
+  'chunks helper: raises 22023 naming FIELD unless ITEMS is a list of 1 to 64 targets.';
+
 -- A valid target list, normalized into a new list sorted by id ascending.
 create or replace function {{ .schema }}.normalized_targets(items jsonb, field text) returns jsonb
 language plpgsql immutable security invoker
@@ -83,14 +103,7 @@ declare
   v_problem text;
   v_duplicate integer;
 begin
-  if jsonb_typeof(normalized_targets.items) is distinct from 'array' then
-    raise exception '%: must be a list of 1 to 64 targets, got %', normalized_targets.field,
-      coalesce(jsonb_typeof(normalized_targets.items), 'null') using errcode = '22023';
-  end if;
-  if jsonb_array_length(normalized_targets.items) not between 1 and 64 then
-    raise exception '%: must be a list of 1 to 64 targets, got %', normalized_targets.field,
-      jsonb_array_length(normalized_targets.items) using errcode = '22023';
-  end if;
+  perform check_target_list(normalized_targets.items, normalized_targets.field);
   select s.problem into v_problem
     from (select target_problem(t.e, normalized_targets.field, t.ord - 1) as problem, t.ord
             from jsonb_array_elements(normalized_targets.items) with ordinality as t(e, ord)) as s

@@ -23,6 +23,8 @@
 {{ template "unavailable_shards.sql" . }}
 {{ template "check_shards.sql" . }}
 {{ template "register.sql" . }}
+{{ template "register_change.sql" . }}
+{{ template "check_change.sql" . }}
 {{ template "check_plan.sql" . }}
 {{ template "cancel_chunk.sql" . }}
 {{ template "inspect_job.sql" . }}

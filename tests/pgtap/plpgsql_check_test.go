@@ -27,6 +27,21 @@ import (
 func TestPlpgsqlCheck(t *testing.T) {
 	s := pgtest.NewSchema(t)
 	check := installExtension(t, s.Conn, "plpgsql_check", "chunks_test_check", "postgresql-%d-plpgsql-check")
+	// A declared change (README "Your own tables"), so that its generated
+	// function is checked too, on a table of a schema of the test's own.
+	shop := pgtest.NewSchemaName(t)
+	t.Cleanup(func() {
+		if _, err := s.Conn.Exec(ctx, "drop schema "+shop+" cascade"); err != nil {
+			t.Errorf("drop schema %s: %v", shop, err)
+		}
+	})
+	s.Exec(t, "create schema "+shop)
+	s.Exec(t, `create table `+shop+`.payments(payment_id bigint primary key, merchant_id integer not null, status text not null,
+	  amount_cents integer not null, hold_reason text, lock_version integer not null)`)
+	s.Exec(t, `select define_change(jsonb_build_object('name', 'hold_payment', 'table', $1::text, 'key', 'payment_id',
+	  'tenant', 'merchant_id', 'version', 'lock_version', 'expect', jsonb_build_array('amount_cents'),
+	  'when', jsonb_build_object('status', 'captured'), 'set', jsonb_build_object('status', 'on_hold'),
+	  'set_from_target', jsonb_build_object('hold_reason', 'reason')))`, shop+".payments")
 	conn := pgtest.Connect(t, pgtest.WithSearchPath(pgtest.DSN(), "pg_catalog"))
 
 	rows, err := conn.Query(ctx, `
@@ -47,7 +62,7 @@ func TestPlpgsqlCheck(t *testing.T) {
 	for _, f := range functions {
 		names = append(names, f.Name)
 	}
-	for _, want := range []string{"register", "inspect_job", "cancel_chunk", "run_chunk", "report"} {
+	for _, want := range []string{"register", "inspect_job", "cancel_chunk", "run_chunk", "report", "apply_hold_payment"} {
 		if !slices.Contains(names, want) {
 			t.Fatalf("no PL/pgSQL function %s in schema %s (found %v): nothing to check", want, s.Name, names)
 		}

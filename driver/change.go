@@ -1,0 +1,248 @@
+package driver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// ChangeDefinition is a declared change of one of the user's own tables
+// (README "Your own tables"), as define_change takes it: data, never SQL.
+// The server checks it against the catalog; the json names are the
+// interface.
+type ChangeDefinition struct {
+	Name          string            `json:"name"`                      // ^[a-z][a-z0-9_]{0,39}$
+	Table         string            `json:"table"`                     // "schema.table"
+	Key           string            `json:"key"`                       // a NOT NULL column unique on its own
+	Tenant        string            `json:"tenant,omitempty"`          // a column that must equal the plan's tenant
+	Version       string            `json:"version,omitempty"`         // an integer column each target pins; the change adds 1
+	Expect        []string          `json:"expect,omitempty"`          // columns each target pins
+	When          map[string]any    `json:"when,omitempty"`            // column -> constant the row must have now
+	Set           map[string]any    `json:"set,omitempty"`             // column -> constant written
+	SetFromTarget map[string]string `json:"set_from_target,omitempty"` // column -> target field carrying its new value
+}
+
+// ChangeSummary is one declared change as [Changes] lists it.
+type ChangeSummary struct {
+	Name      string    `json:"name"`
+	Table     string    `json:"table"`
+	Digest    string    `json:"digest"` // sha256 (hex) of the definition's canonical jsonb text
+	DefinedAt time.Time `json:"defined_at"`
+	DefinedBy string    `json:"defined_by"`
+	Jobs      int64     `json:"jobs"` // jobs registered with the change
+}
+
+// ChangeInfo is one declared change as [ShowChange] shows it for review:
+// its definition and the source of its generated function.
+type ChangeInfo struct {
+	Name       string           `json:"name"`
+	Definition ChangeDefinition `json:"definition"`
+	Digest     string           `json:"digest"`
+	DefinedAt  time.Time        `json:"defined_at"`
+	DefinedBy  string           `json:"defined_by"`
+	Jobs       int64            `json:"jobs"`
+	Function   string           `json:"function"` // the generated function's name, apply_<name>
+	Source     *string          `json:"source"`   // its CREATE FUNCTION text (pg_get_functiondef); nil when it is gone
+}
+
+// ChangePlan is a job of a declared change: the five keys of a [Plan],
+// with targets whose fields are exactly the change's key, version, expect
+// and set_from_target fields (the server checks them against the change).
+type ChangePlan struct {
+	JobID        string           `json:"job_id"`
+	Tenant       string           `json:"tenant"`
+	Targets      []map[string]any `json:"targets"`
+	ChunkSize    int              `json:"chunk_size"`
+	AllowPartial bool             `json:"allow_partial"`
+}
+
+// changeName is the rule of a change's name, as define_change has it.
+var changeName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
+
+// checkChangeName returns an [ErrInvalid] naming field unless name is a
+// change's name.
+func checkChangeName(field, name string) error {
+	if !changeName.MatchString(name) {
+		return Invalidf("%s: must be 1 to 40 lower-case ASCII letters, digits or _, starting with a letter, got %s", field, Excerpt(name, true))
+	}
+	return nil
+}
+
+// ParseChange reads a change definition (a JSON file) strictly: one JSON
+// object of at most [MaxInputBytes], no field ChangeDefinition does not
+// name (an [ErrInvalid] "definition: unknown field ..."), numbers kept as
+// written.
+func ParseChange(r io.Reader) (ChangeDefinition, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxInputBytes+1))
+	if err != nil {
+		return ChangeDefinition{}, err
+	}
+	if len(data) > MaxInputBytes {
+		return ChangeDefinition{}, Invalidf("definition: is larger than the 1 MiB limit (at most %d bytes)", MaxInputBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	var def ChangeDefinition
+	if err := dec.Decode(&def); err != nil {
+		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return ChangeDefinition{}, Invalidf("definition: unknown field %s", field)
+		}
+		return ChangeDefinition{}, Invalidf("definition: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return ChangeDefinition{}, Invalidf("definition: must be a single JSON value, found more after it")
+	}
+	return def, nil
+}
+
+// DefineChange declares def with the server's define_change: true when it
+// is new, false when the same definition is already there. The server
+// checks it against the catalog ([ErrInvalid] naming the table, column or
+// constant at fault) and generates its static function; another definition
+// under the same name is an [ErrConflict]. Only the owner of the chunks
+// schema may define a change (SQLSTATE 42501 for any other role).
+func DefineChange(ctx context.Context, db DB, def ChangeDefinition) (bool, error) {
+	if err := checkChangeName("name", def.Name); err != nil {
+		return false, err
+	}
+	body, err := json.Marshal(def)
+	if err != nil {
+		return false, err
+	}
+	var created bool
+	if err := db.QueryRow(ctx, "select define_change($1::jsonb)", string(body)).Scan(&created); err != nil {
+		return false, MapError(err)
+	}
+	return created, nil
+}
+
+// Changes lists the declared changes by name (SQL change_list).
+func Changes(ctx context.Context, db DB) ([]ChangeSummary, error) {
+	var list []ChangeSummary
+	if _, err := QueryJSON(ctx, db, &list, "change_list"); err != nil {
+		return nil, err
+	}
+	return list, nil
+}
+
+// ShowChange returns the declared change name with its generated source,
+// or nil (and no error) when there is no such change (SQL change_show).
+func ShowChange(ctx context.Context, db DB, name string) (*ChangeInfo, error) {
+	if err := checkChangeName("name", name); err != nil {
+		return nil, err
+	}
+	var info ChangeInfo
+	if found, err := QueryJSON(ctx, db, &info, "change_show", name); err != nil || !found {
+		return nil, err
+	}
+	return &info, nil
+}
+
+// DropChange drops the declared change name and its generated function:
+// true when it was there, false when there is no such change. It is an
+// [ErrConflict] while any job of the change exists. Only the owner of the
+// chunks schema may drop a change.
+func DropChange(ctx context.Context, db DB, name string) (bool, error) {
+	if err := checkChangeName("name", name); err != nil {
+		return false, err
+	}
+	var dropped bool
+	if err := db.QueryRow(ctx, "select drop_change($1)", name).Scan(&dropped); err != nil {
+		return false, MapError(err)
+	}
+	return dropped, nil
+}
+
+// RegisterChange records a job of the declared change with the server's
+// register_change: true when the job is new, false when the same approval
+// is already registered; a different job under the same id is an
+// [ErrConflict]. What needs no database is checked first, with Register's
+// messages (job_id, tenant, the number of targets, chunk_size,
+// allow_partial); the server checks the targets against the change and
+// stores them sorted by key. A router routes it by the plan's tenant.
+func RegisterChange(ctx context.Context, db DB, change string, plan ChangePlan) (bool, error) {
+	body, err := plan.check(change)
+	if err != nil {
+		return false, err
+	}
+	var created bool
+	if err := db.QueryRow(ctx, "select register_change($1, $2::jsonb)", change, body).Scan(&created); err != nil {
+		return false, MapError(err)
+	}
+	return created, nil
+}
+
+// check checks what needs no database, with Register's messages (the
+// change's name, job_id, tenant, the number of targets, chunk_size,
+// allow_partial), and returns the plan as JSON text for the server.
+func (plan ChangePlan) check(change string) (string, error) {
+	if err := checkChangeName("change", change); err != nil {
+		return "", err
+	}
+	if err := checkName("job_id", plan.JobID); err != nil {
+		return "", err
+	}
+	if err := checkName("tenant", plan.Tenant); err != nil {
+		return "", err
+	}
+	if len(plan.Targets) == 0 || len(plan.Targets) > MaxTargets {
+		return "", Invalidf("targets: must be a list of 1 to %d targets, got %d", MaxTargets, len(plan.Targets))
+	}
+	if err := checkChunkSize(int64(plan.ChunkSize)); err != nil {
+		return "", err
+	}
+	if !plan.AllowPartial {
+		return "", Invalidf("allow_partial: must be true (each chunk commits on its own), got false")
+	}
+	body, err := json.Marshal(plan)
+	if err != nil {
+		return "", err
+	}
+	return string(body), nil
+}
+
+// ChangeCheck is the preflight of a job of a declared change
+// ([CheckChange], SQL check_change), in [PlanCheck]'s shape: Job is
+// [JobFree], [JobRegistered] or [JobConflict] (JobProblem says why), and
+// each target, in key order, is OK when its row would take the change now.
+type ChangeCheck struct {
+	JobID      string              `json:"job_id"`
+	OK         bool                `json:"ok"`
+	Job        string              `json:"job"`
+	JobProblem string              `json:"job_problem"`
+	Targets    []ChangeTargetCheck `json:"targets"`
+}
+
+// ChangeTargetCheck is one target of a [ChangeCheck]: its key as the
+// server wrote it (a JSON number for an integer key, a string otherwise);
+// Problem in the words of the conflict its chunk would raise
+// ("payment_id 42: lock_version is 4, approved 3"); Committed for a target
+// the registered job has already changed.
+type ChangeTargetCheck struct {
+	Key       json.RawMessage `json:"key"`
+	OK        bool            `json:"ok"`
+	Problem   string          `json:"problem"`
+	Committed bool            `json:"committed"`
+}
+
+// CheckChange is the preflight of plan, a job of the declared change:
+// validated as [RegisterChange] validates it, then judged on the server
+// without locking or writing anything. A plan that would not apply is not
+// an error: it is the answer, with OK false.
+func CheckChange(ctx context.Context, db DB, change string, plan ChangePlan) (ChangeCheck, error) {
+	body, err := plan.check(change)
+	if err != nil {
+		return ChangeCheck{}, err
+	}
+	var c ChangeCheck
+	if _, err := QueryJSON(ctx, db, &c, "check_change", change, body); err != nil {
+		return ChangeCheck{}, err
+	}
+	return c, nil
+}

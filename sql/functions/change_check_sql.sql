@@ -1,0 +1,35 @@
+-- The static read-only check of a declared change (define_change), as SQL
+-- text: {{ .schema }}.apply_<name>(tenant, targets), an overload of its
+-- generated function, which judges each of TARGETS (a plan's, as
+-- change_targets stored them) against its row now, in the words of its
+-- chunk's conflict (change_sql_parts: the same CASE), with no row lock:
+-- [{"key", "problem"}, ...] in the targets' order, problem NULL when the
+-- row would take the change. check_change calls it. Built as
+-- change_function_sql builds the change: identifiers by %I, the body one
+-- quoted literal, no EXECUTE in it.
+create or replace function {{ .schema }}.change_check_sql(definition jsonb) returns text
+language plpgsql stable security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_fn text := 'apply_' || (change_check_sql.definition ->> 'name');
+  v_key text := change_check_sql.definition ->> 'key';
+  v_parts record;
+begin
+  select * into v_parts
+    from change_sql_parts(change_check_sql.definition, format('%I.targets', v_fn), format('%I.tenant', v_fn));
+  return format($f$create or replace function {{ .schema }}.%I(tenant text, targets jsonb)
+returns jsonb
+language sql stable security definer
+set search_path = {{ .schema }}, pg_temp
+as %L$f$, v_fn, format($b$
+  -- Each target against its row now, in its chunk's words; nothing locked.
+  with %1$s,
+  current as (select %2$s from %3$s as r where r.%4$I in (select t.%4$I from t))
+  select coalesce(jsonb_agg(jsonb_build_object('key', to_jsonb(t.%4$I), 'problem', %5$s) order by t."?ordinal"), '[]')
+    from t left join current as l on l.%4$I = t.%4$I
+$b$, v_parts.targets_cte, v_parts.compared, (change_check_sql.definition ->> 'table')::regclass, v_key, v_parts.problem));
+end
+$$;
+comment on function {{ .schema }}.change_check_sql(jsonb) is
+  'chunks helper: the CREATE FUNCTION text of the read-only check apply_<name>(tenant, targets) of a validated change DEFINITION (the same CASE as its generated function, no lock), for define_change.';

@@ -1,0 +1,63 @@
+-- The parts of a declared change's SQL that its generated function
+-- (change_function_sql) and its read-only check (check_change) share, as
+-- text: TARGETS_CTE, "t as materialized (...)", the targets of the jsonb
+-- expression TARGETS typed by their columns (jsonb_to_recordset), with
+-- their position as "?ordinal"; COMPARED, the select list of the row r's
+-- columns the check reads; PROBLEM, a CASE over t (the target) and l (its
+-- row, all NULL when missing) that is NULL when the row can take the
+-- change now, else the first difference in words: missing, another tenant
+-- (the text expression TENANT), a when constant, the version, an expect
+-- column, naming the key. DEFINITION was validated by define_change.
+create or replace function {{ .schema }}.change_sql_parts(definition jsonb, targets text, tenant text,
+                                                          out targets_cte text, out compared text, out problem text)
+language plpgsql stable security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_def jsonb := change_sql_parts.definition;
+  v_rel regclass := to_regclass(v_def ->> 'table');
+  v_key text := v_def ->> 'key';
+  v_tenant text := v_def ->> 'tenant';
+  v_version text := v_def ->> 'version';
+  v_fields text[];
+  v_types text[];
+  v_coldefs text;
+  v_colnames text;
+  v_k text;
+  v_v jsonb;
+begin
+  select array_agg(f.field order by f.ord), array_agg(f.type order by f.ord) into v_fields, v_types
+    from change_fields(v_def) as f;
+  select string_agg(format('%I %s', f, t), ', ' order by o), string_agg(format('%I', f), ', ' order by o)
+    into v_coldefs, v_colnames
+    from unnest(v_fields, v_types) with ordinality as x(f, t, o);
+  targets_cte := format('t as materialized (select x.* from rows from (jsonb_to_recordset(%s) as (%s)) with ordinality as x(%s, "?ordinal"))',
+                change_sql_parts.targets, v_coldefs, v_colnames);
+  compared := (select string_agg(format('r.%I', c), ', ' order by c) from (select distinct c from unnest(array[v_key, v_tenant, v_version]
+                                                   || array(select jsonb_array_elements_text(coalesce(v_def -> 'expect', '[]')))
+                                                   || array(select jsonb_object_keys(coalesce(v_def -> 'when', '{}')))) as c
+                       where c is not null) as d);
+  -- The check, first difference first: missing, tenant, when, version, expect.
+  problem := 'case' || format(E'\n               when l.%I is null then format(%L, %L, t.%I)', v_key, '%s %s: missing', v_key, v_key);
+  if v_tenant is not null then
+    problem := problem || format(E'\n               when l.%I::text is distinct from %s then format(%L, %L, t.%I)',
+                                   v_tenant, change_sql_parts.tenant, '%s %s: belongs to another tenant', v_key, v_key);
+  end if;
+  for v_k, v_v in select e.key, e.value from jsonb_each(coalesce(v_def -> 'when', '{}')) as e order by e.key loop
+    problem := problem || format(E'\n               when l.%I is distinct from %L::%s then format(%L, %L, t.%I, %L, {{ .schema }}.excerpt(l.%I::text, false), %L)',
+                                   v_k, v_v #>> '{}', (select format_type(a.atttypid, a.atttypmod) from pg_attribute as a where a.attrelid = v_rel and a.attname = v_k),
+                                   '%s %s: %s is %s, the change requires %s', v_key, v_key, v_k, v_k, v_v #>> '{}');
+  end loop;
+  if v_version is not null then
+    problem := problem || format(E'\n               when l.%I is distinct from t.%I then format(%L, %L, t.%I, %L, l.%I, t.%I)',
+                                   v_version, v_version, '%s %s: %s is %s, approved %s', v_key, v_key, v_version, v_version, v_version);
+  end if;
+  for v_k in select jsonb_array_elements_text(coalesce(v_def -> 'expect', '[]')) loop
+    problem := problem || format(E'\n               when l.%1$I is distinct from t.%1$I then format(%2$L, %3$L, t.%4$I, %1$L, {{ .schema }}.excerpt(l.%1$I::text, false), {{ .schema }}.excerpt(t.%1$I::text, false))',
+                                   v_k, '%s %s: %s is %s, approved %s', v_key, v_key);
+  end loop;
+  problem := problem || E'\n                 end';
+end
+$$;
+comment on function {{ .schema }}.change_sql_parts(jsonb, text, text) is
+  'chunks helper: the SQL text shared by a declared change''s generated function and its check: the typed targets CTE over TARGETS, the columns the check reads, and the CASE naming the first difference (TENANT: the tenant expression).';

@@ -1,0 +1,57 @@
+-- Preflight of a declared change (README "Your own tables"): what
+-- register_change(CHANGE, PLAN) followed by a drain would do now, without
+-- doing it, in check_plan's shape with the targets' keys. Each target is
+-- judged by the words of its chunk's conflict, by the change's generated
+-- check apply_<name>(tenant, targets) (change_check_sql: the same CASE the
+-- generated function raises), with no row lock.
+create or replace function {{ .schema }}.check_change(change text, plan jsonb) returns jsonb
+language plpgsql stable security definer
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_change record;
+  v_plan jsonb;
+  v_job_id text;
+  v_next_index integer;
+  v_problem text;
+  v_function text;
+  v_targets jsonb;
+begin
+  select p.name, p.definition, p.digest, p.approval into v_change  -- 22023 naming the field
+    from valid_change_plan(check_change.change, check_change.plan) as p;
+  v_plan := v_change.approval;
+  v_job_id := v_plan ->> 'job_id';
+  select j.next_index into v_next_index from jobs as j where j.job_id = v_job_id;
+  v_problem := change_job_problem(v_job_id, v_change.name, v_change.digest, v_plan ->> 'tenant', v_plan -> 'targets',
+                                  (v_plan -> 'chunk_size')::integer);
+  select c.function_name into v_function from changes as c
+   where c.name = v_change.name and to_regprocedure(format('%I.%I(text, jsonb)', '{{ .schema }}', c.function_name)) is not null;
+  if not found then
+    raise exception 'change %: its generated check %.apply_%(text, jsonb) is gone (define the change again after chunks change drop)',
+      v_change.name, '{{ .schema }}', v_change.name using errcode = 'CH409';
+  end if;
+  -- The change's generated check (define_change): one call, planned once.
+  execute format('select %I.%I($1, $2)', '{{ .schema }}', v_function)
+    into v_targets using v_plan ->> 'tenant', v_plan -> 'targets';
+  return (select jsonb_build_object(
+                   'job_id', v_job_id,
+                   'ok', v_problem is null and bool_and(c.committed or x.e ->> 'problem' is null),
+                   'job', case when v_next_index is null then 'free' when v_problem is null then 'registered' else 'conflict' end,
+                   'job_problem', coalesce(v_problem, ''),
+                   'targets', jsonb_agg(jsonb_build_object('key', x.e -> 'key', 'ok', c.committed or x.e ->> 'problem' is null,
+                                                           'problem', case when c.committed then '' else coalesce(x.e ->> 'problem', '') end,
+                                                           'committed', c.committed)
+                                        order by x.ord))
+            from jsonb_array_elements(v_targets) with ordinality as x(e, ord)
+           cross join lateral (select v_next_index is not null and v_problem is null and x.ord <= v_next_index as committed) as c);
+end
+$$;
+comment on function {{ .schema }}.check_change(text, jsonb) is
+$c$Preflight of a declared change: what register_change(CHANGE, PLAN) followed by a drain would
+do now, without doing it. Returns {"job_id", "ok", "job", "job_problem", "targets": [{"key",
+"ok", "problem", "committed"}, ...]} with the targets in key order, as check_plan does: job is
+free, registered (the same approval is there) or conflict (job_problem in register_change's
+words); each target is ok when its row would take the change now, else problem says why in
+the words of its chunk's conflict (missing, another tenant, a when column, the version, an
+expect column). Nothing is locked or written.
+Errors: 22023 bad input (names the field, as register_change).$c$;

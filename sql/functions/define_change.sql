@@ -1,0 +1,239 @@
+-- Declared changes (README "Your own tables"). define_change validates a
+-- definition against the catalog (22023 naming the field, table, column or
+-- constant at fault, before anything is written), records it in changes
+-- and generates its static function apply_<name> (change_function_sql).
+-- SECURITY INVOKER: it runs with the caller's rights, and only the owner of
+-- this schema (or a member of that role) may call it; nobody is granted it.
+create or replace function {{ .schema }}.define_change(definition jsonb) returns boolean
+language plpgsql volatile security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_fields constant text[] := array['name', 'table', 'key', 'tenant', 'version', 'expect', 'when', 'set', 'set_from_target'];
+  v_def jsonb := define_change.definition;
+  v_owner oid;
+  v_field text;
+  v_name text;
+  v_ident text[];
+  v_rel oid;
+  v_relkind "char";
+  v_nsp text;
+  v_col record;
+  v_key text;
+  v_tenant text;
+  v_version text;
+  v_expect text[] := array[]::text[];
+  v_written text[] := array[]::text[];
+  v_targets text[] := array[]::text[];
+  v_e jsonb;
+  v_k text;
+  v_v jsonb;
+  v_existing jsonb;
+  v_function regprocedure;
+begin
+  select n.nspowner into v_owner from pg_namespace as n where n.nspname = '{{ .schema }}';
+  perform check_change_owner('define_change');
+  if jsonb_typeof(v_def) is distinct from 'object' then
+    raise exception 'definition: must be an object, got %', coalesce(jsonb_typeof(v_def), 'null') using errcode = '22023';
+  end if;
+  select k into v_field from jsonb_object_keys(v_def) as k where k <> all (v_fields) order by k limit 1;
+  if v_field is not null then
+    raise exception 'definition: unknown field %', excerpt(v_field, true) using errcode = '22023';
+  end if;
+  foreach v_field in array array['name', 'table', 'key'] loop
+    if not v_def ? v_field then
+      raise exception 'definition: missing field %', v_field using errcode = '22023';
+    end if;
+  end loop;
+  foreach v_field in array array['name', 'table', 'key', 'tenant', 'version'] loop
+    if v_def ? v_field and jsonb_typeof(v_def -> v_field) <> 'string' then
+      raise exception '%: must be a string, got %', v_field, jsonb_typeof(v_def -> v_field) using errcode = '22023';
+    end if;
+  end loop;
+  v_name := v_def ->> 'name';
+  perform check_change_name(v_name, 'name');
+
+  -- The table: schema-qualified, an ordinary (or partitioned) table, in no
+  -- system schema and not in chunks' own.
+  begin
+    v_ident := parse_ident(v_def ->> 'table');
+  exception when others then
+    v_ident := null;
+  end;
+  if cardinality(v_ident) is distinct from 2 then
+    raise exception 'table: must be schema.table, got %', excerpt(v_def ->> 'table', true) using errcode = '22023';
+  end if;
+  if v_ident[1] in ('pg_catalog', 'information_schema', 'pg_toast') or v_ident[1] like 'pg\_temp%' or v_ident[1] like 'pg\_toast%' then
+    raise exception 'table: % is in system schema %', excerpt(v_def ->> 'table', true), v_ident[1] using errcode = '22023';
+  end if;
+  if v_ident[1] = '{{ .schema }}' then
+    raise exception 'table: % is one of chunks'' own tables (schema {{ .schema }}); declare changes of your own tables',
+      excerpt(v_def ->> 'table', true) using errcode = '22023';
+  end if;
+  select c.oid, c.relkind, n.nspname into v_rel, v_relkind, v_nsp
+    from pg_class as c join pg_namespace as n on n.oid = c.relnamespace
+   where n.nspname = v_ident[1] and c.relname = v_ident[2];
+  if v_rel is null or v_relkind not in ('r', 'p') then
+    raise exception 'table: there is no table %', excerpt(v_def ->> 'table', true) using errcode = '22023';
+  end if;
+  if not has_schema_privilege(v_owner, v_nsp, 'USAGE') or not has_table_privilege(v_owner, v_rel, 'SELECT, UPDATE') then
+    raise exception 'table: the owner of schema {{ .schema }} (%) may not SELECT and UPDATE %; grant it first',
+      v_owner::regrole, v_rel::regclass using errcode = '22023';
+  end if;
+
+  -- The key: NOT NULL, unique on its own, of a type a key can be.
+  v_key := v_def ->> 'key';
+  select * into v_col from change_column(v_rel, v_key, 'key');
+  if not v_col.notnull then
+    raise exception 'key: column %.% may be NULL', v_rel::regclass, quote_ident(v_key) using errcode = '22023';
+  end if;
+  if v_col.typid not in ('smallint'::regtype, 'integer'::regtype, 'bigint'::regtype, 'text'::regtype,
+                         'character varying'::regtype, 'uuid'::regtype) then
+    raise exception 'key: column %.% is %, not smallint, integer, bigint, text, varchar or uuid',
+      v_rel::regclass, quote_ident(v_key), v_col.type using errcode = '22023';
+  end if;
+  if not exists (select from pg_index as i
+                  where i.indrelid = v_rel and i.indisunique and i.indnatts = 1 and i.indkey[0] = v_col.attnum
+                    and i.indpred is null and i.indexprs is null) then
+    raise exception 'key: column %.% is not unique on its own (no primary key, unique constraint or non-partial unique index of exactly this column)',
+      v_rel::regclass, quote_ident(v_key) using errcode = '22023';
+  end if;
+  v_targets := array[v_key];
+
+  if v_def ? 'tenant' then
+    v_tenant := v_def ->> 'tenant';
+    perform change_column(v_rel, v_tenant, 'tenant');
+    if v_tenant = v_key then
+      raise exception 'tenant: % is the key', quote_ident(v_tenant) using errcode = '22023';
+    end if;
+  end if;
+  if v_def ? 'version' then
+    v_version := v_def ->> 'version';
+    select * into v_col from change_column(v_rel, v_version, 'version');
+    if v_col.typid not in ('smallint'::regtype, 'integer'::regtype, 'bigint'::regtype) then
+      raise exception 'version: column %.% is %, not smallint, integer or bigint', v_rel::regclass, quote_ident(v_version), v_col.type
+        using errcode = '22023';
+    end if;
+    if v_version in (v_key, v_tenant) then
+      raise exception 'version: % is the key or the tenant', quote_ident(v_version) using errcode = '22023';
+    end if;
+    v_targets := v_targets || v_version;
+  end if;
+
+  if v_def ? 'expect' then
+    if jsonb_typeof(v_def -> 'expect') <> 'array' then
+      raise exception 'expect: must be a list of column names, got %', jsonb_typeof(v_def -> 'expect') using errcode = '22023';
+    end if;
+    for v_e in select e from jsonb_array_elements(v_def -> 'expect') as e loop
+      if jsonb_typeof(v_e) <> 'string' then
+        raise exception 'expect: must be a list of column names, got %', excerpt(v_e::text, false) using errcode = '22023';
+      end if;
+      perform change_column(v_rel, v_e #>> '{}', 'expect');
+      if v_e #>> '{}' = any (v_expect || v_key || v_version) then
+        raise exception 'expect: % is named twice, or is the key or the version', quote_ident(v_e #>> '{}') using errcode = '22023';
+      end if;
+      v_expect := v_expect || (v_e #>> '{}');
+    end loop;
+  end if;
+  if v_version is null and cardinality(v_expect) = 0 then
+    raise exception 'expect: must name at least one column when the change has no version' using errcode = '22023';
+  end if;
+  v_targets := v_targets || v_expect;
+
+  -- when and set: constants, each a value of its column's type.
+  foreach v_field in array array['when', 'set', 'set_from_target'] loop
+    if v_def ? v_field and jsonb_typeof(v_def -> v_field) <> 'object' then
+      raise exception '%: must be an object, got %', v_field, jsonb_typeof(v_def -> v_field) using errcode = '22023';
+    end if;
+    for v_k, v_v in select e.key, e.value from jsonb_each(coalesce(v_def -> v_field, '{}')) as e order by e.key loop
+      select * into v_col from change_column(v_rel, v_k, v_field);
+      if v_field in ('set', 'set_from_target') then
+        if v_k in (v_key, v_tenant, v_version) then
+          raise exception '%: % is the key, the tenant or the version, which a change never sets', v_field, quote_ident(v_k)
+            using errcode = '22023';
+        end if;
+        if v_col.generated then
+          raise exception '%: column %.% is generated', v_field, v_rel::regclass, quote_ident(v_k) using errcode = '22023';
+        end if;
+        if v_col.identity then
+          raise exception '%: column %.% is an identity column', v_field, v_rel::regclass, quote_ident(v_k) using errcode = '22023';
+        end if;
+        if v_k = any (v_written) then
+          raise exception 'set_from_target: % is in set too', quote_ident(v_k) using errcode = '22023';
+        end if;
+        v_written := v_written || v_k;
+      end if;
+      if v_field = 'set_from_target' then
+        if jsonb_typeof(v_v) <> 'string' or v_v #>> '{}' !~ '^[a-z_][a-z0-9_]{0,62}$' then
+          raise exception 'set_from_target.%: the target field must be 1 to 63 lower-case ASCII letters, digits or _, got %',
+            v_k, excerpt(v_v::text, false) using errcode = '22023';
+        end if;
+        if v_v #>> '{}' = any (v_targets) then
+          raise exception 'set_from_target.%: target field % is already the field of the key, the version or an expect column',
+            v_k, v_v #>> '{}' using errcode = '22023';
+        end if;
+        v_targets := v_targets || (v_v #>> '{}');
+      else
+        if jsonb_typeof(v_v) not in ('string', 'number', 'boolean') then
+          raise exception '%.%: must be a string, number or boolean constant, got %', v_field, v_k, jsonb_typeof(v_v)
+            using errcode = '22023';
+        end if;
+        begin
+          execute format('select $1::%s', v_col.typid) using v_v #>> '{}';
+        exception when others then
+          raise exception '%.%: constant % is not a value of column %.% (%): %', v_field, v_k, excerpt(v_v::text, false),
+            v_rel::regclass, quote_ident(v_k), v_col.type, sqlerrm using errcode = '22023';
+        end;
+      end if;
+    end loop;
+  end loop;
+  if cardinality(v_written) = 0 then
+    raise exception 'set: a change must write at least one column (set or set_from_target)' using errcode = '22023';
+  end if;
+
+  -- Frozen like an approval: the same definition is a no-op, another one
+  -- under the name a conflict. An empty expect, when, set or
+  -- set_from_target is the same as none: it is not kept.
+  v_def := (select jsonb_object_agg(e.key, e.value) from jsonb_each(v_def) as e
+             where e.value not in ('[]'::jsonb, '{}'::jsonb));
+  select c.definition into v_existing from changes as c where c.name = v_name for update;
+  if found then
+    if v_existing = v_def then
+      return false;
+    end if;
+    raise exception 'change %: already defined with a different definition (chunks change show %)', v_name, v_name
+      using errcode = 'CH409';
+  end if;
+  if exists (select from pg_proc as p where p.pronamespace = '{{ .schema }}'::regnamespace and p.proname = 'apply_' || v_name) then
+    raise exception 'change %: a function {{ .schema }}.apply_% exists but no change of this name does', v_name, v_name
+      using errcode = 'CH409';
+  end if;
+
+  -- The change and its read-only check, owned by the schema's owner, for nobody else.
+  execute change_function_sql(v_def);
+  execute change_check_sql(v_def);
+  for v_function in select p.oid::regprocedure from pg_proc as p
+                where p.pronamespace = '{{ .schema }}'::regnamespace and p.proname = 'apply_' || v_name loop
+    execute format('alter function %s owner to %s', v_function, v_owner::regrole);
+    execute format('revoke all on function %s from public', v_function);
+  end loop;
+  execute format('comment on function %I.%I(text, text, integer, jsonb) is %L', '{{ .schema }}', 'apply_' || v_name,
+                 format('chunks: the generated function of change %s (define_change): applies it to the targets of one chunk of a job (run_chunk calls it), writing change_audit. Definition: %s',
+                        v_name, v_def::text));
+  execute format('comment on function %I.%I(text, jsonb) is %L', '{{ .schema }}', 'apply_' || v_name,
+                 format('chunks: the generated read-only check of change %s (define_change): judges targets against their rows now, locking nothing (check_change calls it). Definition: %s',
+                        v_name, v_def::text));
+  insert into changes (name, definition, digest, function_name)
+  values (v_name, v_def, encode(sha256(convert_to(v_def::text, 'UTF8')), 'hex'), 'apply_' || v_name);
+  return true;
+end
+$$;
+comment on function {{ .schema }}.define_change(jsonb) is
+$c$Declares a change of one of the user's tables (README "Your own tables"): DEFINITION is
+{"name", "table": "schema.table", "key", "tenant"?, "version"?, "expect"?: [columns],
+"when"?: {column: constant}, "set"?: {column: constant}, "set_from_target"?: {column: field}}.
+Validates it against the catalog, records it in changes and generates its static function
+apply_<name> (SECURITY DEFINER, owned by the schema's owner, executable only through run_chunk).
+Returns true when new, false when the same definition is already there.
+Errors: 42501 the caller is not the schema's owner; 22023 a bad definition (names the field,
+table, column or constant); CH409 another definition under this name.$c$;

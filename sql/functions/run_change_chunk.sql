@@ -1,0 +1,85 @@
+-- run_chunk's path for a job of a declared change (job_change), on the
+-- job row run_chunk has locked: the stored job must be sound (tenant,
+-- chunk_size, next_index on a chunk boundary, change_audit exactly
+-- targets[0:next_index] by key), still its approval (job_approval), and
+-- its change still the definition it was approved under (changes.digest,
+-- and its function); then the change's generated function changes the
+-- chunk's rows and audits them, and next_index moves. The one dynamic
+-- statement per chunk is the call of that function.
+create or replace function {{ .schema }}.run_change_chunk(job_id text, tenant text, targets jsonb, chunk_size integer,
+                                                          next_index integer, change text, digest text,
+                                                          a_kind text, a_tenant text, a_targets_sha256 text,
+                                                          a_chunk_size integer)
+returns jsonb
+language plpgsql volatile security invoker
+set search_path = {{ .schema }}, pg_temp
+set enable_seqscan = off
+as $$
+declare
+  v_n integer;
+  v_end integer;
+  v_problem text;
+  v_key text;
+  v_function text;
+  v_bad bigint;
+  v_audit_rows bigint;
+  v_slice jsonb;
+  v_processed jsonb;
+begin
+  v_n := case when jsonb_typeof(run_change_chunk.targets) = 'array' then jsonb_array_length(run_change_chunk.targets) end;
+  v_problem := case
+    when v_n is null or v_n not between 1 and 64 then 'the stored job is not sound: its targets are not a list of 1 to 64 targets'
+    when run_change_chunk.tenant !~ '^[A-Za-z0-9_-]{1,64}$' then format('stored tenant %s is not valid', excerpt(run_change_chunk.tenant, true))
+    when run_change_chunk.chunk_size not between 1 and 10 then format('stored chunk_size %s is not between 1 and 10', run_change_chunk.chunk_size)
+    when run_change_chunk.next_index not between 0 and v_n then
+      format('next_index %s is beyond the %s targets', run_change_chunk.next_index, v_n)
+    when run_change_chunk.next_index % run_change_chunk.chunk_size <> 0 and run_change_chunk.next_index <> v_n then
+      format('next_index %s is not a multiple of chunk_size %s', run_change_chunk.next_index, run_change_chunk.chunk_size)
+  end;
+  if v_problem is not null then
+    raise exception 'job %: %', run_change_chunk.job_id, v_problem using errcode = 'CH409';
+  end if;
+
+  -- Still the approval, and still the change it was approved under.
+  v_problem := approval_problem(run_change_chunk.job_id, 'change', run_change_chunk.tenant, run_change_chunk.targets,
+                                run_change_chunk.chunk_size, run_change_chunk.a_kind, run_change_chunk.a_tenant,
+                                run_change_chunk.a_targets_sha256, run_change_chunk.a_chunk_size);
+  if v_problem is not null then
+    raise exception '%', v_problem using errcode = 'CH409';
+  end if;
+  select c.definition ->> 'key', c.function_name into v_key, v_function
+    from changes as c
+   where c.name = run_change_chunk.change and c.digest = run_change_chunk.digest
+     and to_regprocedure(format('%I.%I(text, text, integer, jsonb)', '{{ .schema }}', c.function_name)) is not null;
+  if not found then
+    raise exception 'job %: its change % was redefined or dropped since it was approved', run_change_chunk.job_id,
+      run_change_chunk.change using errcode = 'CH409';
+  end if;
+
+  -- The audit is exactly targets[0:next_index], by ordinal and key.
+  select count(*) filter (where not c.ok), (select count(*) from change_audit as au where au.job_id = run_change_chunk.job_id)
+    into v_bad, v_audit_rows
+    from (select case when t.ord - 1 < run_change_chunk.next_index then a.ordinal is not null and a.key = t.e ->> v_key
+                      else a.ordinal is null end as ok
+            from jsonb_array_elements(run_change_chunk.targets) with ordinality as t(e, ord)
+            left join change_audit as a on a.job_id = run_change_chunk.job_id and a.ordinal = t.ord - 1) as c;
+  if v_bad > 0 or v_audit_rows <> run_change_chunk.next_index then
+    raise exception 'job %: the stored job is not sound: its audit (change_audit) is not exactly targets[0:%]',
+      run_change_chunk.job_id, run_change_chunk.next_index using errcode = 'CH409';
+  end if;
+
+  if run_change_chunk.next_index = v_n then
+    return jsonb_build_object('processed', '[]'::jsonb, 'next_index', v_n, 'done', true);
+  end if;
+  v_end := least(run_change_chunk.next_index + run_change_chunk.chunk_size, v_n);
+  select jsonb_agg(t.e order by t.ord), jsonb_agg(t.e -> v_key order by t.ord) into v_slice, v_processed
+    from jsonb_array_elements(run_change_chunk.targets) with ordinality as t(e, ord)
+   where t.ord - 1 >= run_change_chunk.next_index and t.ord - 1 < v_end;
+  execute format('select %I.%I($1, $2, $3, $4)', '{{ .schema }}', v_function)
+    using run_change_chunk.job_id, run_change_chunk.tenant, run_change_chunk.next_index, v_slice;
+  update jobs as j set next_index = v_end where j.job_id = run_change_chunk.job_id;
+  return jsonb_build_object('processed', v_processed, 'next_index', v_end, 'done', v_end = v_n);
+end
+$$;
+comment on function {{ .schema }}.run_change_chunk(text, text, jsonb, integer, integer, text, text, text, text, text, integer) is
+  'chunks helper: run_chunk''s path for a job of a declared change, on the job row run_chunk locked: proves the job sound, still its approval and its change still the definition it was approved under (CH409 otherwise), runs the change''s generated function on the next chunk and moves next_index; returns run_chunk''s {"processed": [keys], "next_index", "done"}.';

@@ -1,0 +1,88 @@
+package tests
+
+import (
+	"testing"
+)
+
+// Roles and declared changes (issue 25): only the schema's owner defines or
+// drops a change, and only when it may UPDATE the table; an operator with no
+// privilege on shop.payments registers and drains a job of it through the
+// generated SECURITY DEFINER function, which it cannot call itself; a
+// viewer cannot run it.
+func TestChangeRoles(t *testing.T) {
+	t.Parallel()
+	r := newRoles(t)
+	shop := userSchema(t, r.Schema, paymentsSQL)
+	p := shop + ".payments"
+	owner, op, viewer := r.connect(t, r.owner), r.connect(t, r.operator), r.connect(t, r.viewer)
+
+	_, err := tryString(owner, "select define_change($1)::text", holdPayment(shop))
+	wantExactPgError(t, err, "22023", "table: the owner of schema "+r.Name+" ("+r.owner.Name+") may not SELECT and UPDATE "+p+"; grant it first")
+	nothingDefined(t, r.Schema)
+	r.Schema.Exec(t, "grant usage on schema "+shop+" to "+r.owner.Name)
+	r.Schema.Exec(t, "grant select, update on "+p+" to "+r.owner.Name)
+	// The table's trigger runs as the generated function's owner: it writes payment_updates.
+	r.Schema.Exec(t, "grant insert on "+shop+".payment_updates to "+r.owner.Name)
+	_, err = tryString(op, "select define_change($1)::text", holdPayment(shop))
+	wantExactPgError(t, err, "42501", "permission denied for function define_change")
+	_, err = tryString(viewer, "select define_change($1)::text", holdPayment(shop))
+	wantExactPgError(t, err, "42501", "permission denied for function define_change")
+	// Even with EXECUTE granted by hand, a role that is not the owner is
+	// refused: it may not run the helpers either (the first is the owner check).
+	r.Schema.Exec(t, "grant execute on function define_change(jsonb) to "+r.operator.Name)
+	_, err = tryString(op, "select define_change($1)::text", holdPayment(shop))
+	wantExactPgError(t, err, "42501", "permission denied for function check_change_owner")
+	r.Schema.Exec(t, "revoke execute on function define_change(jsonb) from "+r.operator.Name)
+	nothingDefined(t, r.Schema)
+	if !mustBool(t, owner, "select define_change($1)", holdPayment(shop)) {
+		t.Fatal("define_change by the owner: false")
+	}
+	if got := mustString(t, r.Schema.Conn, "select string_agg(p.oid::regprocedure::text || ' ' || p.proowner::regrole::text || ' ' || p.prosecdef, ', ' order by p.pronargs) from pg_proc p where p.pronamespace = $1::regnamespace and p.proname = 'apply_hold_payment'", r.Name); got != "apply_hold_payment(text,jsonb) "+r.owner.Name+" true, apply_hold_payment(text,text,integer,jsonb) "+r.owner.Name+" true" {
+		t.Fatalf("apply_hold_payment owner, security definer: %s", got)
+	}
+
+	// The operator may not touch the table, nor call the generated function.
+	if got := mustString(t, r.Schema.Conn, "select (has_table_privilege($1, $2, 'SELECT') or has_table_privilege($1, $2, 'UPDATE'))::text", r.operator.Name, p); got != "false" {
+		t.Fatalf("the operator has a privilege on %s", p)
+	}
+	_, err = tryString(op, "select apply_hold_payment('x', '7', 0, '[]')::text")
+	wantExactPgError(t, err, "42501", "permission denied for function apply_hold_payment")
+	_, err = tryString(op, "select apply_hold_payment('7', '[]')::text")
+	wantExactPgError(t, err, "42501", "permission denied for function apply_hold_payment")
+	// The operator's preflight runs the generated check through check_change.
+	sameJSON(t, "operator's check_change", mustString(t, op, "select (check_change('hold_payment', $1) -> 'ok')::text", changePlan("p1", "7", paymentTargets(1, 2, 3), 2)), "true")
+	_, err = tryString(viewer, "select register_change('hold_payment', $1)::text", changePlan("p1", "7", paymentTargets(1, 2, 3), 2))
+	wantExactPgError(t, err, "42501", "permission denied for function register_change")
+	if !mustBool(t, op, "select register_change('hold_payment', $1)", changePlan("p1", "7", paymentTargets(1, 2, 3), 2)) {
+		t.Fatal("register_change by the operator: false")
+	}
+	_, err = tryString(viewer, "select run_chunk('p1')::text")
+	wantExactPgError(t, err, "42501", "permission denied for function run_chunk")
+	for _, want := range []string{`{"processed": [1, 2], "next_index": 2, "done": false}`, `{"processed": [3], "next_index": 3, "done": true}`} {
+		sameJSON(t, "operator's chunk", mustString(t, op, "select run_chunk('p1')::text"), want)
+	}
+	if got := mustString(t, r.Schema.Conn, "select string_agg(payment_id || ':' || status, ',' order by payment_id) from "+p); got != "1:on_hold,2:on_hold,3:on_hold,4:captured,5:captured" {
+		t.Fatalf("payments: %s", got)
+	}
+	// The viewer reads the change and its audit.
+	sameJSON(t, "viewer's change_show", mustString(t, viewer, "select (change_show('hold_payment') -> 'jobs')::text"), "1")
+	if got := mustString(t, viewer, "select count(*)::text from change_audit"); got != "3" {
+		t.Fatalf("viewer reads %s audit rows", got)
+	}
+
+	// Only the owner drops, and only when no job of the change exists.
+	_, err = tryString(op, "select drop_change('hold_payment')::text")
+	wantExactPgError(t, err, "42501", "permission denied for function drop_change")
+	_, err = tryString(owner, "select drop_change('hold_payment')::text")
+	wantExactPgError(t, err, "CH409", "change hold_payment: 1 jobs of it exist; a change is dropped only when none does")
+	r.Schema.Exec(t, "delete from change_audit")
+	r.Schema.Exec(t, "delete from job_queue")
+	r.Schema.Exec(t, "delete from jobs")
+	if !mustBool(t, owner, "select drop_change('hold_payment')") {
+		t.Fatal("drop_change: false")
+	}
+	if mustBool(t, owner, "select drop_change('hold_payment')") {
+		t.Fatal("drop_change again: true")
+	}
+	nothingDefined(t, r.Schema)
+}
