@@ -104,7 +104,8 @@ begin
     end loop;
   elsif grant_access.access = 'operator' then
     -- Levels: an operator that loses operator stays a viewer.
-    for v_fn in select access_functions('operator') except select access_functions('viewer') loop
+    for v_fn in select x.f from (select access_functions('operator') as f except select access_functions('viewer')) as x
+                 order by x.f::text loop  -- a stable order: except hashes
       execute format('revoke execute on function %s from %s', v_fn, v_role);
       v_functions := v_functions || to_jsonb(v_fn::text);
     end loop;
