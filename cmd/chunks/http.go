@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,23 +38,52 @@ type httpServer struct {
 	log      *slog.Logger
 }
 
-// newHTTPServer checks the --http flags, opens a small pool of its own on
-// cfg and binds the address. Close it when done (Serve does).
+// httpOptions are the --http, --page-size and --refresh flags of a command
+// that serves the status page and metrics (worker and serve).
+type httpOptions struct {
+	Addr     string        // --http ADDR; "" serves nothing
+	PageSize int           // --page-size: jobs per page
+	Refresh  time.Duration // --refresh: how often the page asks for news
+}
+
+// parseHTTPOptions fills the http options from the command line.
+func parseHTTPOptions(c *cli.Context) httpOptions {
+	return httpOptions{Addr: c.String("http"), PageSize: c.Int("page-size"), Refresh: c.Duration("refresh")}
+}
+
+// Validate checks --page-size and --refresh (an empty --http is for the
+// command to refuse or accept).
+func (o httpOptions) Validate() error {
+	if o.PageSize < 1 || o.PageSize > web.MaxPageSize {
+		return driver.Invalidf("page-size: must be between 1 and %d, got %d", web.MaxPageSize, o.PageSize)
+	}
+	if o.Refresh < web.MinRefresh || o.Refresh > web.MaxRefresh {
+		return driver.Invalidf("refresh: must be between %v and %v, got %v", web.MinRefresh, web.MaxRefresh, o.Refresh)
+	}
+	return nil
+}
+
+// newHTTPServer is openHTTPServer on the flags of c, checked first: for
+// the commands not yet in the options/run shape (serve).
 func newHTTPServer(c *cli.Context, cfg *pgxpool.Config, metrics prometheus.Gatherer, log *slog.Logger) (*httpServer, error) {
-	size, refresh := c.Int("page-size"), c.Duration("refresh")
-	if size < 1 || size > web.MaxPageSize {
-		return nil, driver.Invalidf("page-size: must be between 1 and %d, got %d", web.MaxPageSize, size)
+	o := parseHTTPOptions(c)
+	if err := o.Validate(); err != nil {
+		return nil, err
 	}
-	if refresh < web.MinRefresh || refresh > web.MaxRefresh {
-		return nil, driver.Invalidf("refresh: must be between %v and %v, got %v", web.MinRefresh, web.MaxRefresh, refresh)
-	}
+	return openHTTPServer(c.Context, o, global(c, "schema"), cfg, metrics, log)
+}
+
+// openHTTPServer opens a small pool of its own on cfg and binds o.Addr, for
+// validated options o; the page's title is schema. Close it when done
+// (Serve does).
+func openHTTPServer(ctx context.Context, o httpOptions, schema string, cfg *pgxpool.Config, metrics prometheus.Gatherer, log *slog.Logger) (*httpServer, error) {
 	cfg = cfg.Copy()
 	cfg.MaxConns = 2 // a page, a report or a scrape is one query
-	pool, err := pgxpool.NewWithConfig(c.Context, cfg)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	l, err := web.Listen(c.String("http"))
+	l, err := web.Listen(o.Addr)
 	if err != nil {
 		pool.Close()
 		var addrErr *net.AddrError
@@ -62,11 +92,11 @@ func newHTTPServer(c *cli.Context, cfg *pgxpool.Config, metrics prometheus.Gathe
 		}
 		return nil, err
 	}
-	title := global(c, "schema")
+	title := schema
 	if title == "" {
 		title = "the DSN's search_path"
 	}
-	h := &web.Server{DB: pool, Title: title, Metrics: metrics, PageSize: size, Refresh: refresh, Log: log}
+	h := &web.Server{DB: pool, Title: title, Metrics: metrics, PageSize: o.PageSize, Refresh: o.Refresh, Log: log}
 	return &httpServer{listener: l, handler: h, pool: pool, log: log}, nil
 }
 
