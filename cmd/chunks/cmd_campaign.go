@@ -182,29 +182,21 @@ func campaignStatusCommand() *cli.Command {
 
 // runCampaignStatus prints the campaign's progress.
 func runCampaignStatus(ctx context.Context, d deps, o *campaignOptions, out io.Writer) error {
-	var st driver.CampaignProgress
-	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
-		st, err = driver.CampaignStatus(ctx, conn, o.Name)
-		return err
+	return printResult(ctx, d, out, func(ctx context.Context, conn *pgx.Conn) (driver.CampaignProgress, error) {
+		return driver.CampaignStatus(ctx, conn, o.Name)
+	}, func(st driver.CampaignProgress) {
+		eta := "unknown"
+		if st.ETASeconds != nil {
+			eta = fmt.Sprintf("%.1f s", *st.ETASeconds)
+		}
+		paused := ""
+		if st.Paused {
+			paused = " (paused)"
+		}
+		say(out, "campaign %s%s: %d targets, %d committed, %d remaining; jobs: %d done, %d running, %d queued, %d paused, %d waiting of %d; rate %.1f/s, ETA %s; drift %d",
+			st.Name, paused, st.Targets, st.Committed, st.Remaining, st.JobsDone, st.JobsRunning, st.JobsQueued,
+			st.JobsPaused, st.JobsWaiting, st.Jobs, st.RatePerSecond, eta, st.Drift)
 	})
-	if err != nil {
-		return err
-	}
-	if d.json {
-		return printJSON(out, st)
-	}
-	eta := "unknown"
-	if st.ETASeconds != nil {
-		eta = fmt.Sprintf("%.1f s", *st.ETASeconds)
-	}
-	paused := ""
-	if st.Paused {
-		paused = " (paused)"
-	}
-	say(out, "campaign %s%s: %d targets, %d committed, %d remaining; jobs: %d done, %d running, %d queued, %d paused, %d waiting of %d; rate %.1f/s, ETA %s; drift %d",
-		st.Name, paused, st.Targets, st.Committed, st.Remaining, st.JobsDone, st.JobsRunning, st.JobsQueued,
-		st.JobsPaused, st.JobsWaiting, st.Jobs, st.RatePerSecond, eta, st.Drift)
-	return nil
 }
 
 func campaignReportCommand() *cli.Command {
@@ -221,20 +213,12 @@ func campaignReportCommand() *cli.Command {
 // runCampaignReport prints the campaign's matching, drifted and missing
 // orders.
 func runCampaignReport(ctx context.Context, d deps, o *campaignOptions, out io.Writer) error {
-	var r driver.CampaignDrift
-	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
-		r, err = driver.CampaignReport(ctx, conn, o.Name)
-		return err
+	return printResult(ctx, d, out, func(ctx context.Context, conn *pgx.Conn) (driver.CampaignDrift, error) {
+		return driver.CampaignReport(ctx, conn, o.Name)
+	}, func(r driver.CampaignDrift) {
+		say(out, "campaign %s: %d targets, %d committed, %d remaining: %d matching, %d drifted %s, %d missing %s",
+			r.Name, r.Targets, r.Committed, r.Remaining, r.Matching, r.DriftedCount, ids(r.Drifted), r.MissingCount, ids(r.Missing))
 	})
-	if err != nil {
-		return err
-	}
-	if d.json {
-		return printJSON(out, r)
-	}
-	say(out, "campaign %s: %d targets, %d committed, %d remaining: %d matching, %d drifted %s, %d missing %s",
-		r.Name, r.Targets, r.Committed, r.Remaining, r.Matching, r.DriftedCount, ids(r.Drifted), r.MissingCount, ids(r.Missing))
-	return nil
 }
 
 func campaignPauseResumeCommand(verb string, run runFunc[*campaignOptions], usage string) *cli.Command {
@@ -263,23 +247,15 @@ func runCampaignResume(ctx context.Context, d deps, o *campaignOptions, out io.W
 // campaignChange runs op on the campaign.
 func campaignChange(ctx context.Context, d deps, name string, out io.Writer,
 	op func(context.Context, driver.DB, string) (driver.CampaignChange, error), changedMsg, sameMsg string) error {
-	var ch driver.CampaignChange
-	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
-		ch, err = op(ctx, conn, name)
-		return err
+	return printResult(ctx, d, out, func(ctx context.Context, conn *pgx.Conn) (driver.CampaignChange, error) {
+		return op(ctx, conn, name)
+	}, func(ch driver.CampaignChange) {
+		if ch.Changed {
+			say(out, changedMsg, name, plural(ch.Jobs, "job"))
+		} else {
+			say(out, sameMsg, name)
+		}
 	})
-	if err != nil {
-		return err
-	}
-	if d.json {
-		return printJSON(out, ch)
-	}
-	if ch.Changed {
-		say(out, changedMsg, name, plural(ch.Jobs, "job"))
-	} else {
-		say(out, sameMsg, name)
-	}
-	return nil
 }
 
 func campaignCheckCommand() *cli.Command {
@@ -377,22 +353,14 @@ func (o *campaignUndoOptions) Validate() error {
 
 // runCampaignUndo registers the undo campaign.
 func runCampaignUndo(ctx context.Context, d deps, o *campaignUndoOptions, out io.Writer) error {
-	var u driver.CampaignUndo
-	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
-		u, err = driver.UndoCampaign(ctx, conn, o.Name, o.As)
-		return err
+	return printResult(ctx, d, out, func(ctx context.Context, conn *pgx.Conn) (driver.CampaignUndo, error) {
+		return driver.UndoCampaign(ctx, conn, o.Name, o.As)
+	}, func(u driver.CampaignUndo) {
+		if !u.Created {
+			say(out, "campaign %s already is the undo of %s; nothing changed", u.Name, o.Name)
+			return
+		}
+		say(out, "registered undo campaign %s of %s: %s in %s; left alone: drifted %s, missing %s", u.Name, o.Name,
+			plural(u.Targets, "order"), plural(u.Jobs, "job"), ids(u.Drifted), ids(u.Missing))
 	})
-	if err != nil {
-		return err
-	}
-	if d.json {
-		return printJSON(out, u)
-	}
-	if !u.Created {
-		say(out, "campaign %s already is the undo of %s; nothing changed", u.Name, o.Name)
-		return nil
-	}
-	say(out, "registered undo campaign %s of %s: %s in %s; left alone: drifted %s, missing %s", u.Name, o.Name,
-		plural(u.Targets, "order"), plural(u.Jobs, "job"), ids(u.Drifted), ids(u.Missing))
-	return nil
 }

@@ -110,19 +110,9 @@ func routerShardsCommand() *cli.Command {
 
 // runRouterShards lists the router's shards.
 func runRouterShards(ctx context.Context, d deps, _ *noArgs, out io.Writer) error {
-	var shards []router.Shard
-	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
-		shards, err = router.Shards(ctx, conn)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if d.json {
-		return printJSON(out, shards)
-	}
-	printShards(out, shards)
-	return nil
+	return printResult(ctx, d, out, func(ctx context.Context, conn *pgx.Conn) ([]router.Shard, error) {
+		return router.Shards(ctx, conn)
+	}, func(shards []router.Shard) { printShards(out, shards) })
 }
 
 // routerShards lists the shards of the router in schema, whatever the
