@@ -47,6 +47,7 @@ type benchOptions struct {
 	DSN string
 }
 
+// parseBench fills the flags and a --dsn typed here; it takes no arguments.
 func parseBench(c *cli.Context) (*benchOptions, error) {
 	dsn, _ := typed(c, "dsn")
 	o := &benchOptions{Duration: c.Duration("duration"), Delay: c.Duration("delay"), Scale: c.Bool("scale"), DSN: dsn}

@@ -67,6 +67,8 @@ type campaignCreateOptions struct {
 	AllowPartial bool                // --allow-partial, which must be given
 }
 
+// parseCampaignCreate fills the options: NAME and FILE, or NAME and
+// --from-query, and the required flags (a usage error otherwise).
 func parseCampaignCreate(c *cli.Context) (*campaignCreateOptions, error) {
 	o := &campaignCreateOptions{Query: c.String("from-query"), AllowPartial: c.Bool("allow-partial"),
 		Spec: driver.CampaignSpec{Tenant: c.String("tenant"), ChunkSize: c.Int("chunk-size"), QueueWindow: c.Int("queue-window")}}
@@ -161,6 +163,7 @@ type campaignOptions struct {
 	Name string
 }
 
+// parseCampaign fills the options of a command on one campaign: its NAME.
 func parseCampaign(c *cli.Context) (*campaignOptions, error) {
 	name, err := nameArg(c)
 	return &campaignOptions{Name: name}, err
@@ -221,6 +224,8 @@ func runCampaignReport(ctx context.Context, d deps, o *campaignOptions, out io.W
 	})
 }
 
+// campaignPauseResumeCommand is chunks campaign pause or resume (verb),
+// whose logic is run.
 func campaignPauseResumeCommand(verb string, run runFunc[*campaignOptions], usage string) *cli.Command {
 	return &cli.Command{
 		Name:        verb,
@@ -276,6 +281,7 @@ type campaignCheckOptions struct {
 	MaxListed int // --max-listed: the problems listed, by id
 }
 
+// parseCampaignCheck fills NAME and --max-listed.
 func parseCampaignCheck(c *cli.Context) (*campaignCheckOptions, error) {
 	name, err := nameArg(c)
 	return &campaignCheckOptions{Name: name, MaxListed: c.Int("max-listed")}, err
@@ -335,6 +341,7 @@ type campaignUndoOptions struct {
 	As   string // --as: the undo campaign's name; "" is NAME-undo
 }
 
+// parseCampaignUndo fills NAME and --as.
 func parseCampaignUndo(c *cli.Context) (*campaignUndoOptions, error) {
 	name, err := nameArg(c)
 	return &campaignUndoOptions{Name: name, As: c.String("as")}, err

@@ -62,6 +62,8 @@ type demoOptions struct {
 	Schema string
 }
 
+// parseDemo fills --keep, and a --dsn and --schema typed here; it takes
+// no arguments.
 func parseDemo(c *cli.Context) (*demoOptions, error) {
 	o := &demoOptions{Keep: c.Bool("keep")}
 	o.DSN, o.OnDSN = typed(c, "dsn")

@@ -55,6 +55,8 @@ type routerInstallOptions struct {
 	Config router.Config // Schema: the global --schema (or $CHUNKS_SCHEMA), where the routing functions go; the shards
 }
 
+// parseRouterInstall fills the schema, --shard-schema and the --shard
+// flags; it takes no arguments.
 func parseRouterInstall(c *cli.Context) (*routerInstallOptions, error) {
 	o := &routerInstallOptions{Config: router.Config{Schema: global(c, "schema"), ShardSchema: c.String("shard-schema"),
 		Shards: c.StringSlice("shard")}}

@@ -75,6 +75,7 @@ type workerOptions struct {
 	HTTP        httpOptions // --http, --page-size, --refresh
 }
 
+// parseWorker fills the worker's settings; it takes no arguments.
 func parseWorker(c *cli.Context) (*workerOptions, error) {
 	o := &workerOptions{ID: c.String("id"), Concurrency: c.Int("concurrency"), Poll: c.Duration("poll"),
 		Rate: c.Float64("rate"), RetryDelay: c.Duration("retry-delay"), Verbose: c.Bool("verbose"),
