@@ -86,19 +86,6 @@ func fileArg(c *cli.Context, name string) (string, error) { return oneArg(c, fil
 // nameArg returns the one positional NAME argument of a campaign command.
 func nameArg(c *cli.Context) (string, error) { return oneArg(c, nameParam) }
 
-// jobArg returns the one positional JOB argument, a valid job id, checked
-// before any connection.
-func jobArg(c *cli.Context) (string, error) {
-	jobID, err := oneArg(c, jobParam)
-	if err == nil {
-		err = driver.CheckJobID(jobID)
-	}
-	if err != nil {
-		return "", err
-	}
-	return jobID, nil
-}
-
 // tenantFlag is --tenant of the job commands: the job must be that
 // tenant's. A chunks router (chunks router install) needs it, to find the
 // job on the tenant's shard (a job id is unique per shard only); on one
@@ -118,16 +105,6 @@ func parseJobRef(c *cli.Context) (driver.JobRef, error) {
 	}
 	var err error
 	job.ID, err = oneArg(c, jobParam)
-	return job, err
-}
-
-// jobRef is parseJobRef, validated: for the commands not yet in the
-// options/run shape.
-func jobRef(c *cli.Context) (driver.JobRef, error) {
-	job, err := parseJobRef(c)
-	if err == nil {
-		err = job.Validate()
-	}
 	return job, err
 }
 

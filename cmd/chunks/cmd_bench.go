@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -31,64 +32,88 @@ func benchCommand() *cli.Command {
 			&cli.DurationFlag{Name: "delay", Value: time.Millisecond, Usage: "the network scenario's added delay, each way"},
 			&cli.BoolFlag{Name: "scale", Value: true, Usage: "run the scale scenario (seeds 1,000,000 orders and 10,000 jobs)"},
 		},
-		Action: func(c *cli.Context) (err error) {
-			if _, err := positional(c); err != nil {
-				return err
-			}
-			if c.Duration("duration") <= 0 || c.Duration("delay") < 0 {
-				return driver.Invalidf("duration: must be positive, and delay not negative")
-			}
-			// Only a --dsn typed here picks the server: an exported
-			// $CHUNKS_DSN (the demo's, say) is not what "without --dsn, a
-			// throwaway durable server" promises.
-			dsnText, _ := typed(c, "dsn")
-			var startStandby func(context.Context) (func() error, error)
-			if dsnText == "" {
-				fmt.Fprintln(os.Stderr, "starting a throwaway PostgreSQL server (default durability: fsync on)")
-				server, err := localpg.Start(c.Context, localpg.Options{Durable: true})
-				if err != nil {
-					return err
-				}
-				defer func() { err = errors.Join(err, server.Stop()) }()
-				dsnText = server.DSN()
-				// The pacing scenario needs a standby: only on a server of its own.
-				startStandby = func(ctx context.Context) (func() error, error) {
-					standby, err := server.StartStandby(ctx, localpg.StandbyOptions{})
-					if err != nil {
-						return nil, err
-					}
-					return standby.Stop, nil
-				}
-			}
-			cfg, err := driver.ParseDSN(dsnText)
-			if err != nil {
-				return err
-			}
-			self, err := os.Executable()
-			if err != nil {
-				return err
-			}
-			report, err := bench.Run(c.Context, bench.Options{
-				Conn: cfg, Duration: c.Duration("duration"), Delay: c.Duration("delay"),
-				Scale: c.Bool("scale"), Chunks: self, Log: os.Stderr, StartStandby: startStandby,
-			})
-			if err != nil {
-				return err
-			}
-			if jsonOut(c) {
-				return printJSON(stdout, report)
-			}
-			printBench(report)
-			return nil
-		},
+		Action: action(parseBench, runBench),
 	}
 }
 
-func printBench(r bench.Report) {
-	say(stdout, "%s\n%s\n%s; fsync=%s synchronous_commit=%s full_page_writes=%s shared_buffers=%s",
+// benchOptions is chunks bench [--duration D] [--delay D] [--scale=false].
+type benchOptions struct {
+	Duration time.Duration // each scenario's
+	Delay    time.Duration // the network scenario's added delay, each way
+	Scale    bool          // run the scale scenario
+	// DSN is a --dsn typed on this command line: only that picks the
+	// server ($CHUNKS_DSN, the demo's, say, is not what "without --dsn, a
+	// throwaway durable server" promises); "" starts a throwaway one.
+	DSN string
+}
+
+// parseBench fills the flags and a --dsn typed here; it takes no arguments.
+func parseBench(c *cli.Context) (*benchOptions, error) {
+	dsn, _ := typed(c, "dsn")
+	o := &benchOptions{Duration: c.Duration("duration"), Delay: c.Duration("delay"), Scale: c.Bool("scale"), DSN: dsn}
+	_, err := positional(c)
+	return o, err
+}
+
+// Validate checks the durations.
+func (o *benchOptions) Validate() error {
+	if o.Duration <= 0 || o.Delay < 0 {
+		return driver.Invalidf("duration: must be positive, and delay not negative")
+	}
+	return nil
+}
+
+// runBench runs the scenarios (their log on d.stderr) and prints the
+// report.
+func runBench(ctx context.Context, d deps, o *benchOptions, out io.Writer) (err error) {
+	dsnText := o.DSN
+	var startStandby func(context.Context) (func() error, error)
+	if dsnText == "" {
+		fmt.Fprintln(d.stderr, "starting a throwaway PostgreSQL server (default durability: fsync on)")
+		server, err := localpg.Start(ctx, localpg.Options{Durable: true})
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, server.Stop()) }()
+		dsnText = server.DSN()
+		// The pacing scenario needs a standby: only on a server of its own.
+		startStandby = func(ctx context.Context) (func() error, error) {
+			standby, err := server.StartStandby(ctx, localpg.StandbyOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return standby.Stop, nil
+		}
+	}
+	cfg, err := driver.ParseDSN(dsnText)
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	report, err := bench.Run(ctx, bench.Options{
+		Conn: cfg, Duration: o.Duration, Delay: o.Delay,
+		Scale: o.Scale, Chunks: self, Log: d.stderr, StartStandby: startStandby,
+	})
+	if err != nil {
+		return err
+	}
+	if d.json {
+		return printJSON(out, report)
+	}
+	printBench(out, report)
+	return nil
+}
+
+// printBench prints the report as text: the machine, the results and the
+// ratios against their goals.
+func printBench(out io.Writer, r bench.Report) {
+	say(out, "%s\n%s\n%s; fsync=%s synchronous_commit=%s full_page_writes=%s shared_buffers=%s",
 		r.Date, r.CPU, r.Server, r.Settings["fsync"], r.Settings["synchronous_commit"],
 		r.Settings["full_page_writes"], r.Settings["shared_buffers"])
-	t := newTable(stdout, "scenario", "variant", "chunks/s", "orders/s", "mean ms", "p50 ms", "p99 ms", "round trips")
+	t := newTable(out, "scenario", "variant", "chunks/s", "orders/s", "mean ms", "p50 ms", "p99 ms", "round trips")
 	for _, x := range r.Results {
 		trips := ""
 		if x.RoundTrips > 0 {
@@ -102,7 +127,7 @@ func printBench(r bench.Report) {
 			append(latency, trips)...))
 	}
 	t.Render()
-	g := newTable(stdout, "ratio", "measured", "goal", "met")
+	g := newTable(out, "ratio", "measured", "goal", "met")
 	for _, x := range r.Ratios {
 		met := "yes"
 		if !x.Met {
@@ -111,5 +136,5 @@ func printBench(r bench.Report) {
 		g.AppendRow([]any{x.Name, fmt.Sprintf("%.2f", x.Value), x.Goal, met})
 	}
 	g.Render()
-	say(stdout, "the baseline leaves exactly the orders and audit RunChunk leaves: %t", r.Equivalent)
+	say(out, "the baseline leaves exactly the orders and audit RunChunk leaves: %t", r.Equivalent)
 }

@@ -26,12 +26,8 @@ func campaignCommand() *cli.Command {
 			campaignReportCommand(),
 			campaignCheckCommand(),
 			campaignUndoCommand(),
-			campaignPauseResumeCommand("pause", driver.PauseCampaign,
-				"stop the workers from starting any chunk of the campaign",
-				"paused campaign %s: %s paused", "campaign %s was already paused; nothing changed"),
-			campaignPauseResumeCommand("resume", driver.ResumeCampaign,
-				"give every paused job of the campaign back to the workers",
-				"resumed campaign %s: %s queued again", "campaign %s was not paused; nothing changed"),
+			campaignPauseResumeCommand("pause", runCampaignPause, "stop the workers from starting any chunk of the campaign"),
+			campaignPauseResumeCommand("resume", runCampaignResume, "give every paused job of the campaign back to the workers"),
 		},
 	}
 }
@@ -59,66 +55,93 @@ func campaignCreateCommand() *cli.Command {
 			&cli.IntFlag{Name: "queue-window", Value: driver.DefaultQueueWindow, Usage: "jobs of the campaign queued at once"},
 			&cli.StringFlag{Name: "from-query", Usage: "take the targets from this query's rows (id, revision, qty)"},
 		},
-		Action: func(c *cli.Context) error {
-			query := c.String("from-query")
-			params := []param{nameParam, fileParam("FILE")}
-			second := c.Args().Get(1) // FILE, - (stdin), or a flag typed after NAME
-			switch {
-			case query != "" && (second == "-" || second != "" && !strings.HasPrefix(second, "-")):
-				return usagef("campaign create takes FILE or --from-query, not both")
-			case query != "":
-				params = params[:1]
-			case c.Args().Len() == 1:
-				return usagef("campaign create takes NAME and one FILE (- for stdin), or NAME and --from-query SQL")
-			}
-			args, err := positional(c, params...)
-			if err != nil {
-				return err
-			}
-			if err := requireFlags(c, "tenant", "chunk-size", "allow-partial"); err != nil {
-				return err
-			}
-			name := args[0]
-			if !c.Bool("allow-partial") {
-				return usagef("--allow-partial must be given: each chunk commits on its own")
-			}
-			spec := driver.CampaignSpec{Name: name, Tenant: c.String("tenant"), ChunkSize: c.Int("chunk-size"),
-				QueueWindow: c.Int("queue-window")}
-			var ct driver.CampaignTargets
-			if query == "" {
-				if ct, err = readCampaignFile(args[1]); err != nil {
-					return err
-				}
-			}
-			var out driver.CampaignCreated
-			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				if query != "" {
-					if ct, err = driver.CampaignTargetsFromQuery(ctx, conn, query); err != nil {
-						return fmt.Errorf("--from-query: %w", err)
-					}
-				}
-				out, err = driver.CreateCampaign(ctx, conn, spec, ct)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			if jsonOut(c) {
-				return printJSON(stdout, out)
-			}
-			if out.Created {
-				say(stdout, "created campaign %s: %s of %s in %s of up to 64, %d per chunk (digest %s)", name,
-					plural(out.Targets, "order"), spec.Tenant, plural(out.Jobs, "job"), spec.ChunkSize, out.Digest[:12])
-			} else {
-				say(stdout, "campaign %s was already created with this approval; nothing changed", name)
-			}
-			return nil
-		},
+		Action: action(parseCampaignCreate, runCampaignCreate),
 	}
 }
 
-func readCampaignFile(path string) (ct driver.CampaignTargets, err error) {
-	var r io.Reader = os.Stdin
+// campaignCreateOptions is chunks campaign create NAME (FILE | --from-query SQL).
+type campaignCreateOptions struct {
+	Spec         driver.CampaignSpec // NAME, --tenant, --chunk-size and --queue-window
+	File         string              // FILE, - for stdin; "" with --from-query
+	Query        string              // --from-query SQL
+	AllowPartial bool                // --allow-partial, which must be given
+}
+
+// parseCampaignCreate fills the options: NAME and FILE, or NAME and
+// --from-query, and the required flags (a usage error otherwise).
+func parseCampaignCreate(c *cli.Context) (*campaignCreateOptions, error) {
+	o := &campaignCreateOptions{Query: c.String("from-query"), AllowPartial: c.Bool("allow-partial"),
+		Spec: driver.CampaignSpec{Tenant: c.String("tenant"), ChunkSize: c.Int("chunk-size"), QueueWindow: c.Int("queue-window")}}
+	params := []param{nameParam, fileParam("FILE")}
+	second := c.Args().Get(1) // FILE, - (stdin), or a flag typed after NAME
+	switch {
+	case o.Query != "" && (second == "-" || second != "" && !strings.HasPrefix(second, "-")):
+		return o, usagef("campaign create takes FILE or --from-query, not both")
+	case o.Query != "":
+		params = params[:1]
+	case c.Args().Len() == 1:
+		return o, usagef("campaign create takes NAME and one FILE (- for stdin), or NAME and --from-query SQL")
+	}
+	args, err := positional(c, params...)
+	if err != nil {
+		return o, err
+	}
+	if err := requireFlags(c, "tenant", "chunk-size", "allow-partial"); err != nil {
+		return o, err
+	}
+	o.Spec.Name = args[0]
+	if o.Query == "" {
+		o.File = args[1]
+	}
+	return o, nil
+}
+
+// Validate checks --allow-partial and the campaign's spec.
+func (o *campaignCreateOptions) Validate() error {
+	if !o.AllowPartial {
+		return usagef("--allow-partial must be given: each chunk commits on its own")
+	}
+	return o.Spec.Validate()
+}
+
+// runCampaignCreate reads the targets (the file, before connecting, or the
+// query's rows) and records the campaign.
+func runCampaignCreate(ctx context.Context, d deps, o *campaignCreateOptions, out io.Writer) error {
+	var ct driver.CampaignTargets
+	if o.Query == "" {
+		var err error
+		if ct, err = readCampaignFile(d.stdin, o.File); err != nil {
+			return err
+		}
+	}
+	var created driver.CampaignCreated
+	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
+		if o.Query != "" {
+			if ct, err = driver.CampaignTargetsFromQuery(ctx, conn, o.Query); err != nil {
+				return fmt.Errorf("--from-query: %w", err)
+			}
+		}
+		created, err = driver.CreateCampaign(ctx, conn, o.Spec, ct)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if d.json {
+		return printJSON(out, created)
+	}
+	if created.Created {
+		say(out, "created campaign %s: %s of %s in %s of up to 64, %d per chunk (digest %s)", o.Spec.Name,
+			plural(created.Targets, "order"), o.Spec.Tenant, plural(created.Jobs, "job"), o.Spec.ChunkSize, created.Digest[:12])
+	} else {
+		say(out, "campaign %s was already created with this approval; nothing changed", o.Spec.Name)
+	}
+	return nil
+}
+
+// readCampaignFile reads the targets of path, or of stdin for -.
+func readCampaignFile(stdin io.Reader, path string) (ct driver.CampaignTargets, err error) {
+	r := stdin
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {
@@ -134,6 +157,21 @@ func readCampaignFile(path string) (ct driver.CampaignTargets, err error) {
 	return driver.ReadCampaignTargets(r)
 }
 
+// campaignOptions are the options of a campaign command that takes only
+// the campaign: chunks campaign status NAME.
+type campaignOptions struct {
+	Name string
+}
+
+// parseCampaign fills the options of a command on one campaign: its NAME.
+func parseCampaign(c *cli.Context) (*campaignOptions, error) {
+	name, err := nameArg(c)
+	return &campaignOptions{Name: name}, err
+}
+
+// Validate checks the campaign's name.
+func (o *campaignOptions) Validate() error { return driver.CheckCampaignName(o.Name) }
+
 func campaignStatusCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "status",
@@ -141,36 +179,27 @@ func campaignStatusCommand() *cli.Command {
 		UsageText: "chunks campaign status [--json] NAME",
 		Description: "One query over the campaign's own jobs. jobs waiting are not yet in the fleet's queue: each\n" +
 			"job of the campaign that finishes releases the next. rate is the average since creation.",
-		Action: func(c *cli.Context) error {
-			name, err := nameArg(c)
-			if err != nil {
-				return err
-			}
-			var st driver.CampaignProgress
-			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				st, err = driver.CampaignStatus(ctx, conn, name)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			if jsonOut(c) {
-				return printJSON(stdout, st)
-			}
-			eta := "unknown"
-			if st.ETASeconds != nil {
-				eta = fmt.Sprintf("%.1f s", *st.ETASeconds)
-			}
-			paused := ""
-			if st.Paused {
-				paused = " (paused)"
-			}
-			say(stdout, "campaign %s%s: %d targets, %d committed, %d remaining; jobs: %d done, %d running, %d queued, %d paused, %d waiting of %d; rate %.1f/s, ETA %s; drift %d",
-				st.Name, paused, st.Targets, st.Committed, st.Remaining, st.JobsDone, st.JobsRunning, st.JobsQueued,
-				st.JobsPaused, st.JobsWaiting, st.Jobs, st.RatePerSecond, eta, st.Drift)
-			return nil
-		},
+		Action: action(parseCampaign, runCampaignStatus),
 	}
+}
+
+// runCampaignStatus prints the campaign's progress.
+func runCampaignStatus(ctx context.Context, d deps, o *campaignOptions, out io.Writer) error {
+	return printResult(ctx, d, out, func(ctx context.Context, conn *pgx.Conn) (driver.CampaignProgress, error) {
+		return driver.CampaignStatus(ctx, conn, o.Name)
+	}, func(st driver.CampaignProgress) {
+		eta := "unknown"
+		if st.ETASeconds != nil {
+			eta = fmt.Sprintf("%.1f s", *st.ETASeconds)
+		}
+		paused := ""
+		if st.Paused {
+			paused = " (paused)"
+		}
+		say(out, "campaign %s%s: %d targets, %d committed, %d remaining; jobs: %d done, %d running, %d queued, %d paused, %d waiting of %d; rate %.1f/s, ETA %s; drift %d",
+			st.Name, paused, st.Targets, st.Committed, st.Remaining, st.JobsDone, st.JobsRunning, st.JobsQueued,
+			st.JobsPaused, st.JobsWaiting, st.Jobs, st.RatePerSecond, eta, st.Drift)
+	})
 }
 
 func campaignReportCommand() *cli.Command {
@@ -180,60 +209,58 @@ func campaignReportCommand() *cli.Command {
 		UsageText: "chunks campaign report [--json] NAME",
 		Description: "report's rules over every job of the campaign, in one query. With --json, drifted and\n" +
 			"missing are id lists.",
-		Action: func(c *cli.Context) error {
-			name, err := nameArg(c)
-			if err != nil {
-				return err
-			}
-			var r driver.CampaignDrift
-			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				r, err = driver.CampaignReport(ctx, conn, name)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			if jsonOut(c) {
-				return printJSON(stdout, r)
-			}
-			say(stdout, "campaign %s: %d targets, %d committed, %d remaining: %d matching, %d drifted %s, %d missing %s",
-				r.Name, r.Targets, r.Committed, r.Remaining, r.Matching, r.DriftedCount, ids(r.Drifted), r.MissingCount, ids(r.Missing))
-			return nil
-		},
+		Action: action(parseCampaign, runCampaignReport),
 	}
 }
 
-func campaignPauseResumeCommand(verb string, op func(context.Context, driver.DB, string) (driver.CampaignChange, error),
-	usage, changedMsg, sameMsg string) *cli.Command {
+// runCampaignReport prints the campaign's matching, drifted and missing
+// orders.
+func runCampaignReport(ctx context.Context, d deps, o *campaignOptions, out io.Writer) error {
+	return printResult(ctx, d, out, func(ctx context.Context, conn *pgx.Conn) (driver.CampaignDrift, error) {
+		return driver.CampaignReport(ctx, conn, o.Name)
+	}, func(r driver.CampaignDrift) {
+		say(out, "campaign %s: %d targets, %d committed, %d remaining: %d matching, %d drifted %s, %d missing %s",
+			r.Name, r.Targets, r.Committed, r.Remaining, r.Matching, r.DriftedCount, ids(r.Drifted), r.MissingCount, ids(r.Missing))
+	})
+}
+
+// campaignPauseResumeCommand is chunks campaign pause or resume (verb),
+// whose logic is run.
+func campaignPauseResumeCommand(verb string, run runFunc[*campaignOptions], usage string) *cli.Command {
 	return &cli.Command{
 		Name:        verb,
 		Usage:       usage,
 		UsageText:   "chunks campaign " + verb + " [--json] NAME",
 		Description: "Acts on every job of the campaign in one transaction; waits for its chunks in flight (up to 5 s).",
-		Action: func(c *cli.Context) error {
-			name, err := nameArg(c)
-			if err != nil {
-				return err
-			}
-			var ch driver.CampaignChange
-			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				ch, err = op(ctx, conn, name)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			if jsonOut(c) {
-				return printJSON(stdout, ch)
-			}
-			if ch.Changed {
-				say(stdout, changedMsg, name, plural(ch.Jobs, "job"))
-			} else {
-				say(stdout, sameMsg, name)
-			}
-			return nil
-		},
+		Action:      action(parseCampaign, run),
 	}
+}
+
+// runCampaignPause pauses every job of the campaign.
+func runCampaignPause(ctx context.Context, d deps, o *campaignOptions, out io.Writer) error {
+	return campaignChange(ctx, d, o.Name, out, driver.PauseCampaign,
+		"paused campaign %s: %s paused", "campaign %s was already paused; nothing changed")
+}
+
+// runCampaignResume gives every paused job of the campaign back to the
+// workers.
+func runCampaignResume(ctx context.Context, d deps, o *campaignOptions, out io.Writer) error {
+	return campaignChange(ctx, d, o.Name, out, driver.ResumeCampaign,
+		"resumed campaign %s: %s queued again", "campaign %s was not paused; nothing changed")
+}
+
+// campaignChange runs op on the campaign.
+func campaignChange(ctx context.Context, d deps, name string, out io.Writer,
+	op func(context.Context, driver.DB, string) (driver.CampaignChange, error), changedMsg, sameMsg string) error {
+	return printResult(ctx, d, out, func(ctx context.Context, conn *pgx.Conn) (driver.CampaignChange, error) {
+		return op(ctx, conn, name)
+	}, func(ch driver.CampaignChange) {
+		if ch.Changed {
+			say(out, changedMsg, name, plural(ch.Jobs, "job"))
+		} else {
+			say(out, sameMsg, name)
+		}
+	})
 }
 
 func campaignCheckCommand() *cli.Command {
@@ -243,36 +270,56 @@ func campaignCheckCommand() *cli.Command {
 		UsageText: "chunks campaign check [--json] [--max-listed N] NAME",
 		Description: "Writes nothing. For each remaining target: is its order there, of the tenant, pending, at the\n" +
 			"approved revision and qty? Exit 0 when all are, 3 (conflict) when any is not, listing the first.",
-		Flags: []cli.Flag{&cli.IntFlag{Name: "max-listed", Value: 100, Usage: "problems listed, by id"}},
-		Action: func(c *cli.Context) error {
-			name, err := nameArg(c)
-			if err != nil {
-				return err
-			}
-			var ch driver.CampaignCheck
-			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				ch, err = driver.CheckCampaign(ctx, conn, name, c.Int("max-listed"))
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			if jsonOut(c) {
-				if err := printJSON(stdout, ch); err != nil {
-					return err
-				}
-			} else {
-				for _, p := range ch.Listed {
-					say(stdout, "%s", p.Problem)
-				}
-				say(stdout, "campaign %s: %d of %d targets remaining, %d ok, %d with a problem", ch.Name, ch.Remaining, ch.Targets, ch.OK, ch.Problems)
-			}
-			if ch.Problems > 0 {
-				return driver.NewError(driver.ErrConflict, nil, "campaign %s: %d targets cannot take their change now", name, ch.Problems)
-			}
-			return nil
-		},
+		Flags:  []cli.Flag{&cli.IntFlag{Name: "max-listed", Value: 100, Usage: "problems listed, by id"}},
+		Action: action(parseCampaignCheck, runCampaignCheck),
 	}
+}
+
+// campaignCheckOptions is chunks campaign check [--max-listed N] NAME.
+type campaignCheckOptions struct {
+	Name      string
+	MaxListed int // --max-listed: the problems listed, by id
+}
+
+// parseCampaignCheck fills NAME and --max-listed.
+func parseCampaignCheck(c *cli.Context) (*campaignCheckOptions, error) {
+	name, err := nameArg(c)
+	return &campaignCheckOptions{Name: name, MaxListed: c.Int("max-listed")}, err
+}
+
+// Validate checks the name and --max-listed.
+func (o *campaignCheckOptions) Validate() error {
+	if err := driver.CheckCampaignName(o.Name); err != nil {
+		return err
+	}
+	return driver.CheckMaxListed(o.MaxListed)
+}
+
+// runCampaignCheck prints the first problems and the counts; any problem
+// is a conflict.
+func runCampaignCheck(ctx context.Context, d deps, o *campaignCheckOptions, out io.Writer) error {
+	var ch driver.CampaignCheck
+	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
+		ch, err = driver.CheckCampaign(ctx, conn, o.Name, o.MaxListed)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if d.json {
+		if err := printJSON(out, ch); err != nil {
+			return err
+		}
+	} else {
+		for _, p := range ch.Listed {
+			say(out, "%s", p.Problem)
+		}
+		say(out, "campaign %s: %d of %d targets remaining, %d ok, %d with a problem", ch.Name, ch.Remaining, ch.Targets, ch.OK, ch.Problems)
+	}
+	if ch.Problems > 0 {
+		return driver.NewError(driver.ErrConflict, nil, "campaign %s: %d targets cannot take their change now", o.Name, ch.Problems)
+	}
+	return nil
 }
 
 func campaignUndoCommand() *cli.Command {
@@ -283,30 +330,44 @@ func campaignUndoCommand() *cli.Command {
 		Description: "Every job of NAME with committed orders still as it left them gets its undo (chunks undo's\n" +
 			"rules: drifted and missing orders are left alone), all recorded as campaign UNDO (default\n" +
 			"NAME-undo) in one transaction; the fleet restores them. Pause NAME first (chunks campaign pause).",
-		Flags: []cli.Flag{&cli.StringFlag{Name: "as", Usage: "the undo campaign's name (default NAME-undo)"}},
-		Action: func(c *cli.Context) error {
-			name, err := nameArg(c)
-			if err != nil {
-				return err
-			}
-			var u driver.CampaignUndo
-			err = withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				u, err = driver.UndoCampaign(ctx, conn, name, c.String("as"))
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			if jsonOut(c) {
-				return printJSON(stdout, u)
-			}
-			if !u.Created {
-				say(stdout, "campaign %s already is the undo of %s; nothing changed", u.Name, name)
-				return nil
-			}
-			say(stdout, "registered undo campaign %s of %s: %s in %s; left alone: drifted %s, missing %s", u.Name, name,
-				plural(u.Targets, "order"), plural(u.Jobs, "job"), ids(u.Drifted), ids(u.Missing))
-			return nil
-		},
+		Flags:  []cli.Flag{&cli.StringFlag{Name: "as", Usage: "the undo campaign's name (default NAME-undo)"}},
+		Action: action(parseCampaignUndo, runCampaignUndo),
 	}
+}
+
+// campaignUndoOptions is chunks campaign undo [--as UNDO] NAME.
+type campaignUndoOptions struct {
+	Name string
+	As   string // --as: the undo campaign's name; "" is NAME-undo
+}
+
+// parseCampaignUndo fills NAME and --as.
+func parseCampaignUndo(c *cli.Context) (*campaignUndoOptions, error) {
+	name, err := nameArg(c)
+	return &campaignUndoOptions{Name: name, As: c.String("as")}, err
+}
+
+// Validate checks the name, and --as when given.
+func (o *campaignUndoOptions) Validate() error {
+	if err := driver.CheckCampaignName(o.Name); err != nil {
+		return err
+	}
+	if o.As != "" {
+		return driver.CheckUndoName(o.As)
+	}
+	return nil
+}
+
+// runCampaignUndo registers the undo campaign.
+func runCampaignUndo(ctx context.Context, d deps, o *campaignUndoOptions, out io.Writer) error {
+	return printResult(ctx, d, out, func(ctx context.Context, conn *pgx.Conn) (driver.CampaignUndo, error) {
+		return driver.UndoCampaign(ctx, conn, o.Name, o.As)
+	}, func(u driver.CampaignUndo) {
+		if !u.Created {
+			say(out, "campaign %s already is the undo of %s; nothing changed", u.Name, o.Name)
+			return
+		}
+		say(out, "registered undo campaign %s of %s: %s in %s; left alone: drifted %s, missing %s", u.Name, o.Name,
+			plural(u.Targets, "order"), plural(u.Jobs, "job"), ids(u.Drifted), ids(u.Missing))
+	})
 }

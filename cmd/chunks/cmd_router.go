@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -45,40 +46,56 @@ func routerInstallCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "shard", Usage: "a shard's connection string (`DSN`), once per shard, in partition order"},
 			&cli.StringFlag{Name: "shard-schema", Usage: "the chunks `SCHEMA` on the shards (default: --schema)"},
 		},
-		Action: func(c *cli.Context) error {
-			if _, err := positional(c); err != nil {
-				return err
-			}
-			schema := global(c, "schema")
-			if schema == "" {
-				return usagef("router install needs --schema (or $CHUNKS_SCHEMA)")
-			}
-			if len(c.StringSlice("shard")) == 0 {
-				return usagef("router install needs a --shard DSN for each shard")
-			}
-			cfg := router.Config{Schema: schema, ShardSchema: c.String("shard-schema"), Shards: c.StringSlice("shard")}
-			if err := cfg.Validate(); err != nil {
-				return err // before any connection
-			}
-			var shards []router.Shard
-			err := withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				if err := router.Install(ctx, conn, cfg); err != nil {
-					return err
-				}
-				shards, err = routerShards(ctx, conn, schema)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			if jsonOut(c) {
-				return printJSON(stdout, map[string]any{"schema": schema, "shards": shards})
-			}
-			say(stdout, "chunks router installed in schema %s, over %s:", schema, plural(len(shards), "shard"))
-			printShards(shards)
-			return nil
-		},
+		Action: action(parseRouterInstall, runRouterInstall),
 	}
+}
+
+// routerInstallOptions is chunks router install --shard DSN ... [--shard-schema S].
+type routerInstallOptions struct {
+	Config router.Config // Schema: the global --schema (or $CHUNKS_SCHEMA), where the routing functions go; the shards
+}
+
+// parseRouterInstall fills the schema, --shard-schema and the --shard
+// flags; it takes no arguments.
+func parseRouterInstall(c *cli.Context) (*routerInstallOptions, error) {
+	o := &routerInstallOptions{Config: router.Config{Schema: global(c, "schema"), ShardSchema: c.String("shard-schema"),
+		Shards: c.StringSlice("shard")}}
+	_, err := positional(c)
+	return o, err
+}
+
+// Validate checks that there are a schema and shards, and the shards'
+// connection strings (router.Config.Validate).
+func (o *routerInstallOptions) Validate() error {
+	if o.Config.Schema == "" {
+		return usagef("router install needs --schema (or $CHUNKS_SCHEMA)")
+	}
+	if len(o.Config.Shards) == 0 {
+		return usagef("router install needs a --shard DSN for each shard")
+	}
+	return o.Config.Validate()
+}
+
+// runRouterInstall installs the router and lists its shards.
+func runRouterInstall(ctx context.Context, d deps, o *routerInstallOptions, out io.Writer) error {
+	schema := o.Config.Schema
+	var shards []router.Shard
+	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
+		if err := router.Install(ctx, conn, o.Config); err != nil {
+			return err
+		}
+		shards, err = routerShards(ctx, conn, schema)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if d.json {
+		return printJSON(out, map[string]any{"schema": schema, "shards": shards})
+	}
+	say(out, "chunks router installed in schema %s, over %s:", schema, plural(len(shards), "shard"))
+	printShards(out, shards)
+	return nil
 }
 
 func routerShardsCommand() *cli.Command {
@@ -89,25 +106,15 @@ func routerShardsCommand() *cli.Command {
 		Description: "Each shard runs its own workers: chunks worker --dsn with the shard's own connection string\n" +
 			"(as this machine reaches it). Read from the router's catalog; no shard is asked.\n\n" +
 			"Example:\n  chunks --schema lab router shards",
-		Action: func(c *cli.Context) error {
-			if _, err := positional(c); err != nil {
-				return err
-			}
-			var shards []router.Shard
-			err := withConn(c, func(ctx context.Context, conn *pgx.Conn) (err error) {
-				shards, err = router.Shards(ctx, conn)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			if jsonOut(c) {
-				return printJSON(stdout, shards)
-			}
-			printShards(shards)
-			return nil
-		},
+		Action: action(parseNoArgs, runRouterShards),
 	}
+}
+
+// runRouterShards lists the router's shards.
+func runRouterShards(ctx context.Context, d deps, _ *noArgs, out io.Writer) error {
+	return printResult(ctx, d, out, func(ctx context.Context, conn *pgx.Conn) ([]router.Shard, error) {
+		return router.Shards(ctx, conn)
+	}, func(shards []router.Shard) { printShards(out, shards) })
 }
 
 // routerShards lists the shards of the router in schema, whatever the
@@ -119,8 +126,9 @@ func routerShards(ctx context.Context, conn *pgx.Conn, schema string) ([]router.
 	return router.Shards(ctx, conn)
 }
 
-func printShards(shards []router.Shard) {
-	t := newTable(stdout, "shard", "connection (as the router's server uses it)")
+// printShards prints the shards as a table.
+func printShards(out io.Writer, shards []router.Shard) {
+	t := newTable(out, "shard", "connection (as the router's server uses it)")
 	for _, s := range shards {
 		t.AppendRow([]any{s.Name, terminalSafe(strings.TrimSpace(s.Conninfo))})
 	}

@@ -39,22 +39,9 @@ func statusCommand() *cli.Command {
 	}
 }
 
-// noOptions are the options of a command that takes no arguments and no
-// flags of its own: chunks status.
-type noOptions struct{}
-
-// parseNoArgs refuses any argument.
-func parseNoArgs(c *cli.Context) (*noOptions, error) {
-	_, err := positional(c)
-	return &noOptions{}, err
-}
-
-// Validate has nothing to check.
-func (*noOptions) Validate() error { return nil }
-
 // runStatus prints every job and every live worker (through a router,
 // every shard's).
-func runStatus(ctx context.Context, d deps, _ *noOptions, out io.Writer) error {
+func runStatus(ctx context.Context, d deps, _ *noArgs, out io.Writer) error {
 	var ov *fleet.Overview
 	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
 		ov, err = fleet.LoadOverview(ctx, conn, "", 0)

@@ -9,7 +9,7 @@ import (
 )
 
 func TestStatusOptions(t *testing.T) {
-	if got := parsed(t, parseNoArgs, "status"); *got != (noOptions{}) {
+	if got := parsed(t, parseNoArgs, "status"); *got != (noArgs{}) {
 		t.Errorf("got %+v", got)
 	}
 	wantExit(t, chunksIn(t, nil, "", "status", "j1"), 2, `status takes no arguments, got ["j1"]`)
@@ -18,7 +18,7 @@ func TestStatusOptions(t *testing.T) {
 func TestStatusRun(t *testing.T) {
 	l := clitest.NewLab(t)
 	d := labDeps(l)
-	wantRunOut(t, runStatus, d, &noOptions{}, "no jobs\nno live workers\n")
+	wantRunOut(t, runStatus, d, &noArgs{}, "no jobs\nno live workers\n")
 	newJob(t, l, "j1", "acme", 3, 3)
 	runChunk(t, l, "j1")
 	l.Exec(t, "update orders set qty = 5 where id = 2")
@@ -40,7 +40,7 @@ func TestStatusRun(t *testing.T) {
 		"└─────────┴────────────┴────────┴──────────┴────────┴───────────────────┴───────┴──────┴─────────────┘\n" +
 		"3 jobs: 2 queued, 1 done; 2 orders drifted or missing\n" +
 		"no live workers\n"
-	if got := wantRun(t, runStatus, d, &noOptions{}); got != want {
+	if got := wantRun(t, runStatus, d, &noArgs{}); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 	var st struct {
@@ -48,7 +48,7 @@ func TestStatusRun(t *testing.T) {
 		Workers []fleet.WorkerStatus `json:"workers"`
 	}
 	d.json = true
-	decodeJSON(t, wantRun(t, runStatus, d, &noOptions{}), &st)
+	decodeJSON(t, wantRun(t, runStatus, d, &noArgs{}), &st)
 	if len(st.Jobs) != 3 || len(st.Workers) != 0 {
 		t.Fatalf("--json: %+v", st)
 	}

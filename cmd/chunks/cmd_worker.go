@@ -1,19 +1,23 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 
 	"github.com/chunks-dev/chunks/fleet"
 	"github.com/chunks-dev/chunks/internal/metrics"
+	"github.com/chunks-dev/chunks/pace"
 )
 
 func workerCommand() *cli.Command {
@@ -55,89 +59,116 @@ func workerCommand() *cli.Command {
 			&cli.StringFlag{Name: "id", Usage: "the worker's name (`ID`) in the log, in chunks status and in a pause it makes: 1 to 63 printable ASCII characters, one live worker per id (default, also when empty: hostname:pid)"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log every chunk"},
 		}, append(paceFlagDefs(), httpFlagDefs(false)...)...),
-		Action: func(c *cli.Context) error {
-			if c.Args().Len() > 0 {
-				return usagef("worker takes no arguments, got %q (flags go before arguments)", c.Args().Slice())
-			}
-			id := c.String("id")
-			if id == "" {
-				id = fleet.DefaultID()
-			}
-			// Checked here as well as by Validate: the id names the pool's
-			// connections below, and its error names the flag; the flag's 0
-			// is not the field's "1".
-			if err := fleet.CheckID("--id", id); err != nil {
-				return err
-			}
-			if err := fleet.CheckConcurrency(c.Int("concurrency")); err != nil {
-				return err
-			}
-			level := slog.LevelInfo
-			if c.Bool("verbose") {
-				level = slog.LevelDebug
-			}
-			opts := &slog.HandlerOptions{Level: level}
-			var handler slog.Handler = slog.NewTextHandler(os.Stderr, opts)
-			if jsonOut(c) {
-				handler = slog.NewJSONHandler(os.Stderr, opts)
-			}
-			w := &fleet.Worker{
-				ID:          id,
-				Concurrency: c.Int("concurrency"),
-				Poll:        c.Duration("poll"),
-				Rate:        c.Float64("rate"),
-				RetryDelay:  c.Duration("retry-delay"),
-				Pace:        paceFlags(c),
-				Logger:      slog.New(handler),
-			}
-			cfg, err := poolConfig(c) // with the connect timeout, and cancel requests: an aborting worker's chunks roll back
-			if err != nil {
-				return err
-			}
-			// Each pass holds one connection at a time; one more for pacing
-			// (the heartbeat has its own).
-			cfg.MaxConns = int32(w.Concurrency) + 1
-			// chunks status shows which worker runs a chunk by this name,
-			// unless the DSN names the connections itself.
-			if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
-				cfg.ConnConfig.RuntimeParams["application_name"] = id
-			}
-			if w.Pool, err = pgxpool.NewWithConfig(c.Context, cfg); err != nil { // it connects nothing yet
-				return err
-			}
-			defer w.Pool.Close()
-			if err := w.Validate(); err != nil {
-				return err
-			}
-			log := w.Logger.With("worker", w.ID)
-			var srv *httpServer
-			if c.String("http") != "" {
-				reg := metrics.NewRegistry()
-				if w.Observer, err = metrics.NewWorker(reg, w.Pacing, w.Pace.MaxReplicaLag > 0); err != nil {
-					return err
-				}
-				if srv, err = newHTTPServer(c, cfg, reg, log); err != nil {
-					return err
-				}
-			}
-			switch err := runWithHTTP(c.Context, w, srv, log); {
-			case errors.Is(err, fleet.ErrStopped): // a signal while it waited for the database: a clean stop
-			case errors.Is(err, fleet.ErrAborted):
-				return fmt.Errorf("worker %s: %w", w.ID, err)
-			case err != nil:
-				return err
-			}
-			st := w.Stats()
-			if jsonOut(c) {
-				return printJSON(stdout, map[string]any{"worker": w.ID, "chunks": st.Chunks, "jobs_done": st.JobsDone,
-					"conflicts": st.Conflicts, "failures": st.Failures})
-			}
-			say(stdout, "worker %s stopped: %s committed, %s finished, %s paused after a conflict, %s",
-				w.ID, plural(int(st.Chunks), "chunk"), plural(int(st.JobsDone), "job"),
-				plural(int(st.Conflicts), "job"), plural(int(st.Failures), "failed chunk"))
-			return nil
-		},
+		Action: action(parseWorker, runWorker),
 	}
+}
+
+// workerOptions is chunks worker [flags]: the worker's settings as typed.
+type workerOptions struct {
+	ID          string // --id; "" is fleet.DefaultID (hostname:pid)
+	Concurrency int
+	Poll        time.Duration
+	Rate        float64
+	RetryDelay  time.Duration
+	Verbose     bool        // --verbose: log every chunk
+	Pace        pace.Config // --max-replica-lag, --throttle-query, --check-interval
+	HTTP        httpOptions // --http, --page-size, --refresh
+}
+
+// parseWorker fills the worker's settings; it takes no arguments.
+func parseWorker(c *cli.Context) (*workerOptions, error) {
+	o := &workerOptions{ID: c.String("id"), Concurrency: c.Int("concurrency"), Poll: c.Duration("poll"),
+		Rate: c.Float64("rate"), RetryDelay: c.Duration("retry-delay"), Verbose: c.Bool("verbose"),
+		Pace: paceFlags(c), HTTP: parseHTTP(c)}
+	_, err := positional(c)
+	return o, err
+}
+
+// id is the worker's id: --id, or hostname:pid.
+func (o *workerOptions) id() string { return cmp.Or(o.ID, fleet.DefaultID()) }
+
+// worker is the fleet.Worker of the options, on pool, logging to log.
+func (o *workerOptions) worker(pool *pgxpool.Pool, log *slog.Logger) *fleet.Worker {
+	return &fleet.Worker{Pool: pool, ID: o.id(), Concurrency: o.Concurrency, Poll: o.Poll, Rate: o.Rate,
+		RetryDelay: o.RetryDelay, Pace: o.Pace, Logger: log}
+}
+
+// Validate checks every setting, as fleet.Worker.Validate does (the id
+// also here first, naming the flag: the worker's id names the pool's
+// connections; and the flag's 0 is not the field's 1), and the http flags.
+func (o *workerOptions) Validate() error {
+	if err := fleet.CheckID("--id", o.id()); err != nil {
+		return err
+	}
+	if err := fleet.CheckConcurrency(o.Concurrency); err != nil {
+		return err
+	}
+	// fleet's Validate asks only that there is a pool; runWorker gives
+	// it the real one, which connects nothing before Start either.
+	if err := o.worker(new(pgxpool.Pool), nil).Validate(); err != nil {
+		return err
+	}
+	return o.HTTP.Validate()
+}
+
+// runWorker runs the worker until a signal stops it (the log on d.stderr),
+// then prints what it did.
+func runWorker(ctx context.Context, d deps, o *workerOptions, out io.Writer) error {
+	level := slog.LevelInfo
+	if o.Verbose {
+		level = slog.LevelDebug
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	var handler slog.Handler = slog.NewTextHandler(d.stderr, opts)
+	if d.json {
+		handler = slog.NewJSONHandler(d.stderr, opts)
+	}
+	cfg, err := d.poolConfig() // with the connect timeout, and cancel requests: an aborting worker's chunks roll back
+	if err != nil {
+		return err
+	}
+	// Each pass holds one connection at a time; one more for pacing
+	// (the heartbeat has its own).
+	cfg.MaxConns = int32(o.Concurrency) + 1
+	// chunks status shows which worker runs a chunk by this name,
+	// unless the DSN names the connections itself.
+	id := o.id()
+	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = id
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg) // it connects nothing yet
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	w := o.worker(pool, slog.New(handler))
+	log := w.Logger.With("worker", w.ID)
+	var srv *httpServer
+	if o.HTTP.Addr != "" {
+		reg := metrics.NewRegistry()
+		if w.Observer, err = metrics.NewWorker(reg, w.Pacing, w.Pace.MaxReplicaLag > 0); err != nil {
+			return err
+		}
+		if srv, err = openHTTPServer(ctx, d.schema, cfg, o.HTTP, reg, log); err != nil {
+			return err
+		}
+	}
+	switch err := runWithHTTP(ctx, w, srv, log); {
+	case errors.Is(err, fleet.ErrStopped): // a signal while it waited for the database: a clean stop
+	case errors.Is(err, fleet.ErrAborted):
+		return fmt.Errorf("worker %s: %w", w.ID, err)
+	case err != nil:
+		return err
+	}
+	st := w.Stats()
+	if d.json {
+		return printJSON(out, map[string]any{"worker": w.ID, "chunks": st.Chunks, "jobs_done": st.JobsDone,
+			"conflicts": st.Conflicts, "failures": st.Failures})
+	}
+	say(out, "worker %s stopped: %s committed, %s finished, %s paused after a conflict, %s",
+		w.ID, plural(int(st.Chunks), "chunk"), plural(int(st.JobsDone), "job"),
+		plural(int(st.Conflicts), "job"), plural(int(st.Failures), "failed chunk"))
+	return nil
 }
 
 // runWithHTTP runs the worker until a signal stops it

@@ -61,8 +61,6 @@ func typed(c *cli.Context, name string) (string, bool) {
 	return "", false
 }
 
-func jsonOut(c *cli.Context) bool { return global(c, "json") == "true" }
-
 // connConfig is the connection of the global --dsn and --schema. The schema
 // is checked before anything else and becomes the session's search_path as
 // a startup parameter, never by editing the connection string. A cancelled
@@ -135,15 +133,6 @@ func (d deps) withConn(ctx context.Context, fn func(ctx context.Context, conn *p
 		}
 	}()
 	return driver.ExplainMissing(ctx, conn, fn(ctx, conn), d.access)
-}
-
-// Transitional wrappers for the commands not yet in the options/run shape.
-
-func connConfig(c *cli.Context) (*pgx.ConnConfig, error) { return depsOf(c).connConfig() }
-func connect(c *cli.Context) (*pgx.Conn, error)          { return depsOf(c).connect(c.Context) }
-func poolConfig(c *cli.Context) (*pgxpool.Config, error) { return depsOf(c).poolConfig() }
-func withConn(c *cli.Context, fn func(ctx context.Context, conn *pgx.Conn) error) error {
-	return depsOf(c).withConn(c.Context, fn)
 }
 
 // viewerCommands are the commands that only read: a viewer may run them.

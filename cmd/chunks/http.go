@@ -63,18 +63,6 @@ func (o httpOptions) Validate() error {
 	return nil
 }
 
-// newHTTPServer checks the --http flags, opens a small pool of its own on
-// cfg and binds the address. Close it when done (Serve does). Transitional:
-// for the commands not yet in the options/run shape (openHTTPServer is the
-// one for those that are).
-func newHTTPServer(c *cli.Context, cfg *pgxpool.Config, metrics prometheus.Gatherer, log *slog.Logger) (*httpServer, error) {
-	o := parseHTTP(c)
-	if err := o.Validate(); err != nil {
-		return nil, err
-	}
-	return openHTTPServer(c.Context, global(c, "schema"), cfg, o, metrics, log)
-}
-
 // openHTTPServer opens a small pool of its own on cfg and binds o.Addr, for
 // the schema (the page's title; "" for the DSN's search_path). o is
 // validated. Close it when done (Serve does).

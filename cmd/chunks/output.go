@@ -4,14 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
 )
-
-// stdout is where results go; errors and progress go to stderr.
-var stdout io.Writer = os.Stdout
 
 // printJSON prints v as one line of JSON: easy for scripts and jq.
 func printJSON(out io.Writer, v any) error {

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/clitest"
+)
+
+func TestCampaignOptions(t *testing.T) {
+	got := parsed(t, parseCampaignCreate, "campaign", "create", "--tenant", "acme", "--chunk-size", "2", "--allow-partial", "spring", "-")
+	if want := (campaignCreateOptions{Spec: driver.CampaignSpec{Name: "spring", Tenant: "acme", ChunkSize: 2, QueueWindow: 16}, File: "-", AllowPartial: true}); *got != want {
+		t.Errorf("create from stdin: got %+v, want %+v", *got, want)
+	}
+	got = parsed(t, parseCampaignCreate, "campaign", "create", "--tenant", "acme", "--chunk-size", "3", "--allow-partial", "--queue-window", "2", "--from-query", "select 1", "q")
+	if want := (campaignCreateOptions{Spec: driver.CampaignSpec{Name: "q", Tenant: "acme", ChunkSize: 3, QueueWindow: 2}, Query: "select 1", AllowPartial: true}); *got != want {
+		t.Errorf("create from a query: got %+v, want %+v", *got, want)
+	}
+	for _, sub := range []string{"status", "report", "pause", "resume"} {
+		if got := *parsed(t, parseCampaign, "campaign", sub, "spring"); got != (campaignOptions{Name: "spring"}) {
+			t.Errorf("%s: got %+v", sub, got)
+		}
+	}
+	if got := *parsed(t, parseCampaignCheck, "campaign", "check", "--max-listed", "5", "spring"); got != (campaignCheckOptions{Name: "spring", MaxListed: 5}) {
+		t.Errorf("check: got %+v", got)
+	}
+	if got := *parsed(t, parseCampaignCheck, "campaign", "check", "spring"); got != (campaignCheckOptions{Name: "spring", MaxListed: 100}) {
+		t.Errorf("check without --max-listed: got %+v", got)
+	}
+	if got := *parsed(t, parseCampaignUndo, "campaign", "undo", "--as", "back", "spring"); got != (campaignUndoOptions{Name: "spring", As: "back"}) {
+		t.Errorf("undo: got %+v", got)
+	}
+
+	spec := driver.CampaignSpec{Name: "spring", Tenant: "acme", ChunkSize: 2}
+	create := func(edit func(o *campaignCreateOptions)) *campaignCreateOptions {
+		o := &campaignCreateOptions{Spec: spec, File: "-", AllowPartial: true}
+		edit(o)
+		return o
+	}
+	wantInvalid(t, create(func(o *campaignCreateOptions) { o.AllowPartial = false }), "--allow-partial must be given")
+	wantInvalid(t, create(func(o *campaignCreateOptions) { o.Spec.Tenant = "" }), "tenant: must be 1 to 64")
+	wantInvalid(t, create(func(o *campaignCreateOptions) { o.Spec.ChunkSize = 11 }), "chunk_size", "11")
+	wantInvalid(t, create(func(o *campaignCreateOptions) { o.Spec.QueueWindow = 10001 }), "queue_window: must be between 1 and 10000, got 10001")
+	wantInvalid(t, create(func(o *campaignCreateOptions) { o.Spec.Name = strings.Repeat("n", 58) }), "name: must be at most 57 characters")
+	wantInvalid(t, create(func(o *campaignCreateOptions) { o.Spec.Name = "a b" }), "name: must be 1 to 64")
+	wantInvalid(t, &campaignOptions{Name: ""}, "name: must be 1 to 64")
+	wantInvalid(t, &campaignCheckOptions{Name: "spring", MaxListed: -1}, "max_listed: must be between 0 and 100000, got -1")
+	wantInvalid(t, &campaignCheckOptions{Name: "spring", MaxListed: 100001}, "max_listed: must be between 0 and 100000, got 100001")
+	wantInvalid(t, &campaignCheckOptions{Name: "a;b", MaxListed: 1}, "name: must be 1 to 64")
+	wantInvalid(t, &campaignUndoOptions{Name: "spring", As: strings.Repeat("u", 58)}, "undo_name: must be at most 57 characters (job ids add -NNNNNN), got 58")
+	wantInvalid(t, &campaignUndoOptions{Name: "spring", As: "x y"}, "undo_name: must be 1 to 64")
+}
+
+// Every campaign subcommand refuses a flag typed after NAME the one way
+// (exit 2, the flag bounded, nothing connected: no --dsn is given), and a
+// missing required flag is a usage error too, not urfave's "Required flags
+// not set" (exit 1).
+func TestCampaignFlagsAfterName(t *testing.T) {
+	long := "--tenant=" + strings.Repeat("x", 292) // 301 characters
+	for _, c := range []struct {
+		args  []string
+		usage string
+	}{
+		{[]string{"create", "NAME"}, "campaign create [flags] NAME FILE"},
+		{[]string{"create", "NAME", "-"}, "campaign create [flags] NAME FILE"},
+		{[]string{"create", "--from-query", "select 1", "NAME"}, "campaign create [flags] NAME"},
+		{[]string{"status", "NAME"}, "campaign status [flags] NAME"},
+		{[]string{"report", "NAME"}, "campaign report [flags] NAME"},
+		{[]string{"check", "NAME"}, "campaign check [flags] NAME"},
+		{[]string{"undo", "NAME"}, "campaign undo [flags] NAME"},
+		{[]string{"pause", "NAME"}, "campaign pause [flags] NAME"},
+		{[]string{"resume", "NAME"}, "campaign resume [flags] NAME"},
+	} {
+		args := append(append([]string{"campaign"}, c.args...), long, "--max-chunks", "3")
+		r := chunksIn(t, nil, "", args...)
+		wantExit(t, r, 2, "chunks: usage: flag --tenant=xxx", "… (301 characters) after the campaign name: put flags before the campaign name (chunks "+c.usage+")")
+		if len(r.Stderr) > 250 {
+			t.Errorf("chunks %s: the message is not bounded: %d bytes", c.args, len(r.Stderr))
+		}
+	}
+	wantExit(t, chunksIn(t, nil, "", "campaign", "create", "spring", "-"), 2,
+		"chunks: usage: campaign create needs --tenant, --chunk-size, --allow-partial (chunks campaign create --help)")
+	wantExit(t, chunksIn(t, nil, "", "campaign", "create", "--tenant", "acme", "--chunk-size", "2", "--allow-partial=false", "spring", "-"), 2,
+		"chunks: usage: --allow-partial must be given: each chunk commits on its own")
+	wantExit(t, chunksIn(t, nil, "", "campaign", "status"), 2, "chunks: usage: campaign status needs NAME (chunks campaign status [flags] NAME)")
+	wantExit(t, chunksIn(t, nil, "", "campaign", "undo", "a", "b"), 2, "chunks: usage: campaign undo takes one NAME argument, got 2: a b")
+}
+
+func TestCampaignRun(t *testing.T) {
+	l := clitest.NewLab(t)
+	l.Exec(t, `insert into orders (id, tenant, qty, state, revision) values (7, 'acme', 2, 'pending', 0), (3, 'acme', 1, 'pending', 4), (5, 'acme', 9, 'pending', 1)`)
+	d := labDeps(l)
+	targets := `{"id": 7, "revision": 0, "qty": 2}` + "\n" + `{"id": 3, "revision": 4, "qty": 1}` + "\n" + `{"id": 5, "revision": 1, "qty": 9}` + "\n"
+	create := []string{"campaign", "create", "--tenant", "acme", "--chunk-size", "2", "--allow-partial", "spring", "-"}
+	r := chunksIn(t, l, targets, create...)
+	first, _, _ := strings.Cut(r.Stdout, " (digest ")
+	if r.Code != 0 || first != "created campaign spring: 3 orders of acme in 1 job of up to 64, 2 per chunk" {
+		t.Fatalf("create: %v", r)
+	}
+	again := chunksIn(t, l, targets, append([]string{"--json"}, create...)...)
+	var created driver.CampaignCreated
+	if err := json.Unmarshal([]byte(again.Stdout), &created); err != nil {
+		t.Fatalf("create --json: %v: %v", err, again)
+	}
+	if created.Created || created.Targets != 3 || created.Jobs != 1 || r.Stdout != first+" (digest "+created.Digest[:12]+")\n" {
+		t.Fatalf("create again: %+v after %q", created, r.Stdout)
+	}
+	d.stdin = strings.NewReader(targets)
+	o := &campaignCreateOptions{Spec: driver.CampaignSpec{Name: "spring", Tenant: "acme", ChunkSize: 2}, File: "-", AllowPartial: true}
+	if got, want := wantRun(t, runCampaignCreate, d, o), "campaign spring was already created with this approval; nothing changed\n"; got != want {
+		t.Errorf("create again: got %q, want %q", got, want)
+	}
+
+	spring := &campaignOptions{Name: "spring"}
+	if got, want := wantRun(t, runCampaignStatus, d, spring),
+		"campaign spring: 3 targets, 0 committed, 3 remaining; jobs: 0 done, 0 running, 1 queued, 0 paused, 0 waiting of 1; rate 0.0/s, ETA unknown; drift 0\n"; got != want {
+		t.Errorf("status: got %q, want %q", got, want)
+	}
+	if got, want := wantRun(t, runCampaignCheck, d, &campaignCheckOptions{Name: "spring", MaxListed: 100}),
+		"campaign spring: 3 of 3 targets remaining, 3 ok, 0 with a problem\n"; got != want {
+		t.Errorf("check: got %q, want %q", got, want)
+	}
+	// The first chunk commits orders 3 and 5; then 3 drifts and 7 is no
+	// longer pending: the check lists 7, and is a conflict.
+	if _, err := driver.RunChunk(ctx, l.Conn, "spring-000001", nil); err != nil {
+		t.Fatal(err)
+	}
+	l.Exec(t, `update orders set qty = qty + 1, revision = revision + 1 where id in (3, 7)`)
+	r = chunksIn(t, l, "", "campaign", "check", "spring")
+	if r.Code != 3 || !strings.HasSuffix(r.Stdout, "campaign spring: 1 of 3 targets remaining, 0 ok, 1 with a problem\n") ||
+		strings.Count(r.Stdout, "\n") != 2 || !strings.Contains(r.Stdout, "7") ||
+		r.Stderr != "chunks: conflict: campaign spring: 1 targets cannot take their change now\n" {
+		t.Errorf("check after drift: %v", r)
+	}
+	if got, want := wantRun(t, runCampaignReport, d, spring),
+		"campaign spring: 3 targets, 2 committed, 1 remaining: 1 matching, 1 drifted 3, 0 missing none\n"; got != want {
+		t.Errorf("report: got %q, want %q", got, want)
+	}
+	report, err := driver.CampaignReport(ctx, l.Conn, "spring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOut(t, chunksIn(t, l, "", "--json", "campaign", "report", "spring"), clitest.MustJSON(t, report)+"\n")
+	status, err := driver.CampaignStatus(ctx, l.Conn, "spring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = chunksIn(t, l, "", "campaign", "status", "--json", "spring")
+	var got driver.CampaignProgress
+	if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil || r.Code != 0 {
+		t.Fatalf("status --json: %v: %v", err, r)
+	}
+	got.RatePerSecond, got.ETASeconds = status.RatePerSecond, status.ETASeconds // they change with the clock
+	if g, w := clitest.MustJSON(t, got), clitest.MustJSON(t, status); g != w || status.Committed != 2 || status.Drift != 1 {
+		t.Errorf("status --json: got %s, want %s", g, w)
+	}
+
+	if got, want := wantRun(t, runCampaignPause, d, spring), "paused campaign spring: 1 job paused\n"; got != want {
+		t.Errorf("pause: got %q, want %q", got, want)
+	}
+	wantOut(t, chunksIn(t, l, "", "campaign", "pause", "spring"), "campaign spring was already paused; nothing changed\n")
+	if got, want := wantRun(t, runCampaignUndo, d, &campaignUndoOptions{Name: "spring", As: "spring-back"}),
+		"registered undo campaign spring-back of spring: 1 order in 1 job; left alone: drifted 3, missing none\n"; got != want {
+		t.Errorf("undo: got %q, want %q", got, want)
+	}
+	wantOut(t, chunksIn(t, l, "", "campaign", "resume", "--json", "spring"), `{"name":"spring","changed":true,"jobs":1}`+"\n")
+	if got, want := wantRun(t, runCampaignResume, d, spring), "campaign spring was not paused; nothing changed\n"; got != want {
+		t.Errorf("resume again: got %q, want %q", got, want)
+	}
+	wantExit(t, chunksIn(t, l, "", "campaign", "status", "nope"), 3, "chunks: conflict: campaign nope: not found")
+	wantExit(t, chunksIn(t, l, "nope\n", "campaign", "create", "--tenant", "acme", "--chunk-size", "2", "--allow-partial", "bad", "-"), 2, "chunks: invalid: line 1")
+}
