@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -129,4 +130,19 @@ func findCommand(cmds []*cli.Command, name string) *cli.Command {
 		}
 	}
 	return nil
+}
+
+// failingWriter fails every write, as a closed stdout does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
+
+func TestFailedWriteFailsTheCommand(t *testing.T) {
+	var errOut bytes.Buffer
+	items := `[{"id": 1, "revision": 1, "qty": 1}]`
+	code := run([]string{"chunks", "manifest", "--job-id", "j1", "--tenant", "acme", "--chunk-size", "1", "--allow-partial", "-"},
+		strings.NewReader(items), failingWriter{}, &errOut)
+	if want := "chunks: writing the result: broken pipe\n"; code != 1 || errOut.String() != want {
+		t.Fatalf("want exit 1 and %q, got %d and %q", want, code, errOut.String())
+	}
 }
