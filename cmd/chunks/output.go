@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
+
+	"github.com/chunks-dev/chunks/driver"
 )
 
 // stdout is where results go; errors and progress go to stderr.
@@ -47,6 +49,23 @@ func ids(list []int64) string {
 		i = j + 1
 	}
 	return strings.Join(parts, " ")
+}
+
+// keyList prints a job's keys: integers as ids does, other keys (text,
+// uuid: database values) each as it is, made safe for a terminal.
+func keyList(keys []driver.Key) string {
+	list := make([]string, len(keys))
+	ints := make([]int64, 0, len(keys))
+	for i, k := range keys {
+		if n, ok := k.Int(); ok {
+			ints = append(ints, n)
+		}
+		list[i] = terminalSafe(k.String())
+	}
+	if len(ints) == len(keys) {
+		return ids(ints)
+	}
+	return strings.Join(list, " ")
 }
 
 // say prints one line of text to out. A failed write is not lost: the
