@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/clitest"
 	"github.com/chunks-dev/chunks/internal/pgtest"
@@ -65,6 +67,19 @@ func TestChangeOptions(t *testing.T) {
 	bad := reg.ChangePlan
 	bad.ChunkSize = 11
 	wantInvalid(t, &planOptions{Change: "hold_payment", ChangePlan: bad}, "chunk_size")
+
+	// change list and show only read: a viewer may run them; define and drop not.
+	for _, c := range []struct {
+		args []string
+		want driver.Access
+	}{{[]string{"change", "list"}, driver.Viewer}, {[]string{"change", "show", "x"}, driver.Viewer},
+		{[]string{"change", "define", "-"}, driver.Operator}, {[]string{"change", "drop", "x"}, driver.Operator}} {
+		var got driver.Access
+		parsed(t, func(c *cli.Context) (*noOptions, error) { got = commandAccess(c); return &noOptions{}, nil }, c.args...)
+		if got != c.want {
+			t.Errorf("chunks %q: access %v, want %v", c.args, got, c.want)
+		}
+	}
 
 	// Refused before anything connects (no lab: no server at all).
 	for _, c := range []struct {
