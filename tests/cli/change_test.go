@@ -15,6 +15,21 @@ import (
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
+// userSchema creates a schema of the user's own tables (not chunks') for
+// one test, with sql (%[1]s its name), and drops it when the test ends.
+func userSchema(t testing.TB, l *lab, sql string) string {
+	t.Helper()
+	name := pgtest.NewSchemaName(t)
+	l.Exec(t, "create schema "+name)
+	t.Cleanup(func() {
+		if _, err := l.Conn.Exec(ctx, "drop schema "+name+" cascade"); err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+		}
+	})
+	l.Exec(t, fmt.Sprintf(sql, name))
+	return name
+}
+
 // changeShape is a user's table and a declared change of it, for the end
 // to end test of declared changes through the binary.
 type changeShape struct {
@@ -76,14 +91,7 @@ func TestChangeEndToEnd(t *testing.T) {
 
 func changeEndToEnd(t *testing.T, shape changeShape) {
 	l := newLab(t)
-	shop := pgtest.NewSchemaName(t)
-	l.Exec(t, "create schema "+shop)
-	t.Cleanup(func() {
-		if _, err := l.Conn.Exec(ctx, "drop schema "+shop+" cascade"); err != nil {
-			t.Errorf("drop schema %s: %v", shop, err)
-		}
-	})
-	l.Exec(t, fmt.Sprintf(shape.table, shop))
+	shop := userSchema(t, l, shape.table)
 	def, err := driver.ParseChange(strings.NewReader(fmt.Sprintf(shape.def, shop)))
 	if err != nil {
 		t.Fatal(err)

@@ -23,16 +23,9 @@ func TestChangeREADMECLI(t *testing.T) {
 		t.Fatalf("README: %d blocks marked for TestChangeREADMECLI, want 3 (hold_payment.json, holds-1.json, session)", len(blocks))
 	}
 	l := newLab(t)
-	shop := pgtest.NewSchemaName(t)
-	l.Exec(t, "create schema "+shop)
-	t.Cleanup(func() {
-		if _, err := l.Conn.Exec(ctx, "drop schema "+shop+" cascade"); err != nil {
-			t.Errorf("drop schema %s: %v", shop, err)
-		}
-	})
-	l.Exec(t, `create table `+shop+`.payments(payment_id bigint primary key, merchant_id integer not null,
+	shop := userSchema(t, l, `create table %[1]s.payments(payment_id bigint primary key, merchant_id integer not null,
 	  status text not null, amount_cents integer not null, hold_reason text, lock_version integer not null);
-	  insert into `+shop+`.payments values (5, 42, 'captured', 300, null, 0), (7, 42, 'captured', 1200, null, 3)`)
+	  insert into %[1]s.payments values (5, 42, 'captured', 300, null, 0), (7, 42, 'captured', 1200, null, 3)`)
 	dir := t.TempDir()
 	for i, name := range []string{"hold_payment.json", "holds-1.json"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.ReplaceAll(blocks[i], "shop.payments", shop+".payments")), 0o600); err != nil {
