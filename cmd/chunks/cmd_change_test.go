@@ -150,7 +150,7 @@ func TestChangeRun(t *testing.T) {
 	wantOut(t, chunksIn(t, l, "", "drain", "--json", "p1"), `{"calls":1,"processed":[3],"next_index":3,"done":true}`+"\n")
 	l.Exec(t, "update "+shop+".payments set status = 'refunded' where payment_id = 2")
 	report := wantRun(t, runReport, d, &jobOptions{Job: driver.JobRef{ID: "p1"}})
-	if !clitest.ContainsAll(report, "│ KEY │ STATUS   │", "│ 2   │ drifted  │", "job p1: 3 approved, 3 committed, 0 remaining: 2 matching, 1 drifted, 0 missing") {
+	if !clitest.ContainsAll(report, "│ KEY │ STATUS   │", "│   2 │ drifted  │", "job p1: 3 approved, 3 committed, 0 remaining: 2 matching, 1 drifted, 0 missing") {
 		t.Errorf("report:\n%s", report)
 	}
 	inspect := wantRun(t, runInspect, d, &jobOptions{Job: driver.JobRef{ID: "p1"}})

@@ -140,7 +140,7 @@ func runCheckChange(ctx context.Context, d deps, o *planOptions, out io.Writer) 
 		if len(problems) > 0 {
 			t := newTable(out, "key", "would not be changed")
 			for _, p := range problems {
-				t.AppendRow([]any{terminalSafe(keyText(p.Key)), terminalSafe(p.Problem)})
+				t.AppendRow([]any{keyCell(rawKey(p.Key)), terminalSafe(p.Problem)})
 			}
 			t.Render()
 		}
@@ -163,11 +163,12 @@ func runCheckChange(ctx context.Context, d deps, o *planOptions, out io.Writer) 
 	return driver.NewError(driver.ErrConflict, nil, "check: job %s: %s", res.JobID, strings.Join(parts, "; "))
 }
 
-// keyText is a key as the server wrote it, printed plainly.
-func keyText(raw json.RawMessage) string {
+// rawKey is a key as the server wrote it; a value that is no key is kept
+// as its text.
+func rawKey(raw json.RawMessage) driver.Key {
 	var k driver.Key
 	if err := k.UnmarshalJSON(raw); err != nil {
-		return string(raw)
+		return driver.TextKey(string(raw))
 	}
-	return k.String()
+	return k
 }

@@ -70,7 +70,7 @@ func printReport(out io.Writer, jobID, noun string, r driver.JobReport) {
 	if len(k.Committed) > 0 {
 		t := newTable(out, noun, "status")
 		for _, key := range k.Committed {
-			t.AppendRow([]any{terminalSafe(key.String()), status[key]})
+			t.AppendRow([]any{keyCell(key), status[key]})
 		}
 		t.Render()
 	}

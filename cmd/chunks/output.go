@@ -68,6 +68,15 @@ func keyList(keys []driver.Key) string {
 	return strings.Join(list, " ")
 }
 
+// keyCell is a key in a table: an integer as a number (aligned as one), any
+// other key as text made safe for a terminal.
+func keyCell(k driver.Key) any {
+	if n, ok := k.Int(); ok {
+		return n
+	}
+	return terminalSafe(k.String())
+}
+
 // say prints one line of text to out. A failed write is not lost: the
 // writer that action gives a command remembers it (resultWriter).
 func say(out io.Writer, format string, args ...any) {
