@@ -46,7 +46,7 @@ type Job struct {
 	ChunkSize     int               `json:"chunk_size"`
 	NextIndex     int               `json:"next_index"`
 	Change        string            `json:"change,omitempty"`
-	ChangeTargets []json.RawMessage `json:"change_targets,omitempty"`
+	ChangeTargets []json.RawMessage `json:"change_targets,omitempty" sql:"-"` // filled in Go from inspect_job's targets
 }
 
 // Change is one cancelled order.
@@ -99,7 +99,7 @@ type JobReport struct {
 	// Keys holds the six lists instead for a job of a declared change
 	// whose key is not an integer (the int lists are then empty); an
 	// integer key fills the int lists, as an orders job does.
-	Keys *ReportKeys `json:"keys,omitempty"`
+	Keys *ReportKeys `json:"keys,omitempty" sql:"-"`
 }
 
 // AllKeys is the report's six lists as keys, whatever their type: Keys,
