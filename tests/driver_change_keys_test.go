@@ -136,6 +136,14 @@ func TestDriverKey(t *testing.T) {
 		t.Fatalf("String: %q", got)
 	}
 	wantJSON(t, "keys", keys, `[42, "a\"b", "00000000-0000-0000-0000-00000000000a"]`)
+	// A text key that reads as a number is still text.
+	var text driver.Key
+	if err := json.Unmarshal([]byte(`"42"`), &text); err != nil {
+		t.Fatal(err)
+	}
+	if _, isInt := text.Int(); isInt || text.String() != "42" || text != driver.TextKey("42") || text == driver.IntKey(42) {
+		t.Fatalf(`the key "42": %#v`, text)
+	}
 	for _, bad := range []string{`[true]`, `[null]`, `[{}]`, `[[1]]`} {
 		if err := json.Unmarshal([]byte(bad), &keys); err == nil {
 			t.Errorf("Unmarshal %s: no error", bad)
