@@ -64,6 +64,17 @@ type ChangePlan struct {
 // changeName is the rule of a change's name, as define_change has it.
 var changeName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
 
+// CheckChangeName returns an [ErrInvalid] naming the field name unless
+// name is a change's name (1 to 40 of a-z, 0-9, _, starting with a letter).
+func CheckChangeName(name string) error { return checkChangeName("name", name) }
+
+// Validate checks what needs no database of a job of the declared change
+// (as [RegisterChange] and [CheckChange] do first), naming the field.
+func (plan ChangePlan) Validate(change string) error {
+	_, err := plan.check(change)
+	return err
+}
+
 // checkChangeName returns an [ErrInvalid] naming field unless name is a
 // change's name.
 func checkChangeName(field, name string) error {

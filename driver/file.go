@@ -155,11 +155,12 @@ func DrainConfig(ctx context.Context, cfg *pgx.ConnConfig, job JobRef, maxChunks
 		if err != nil {
 			return out, err
 		}
-		if pacer != nil && len(r.Processed) > 0 {
+		if pacer != nil && (len(r.Processed) > 0 || len(r.Keys) > 0) {
 			pacer.Committed()
 		}
 		out.Calls++
 		out.Processed = append(out.Processed, r.Processed...)
+		out.Keys = append(out.Keys, r.Keys...)
 		out.NextIndex, out.Done = r.NextIndex, r.Done
 		if r.Done {
 			break

@@ -47,9 +47,26 @@ func (j JobRef) Inspect(ctx context.Context, db DB) (*Job, error) {
 	if err := j.Validate(); err != nil {
 		return nil, err
 	}
-	var job Job
-	if found, err := QueryJSON(ctx, db, &job, "inspect_job", j.Args()...); err != nil || !found {
+	var wire struct {
+		JobID     string          `json:"job_id"`
+		Tenant    string          `json:"tenant"`
+		Targets   json.RawMessage `json:"targets"`
+		ChunkSize int             `json:"chunk_size"`
+		NextIndex int             `json:"next_index"`
+		Change    string          `json:"change,omitempty"`
+	}
+	if found, err := QueryJSON(ctx, db, &wire, "inspect_job", j.Args()...); err != nil || !found {
 		return nil, err
+	}
+	job := Job{JobID: wire.JobID, Tenant: wire.Tenant, ChunkSize: wire.ChunkSize, NextIndex: wire.NextIndex, Change: wire.Change}
+	// An orders job's targets read strictly as the contract's; a declared
+	// change's are objects of its own fields, kept as stored.
+	into, what := any(&job.Targets), "targets"
+	if job.Change != "" {
+		into, what = &job.ChangeTargets, "change targets"
+	}
+	if err := decodeResult(wire.Targets, into); err != nil {
+		return nil, fmt.Errorf("inspect_job: %s: %w (are the functions installed those of this chunks? run chunks migrate)", what, err)
 	}
 	return &job, nil
 }
@@ -69,9 +86,25 @@ func (j JobRef) Report(ctx context.Context, db DB) (JobReport, error) {
 	if err := j.Validate(); err != nil {
 		return JobReport{}, err
 	}
-	var r JobReport
-	if _, err := QueryJSON(ctx, db, &r, "report", j.Args()...); err != nil {
+	var keys ReportKeys
+	if _, err := QueryJSON(ctx, db, &keys, "report", j.Args()...); err != nil {
 		return JobReport{}, err
+	}
+	// The lists of one job hold keys of one type: all integers, or none.
+	var r JobReport
+	var rest []Key
+	r.Approved, rest = splitKeys(keys.Approved)
+	if rest != nil {
+		return JobReport{Approved: []int64{}, Committed: []int64{}, Remaining: []int64{}, Matching: []int64{},
+			Drifted: []int64{}, Missing: []int64{}, Keys: &keys}, nil
+	}
+	for _, l := range []struct {
+		to   *[]int64
+		from []Key
+	}{{&r.Committed, keys.Committed}, {&r.Remaining, keys.Remaining}, {&r.Matching, keys.Matching}, {&r.Drifted, keys.Drifted}, {&r.Missing, keys.Missing}} {
+		if *l.to, rest = splitKeys(l.from); rest != nil {
+			return JobReport{}, fmt.Errorf("report: the approved keys are integers but not all the others (are the functions installed those of this chunks? run chunks migrate)")
+		}
 	}
 	return r, nil
 }

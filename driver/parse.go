@@ -219,44 +219,104 @@ func ParseTargets(data []byte) ([]Target, error) {
 // docs/contract.md §3 (numbers must be JSON integers, allow_partial exactly true, no
 // duplicate keys). Targets come back normalized.
 func ParsePlan(data []byte) (Plan, error) {
-	v, err := decodeStrict("plan", data, planKeys)
+	obj, p, err := planFields(data)
 	if err != nil {
 		return Plan{}, err
 	}
+	plan := Plan{JobID: p.JobID, Tenant: p.Tenant, ChunkSize: p.ChunkSize, AllowPartial: p.AllowPartial}
+	if plan.Targets, err = targetsFrom("targets", obj.vals["targets"]); err != nil {
+		return Plan{}, err
+	}
+	return plan, nil
+}
+
+// ParseChangePlan reads a strict JSON plan of a declared change's job
+// ([RegisterChange]) as [ParsePlan] reads a plan: the same five keys and
+// rules, no duplicate key at any depth; its targets must be a list of 1 to
+// 64 objects, whose fields the server checks against the change. Numbers
+// are kept as written (a bigint key, a numeric price).
+func ParseChangePlan(data []byte) (ChangePlan, error) {
+	obj, p, err := planFields(data)
+	if err != nil {
+		return ChangePlan{}, err
+	}
+	list, ok := obj.vals["targets"].([]any)
+	if !ok {
+		return ChangePlan{}, Invalidf("targets: must be a list of 1 to %d targets, got %s", MaxTargets, describe(obj.vals["targets"]))
+	}
+	if len(list) == 0 || len(list) > MaxTargets {
+		return ChangePlan{}, Invalidf("targets: must be a list of 1 to %d targets, got %d", MaxTargets, len(list))
+	}
+	p.Targets = make([]map[string]any, len(list))
+	for i, e := range list {
+		t, ok := e.(*object)
+		if !ok {
+			return ChangePlan{}, Invalidf("targets[%d]: must be an object of the change's fields, got %s", i, describe(e))
+		}
+		p.Targets[i] = plain(t).(map[string]any)
+	}
+	return p, nil
+}
+
+// plain is a value of decodeStrict as encoding/json would have decoded it
+// (with UseNumber): objects as maps.
+func plain(v any) any {
+	switch v := v.(type) {
+	case *object:
+		m := make(map[string]any, len(v.vals))
+		for k, e := range v.vals {
+			m[k] = plain(e)
+		}
+		return m
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = plain(e)
+		}
+		return out
+	}
+	return v
+}
+
+// planFields reads a plan's object and its fields but the targets, for
+// ParsePlan and ParseChangePlan: job_id, tenant, chunk_size and
+// allow_partial, checked.
+func planFields(data []byte) (*object, ChangePlan, error) {
+	v, err := decodeStrict("plan", data, planKeys)
+	if err != nil {
+		return nil, ChangePlan{}, err
+	}
 	obj, ok := v.(*object)
 	if !ok {
-		return Plan{}, Invalidf("plan: must be an object with the keys %s, got %s", strings.Join(planKeys, ", "), describe(v))
+		return nil, ChangePlan{}, Invalidf("plan: must be an object with the keys %s, got %s", strings.Join(planKeys, ", "), describe(v))
 	}
 	for _, k := range planKeys {
 		if _, present := obj.vals[k]; !present {
-			return Plan{}, Invalidf("plan: missing key %q", k)
+			return nil, ChangePlan{}, Invalidf("plan: missing key %q", k)
 		}
 	}
-	var p Plan
+	var p ChangePlan
 	for _, name := range []struct {
 		key string
 		dst *string
 	}{{"job_id", &p.JobID}, {"tenant", &p.Tenant}} {
 		s, ok := obj.vals[name.key].(string)
 		if !ok {
-			return Plan{}, Invalidf("%s: must be a string, got %s", name.key, describe(obj.vals[name.key]))
+			return nil, ChangePlan{}, Invalidf("%s: must be a string, got %s", name.key, describe(obj.vals[name.key]))
 		}
 		if err := checkName(name.key, s); err != nil {
-			return Plan{}, err
+			return nil, ChangePlan{}, err
 		}
 		*name.dst = s
 	}
-	if p.Targets, err = targetsFrom("targets", obj.vals["targets"]); err != nil {
-		return Plan{}, err
-	}
 	size, err := integer("chunk_size", obj.vals["chunk_size"], MinChunkSize, MaxChunkSize)
 	if err != nil {
-		return Plan{}, err
+		return nil, ChangePlan{}, err
 	}
 	p.ChunkSize = int(size)
 	if b, ok := obj.vals["allow_partial"].(bool); !ok || !b {
-		return Plan{}, Invalidf("allow_partial: must be true (each chunk commits on its own), got %s", describe(obj.vals["allow_partial"]))
+		return nil, ChangePlan{}, Invalidf("allow_partial: must be true (each chunk commits on its own), got %s", describe(obj.vals["allow_partial"]))
 	}
 	p.AllowPartial = true
-	return p, nil
+	return obj, p, nil
 }

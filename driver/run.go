@@ -81,10 +81,10 @@ func (j JobRef) RunChunk(ctx context.Context, conn *pgx.Conn, fault Fault) (res 
 		if err != nil {
 			return ChunkResult{}, MapError(err)
 		}
-		if err := json.Unmarshal(body, &res); err != nil {
+		res, err := decodeChunk(body)
+		if err != nil {
 			return ChunkResult{}, fmt.Errorf("run_chunk: committed, but its reply does not read: %w", err)
 		}
-		res.Processed = nonNil(res.Processed)
 		return res, nil
 	}
 
@@ -97,12 +97,12 @@ func (j JobRef) RunChunk(ctx context.Context, conn *pgx.Conn, fault Fault) (res 
 	if body == nil {
 		return ChunkResult{}, dbutil.RollbackWithoutCancel(ctx, dbutil.Raw{Conn: pg}, Invalidf("fault: a chunks router commits the chunk on its shard inside the call, so no hook can run before its COMMIT: run the drill on the shard itself"))
 	}
-	if err := json.Unmarshal(body, &res); err != nil {
+	if res, err = decodeChunk(body); err != nil {
 		return ChunkResult{}, dbutil.RollbackWithoutCancel(ctx, dbutil.Raw{Conn: pg}, fmt.Errorf("run_chunk: %w", err))
 	}
-	res.Processed = nonNil(res.Processed)
+	changed := len(res.Processed) > 0 || len(res.Keys) > 0
 
-	if len(res.Processed) > 0 {
+	if changed {
 		if err := preCommitHooks(ctx, pg, fault); err != nil {
 			return ChunkResult{}, err
 		}
@@ -113,7 +113,7 @@ func (j JobRef) RunChunk(ctx context.Context, conn *pgx.Conn, fault Fault) (res 
 	if err := chunktx.Commit(ctx, pg); err != nil {
 		return ChunkResult{}, err
 	}
-	if len(res.Processed) > 0 {
+	if changed {
 		if err := fault(AfterCommit); err != nil {
 			return res, err
 		}
@@ -138,4 +138,21 @@ func preCommitHooks(ctx context.Context, pg *pgconn.PgConn, fault Fault) (err er
 		}
 	}
 	return nil
+}
+
+// decodeChunk reads run_chunk's reply: the keys it processed as
+// [splitKeys] splits them (an integer key into Processed, any other into
+// Keys), next_index and done.
+func decodeChunk(body []byte) (ChunkResult, error) {
+	var wire struct {
+		Processed []Key `json:"processed"`
+		NextIndex int   `json:"next_index"`
+		Done      bool  `json:"done"`
+	}
+	if err := json.Unmarshal(body, &wire); err != nil {
+		return ChunkResult{}, err
+	}
+	res := ChunkResult{NextIndex: wire.NextIndex, Done: wire.Done}
+	res.Processed, res.Keys = splitKeys(wire.Processed)
+	return res, nil
 }

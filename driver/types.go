@@ -36,12 +36,17 @@ type Plan struct {
 }
 
 // Job is a registered job as stored: the frozen approval and its progress.
+// A job of a declared change (register_change) names its Change and keeps
+// its targets, objects of the change's fields, as stored in ChangeTargets;
+// its Targets, the contract's orders, are then empty.
 type Job struct {
-	JobID     string   `json:"job_id"`
-	Tenant    string   `json:"tenant"`
-	Targets   []Target `json:"targets"`
-	ChunkSize int      `json:"chunk_size"`
-	NextIndex int      `json:"next_index"`
+	JobID         string            `json:"job_id"`
+	Tenant        string            `json:"tenant"`
+	Targets       []Target          `json:"targets"`
+	ChunkSize     int               `json:"chunk_size"`
+	NextIndex     int               `json:"next_index"`
+	Change        string            `json:"change,omitempty"`
+	ChangeTargets []json.RawMessage `json:"change_targets,omitempty" sql:"-"` // filled in Go from inspect_job's targets
 }
 
 // Change is one cancelled order.
@@ -54,10 +59,31 @@ type Change struct {
 
 // ChunkResult is what one chunk did: the ids it cancelled (in id order), the
 // job's next_index after it, and whether the job is now complete.
+//
+// For a job of a declared change, Processed holds the keys it changed when
+// the change's key is an integer (so such a job reads exactly as an orders
+// job); for a text, varchar or uuid key Processed is empty and Keys holds
+// them, as the server wrote them. [ChunkResult.AllKeys] is either, as keys.
 type ChunkResult struct {
 	Processed []int64 `json:"processed"`
 	NextIndex int     `json:"next_index"`
 	Done      bool    `json:"done"`
+	Keys      []Key   `json:"keys,omitempty"`
+}
+
+// AllKeys is the keys the chunk changed, whatever their type: Keys, or
+// Processed as keys.
+func (r ChunkResult) AllKeys() []Key { return keysOf(r.Processed, r.Keys) }
+
+// ReportKeys is a [JobReport]'s six lists for a job of a declared change
+// whose key is not an integer, as the server wrote the keys (strings).
+type ReportKeys struct {
+	Approved  []Key `json:"approved"`
+	Committed []Key `json:"committed"`
+	Remaining []Key `json:"remaining"`
+	Matching  []Key `json:"matching"`
+	Drifted   []Key `json:"drifted"`
+	Missing   []Key `json:"missing"`
 }
 
 // JobReport lists a job's ids: all Approved, the Committed prefix and the
@@ -70,17 +96,37 @@ type JobReport struct {
 	Matching  []int64 `json:"matching"`
 	Drifted   []int64 `json:"drifted"`
 	Missing   []int64 `json:"missing"`
+	// Keys holds the six lists instead for a job of a declared change
+	// whose key is not an integer (the int lists are then empty); an
+	// integer key fills the int lists, as an orders job does.
+	Keys *ReportKeys `json:"keys,omitempty" sql:"-"`
+}
+
+// AllKeys is the report's six lists as keys, whatever their type: Keys,
+// or the int lists as keys.
+func (r JobReport) AllKeys() ReportKeys {
+	if r.Keys != nil {
+		return *r.Keys
+	}
+	return ReportKeys{keysOf(r.Approved, nil), keysOf(r.Committed, nil), keysOf(r.Remaining, nil),
+		keysOf(r.Matching, nil), keysOf(r.Drifted, nil), keysOf(r.Missing, nil)}
 }
 
 // DrainResult sums up a [Drain]: the calls that returned a result, the ids
 // those calls processed (concatenated, so in id order), and the last call's
-// NextIndex and Done.
+// NextIndex and Done. Keys is filled as [ChunkResult]'s is: for a declared
+// change whose key is not an integer.
 type DrainResult struct {
 	Calls     int     `json:"calls"`
 	Processed []int64 `json:"processed"`
 	NextIndex int     `json:"next_index"`
 	Done      bool    `json:"done"`
+	Keys      []Key   `json:"keys,omitempty"`
 }
+
+// AllKeys is the keys the drain changed, whatever their type: Keys, or
+// Processed as keys.
+func (r DrainResult) AllKeys() []Key { return keysOf(r.Processed, r.Keys) }
 
 // Fault is called at each hook point of a chunk (see [RunChunk]) with the
 // point's name. Returning an error before COMMIT rolls the chunk back.

@@ -141,7 +141,7 @@ func runDrain(ctx context.Context, d deps, o *drainOptions, out io.Writer) error
 		if err == nil {
 			done = doneSuffix(res.Done)
 		}
-		say(out, "job %s: %s %s; next_index %d%s", job.ID, plural(res.Calls, "call"), change(res.Processed), res.NextIndex, done)
+		say(out, "job %s: %s %s; next_index %d%s", job.ID, plural(res.Calls, "call"), change(res.AllKeys()), res.NextIndex, done)
 	}
 	return err
 }
@@ -259,10 +259,12 @@ func drainWorkers(ctx context.Context, n int, drain func(context.Context) (drive
 	for _, r := range results {
 		out.Calls += r.Calls
 		out.Processed = append(out.Processed, r.Processed...)
+		out.Keys = append(out.Keys, r.Keys...)
 		out.NextIndex = max(out.NextIndex, r.NextIndex)
 		out.Done = out.Done || r.Done
 	}
 	slices.Sort(out.Processed)
+	slices.SortFunc(out.Keys, func(a, b driver.Key) int { return strings.Compare(a.String(), b.String()) })
 	failed := &drainersError{n: n}
 	for i, err := range errs {
 		if err != nil && !(ctx.Err() != nil && cancelled(err)) {

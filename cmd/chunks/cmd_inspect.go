@@ -41,6 +41,10 @@ func runInspect(ctx context.Context, d deps, o *jobOptions, out io.Writer) error
 		say(out, "no job %s is registered", o.Job.ID)
 		return nil
 	}
+	if job.Change != "" {
+		printChangeJob(out, job)
+		return nil
+	}
 	say(out, "job %s of tenant %s: %d of %d orders committed, %d per chunk",
 		terminalSafe(job.JobID), terminalSafe(job.Tenant), job.NextIndex, len(job.Targets), job.ChunkSize)
 	t := newTable(out, "#", "order", "revision", "qty", "chunk")
@@ -53,4 +57,19 @@ func runInspect(ctx context.Context, d deps, o *jobOptions, out io.Writer) error
 	}
 	t.Render()
 	return nil
+}
+
+// printChangeJob prints a job of a declared change: its targets as stored.
+func printChangeJob(out io.Writer, job *driver.Job) {
+	say(out, "job %s of tenant %s, change %s: %d of %d targets committed, %d per chunk",
+		terminalSafe(job.JobID), terminalSafe(job.Tenant), terminalSafe(job.Change), job.NextIndex, len(job.ChangeTargets), job.ChunkSize)
+	t := newTable(out, "#", "target", "chunk")
+	for i, target := range job.ChangeTargets {
+		status := "remaining"
+		if i < job.NextIndex {
+			status = "committed"
+		}
+		t.AppendRow([]any{i, terminalSafe(string(target)), status})
+	}
+	t.Render()
 }

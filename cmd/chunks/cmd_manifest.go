@@ -80,9 +80,17 @@ func runManifest(_ context.Context, _ deps, o *manifestOptions, out io.Writer) e
 }
 
 // planOptions are the options of a command that takes a plan: chunks
-// register PLAN.json, chunks check PLAN.json.
+// register PLAN.json, chunks check PLAN.json, and with --change NAME the
+// plan of a job of that declared change.
 type planOptions struct {
-	Plan driver.Plan // PLAN.json, read strictly
+	Plan       driver.Plan       // PLAN.json, read strictly (without --change)
+	Change     string            // --change: the declared change; "" for the built-in cancellation
+	ChangePlan driver.ChangePlan // PLAN.json with --change, read strictly (driver.ParseChangePlan)
+}
+
+// changeFlag is --change of register and check.
+func changeFlag() cli.Flag {
+	return &cli.StringFlag{Name: "change", Usage: "the plan is a job of the declared change `NAME` (chunks change define): its targets are objects of the change's fields"}
 }
 
 // parsePlan reads the command's PLAN.json argument (- is stdin) as a
@@ -96,6 +104,14 @@ func parsePlan(c *cli.Context) (*planOptions, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.IsSet("change") {
+		o := &planOptions{Change: c.String("change")}
+		if o.Change == "" { // never taken as "no change"
+			return nil, driver.Invalidf(`change: must be the name of a declared change, got ""`)
+		}
+		o.ChangePlan, err = driver.ParseChangePlan(data)
+		return o, err
+	}
 	plan, err := driver.ParsePlan(data)
 	return &planOptions{Plan: plan}, err
 }
@@ -103,6 +119,9 @@ func parsePlan(c *cli.Context) (*planOptions, error) {
 // Validate checks the plan as driver.Manifest does (a plan read by
 // parsePlan always passes; one built by hand may not).
 func (o *planOptions) Validate() error {
+	if o.Change != "" {
+		return o.ChangePlan.Validate(o.Change)
+	}
 	p := o.Plan
 	_, err := driver.Manifest(p.JobID, p.Tenant, p.Targets, p.ChunkSize, p.AllowPartial)
 	return err

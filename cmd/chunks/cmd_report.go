@@ -45,31 +45,37 @@ func runReport(ctx context.Context, d deps, o *jobOptions, out io.Writer) error 
 	if d.json {
 		return printJSON(out, r)
 	}
-	printReport(out, o.Job.ID, r)
+	noun := "order"
+	if lineage != nil && lineage.Kind == driver.KindChange {
+		noun = "key"
+	}
+	printReport(out, o.Job.ID, noun, r)
 	printLineage(out, lineage)
 	return nil
 }
 
-// printReport prints each committed order's status and the counts.
-func printReport(out io.Writer, jobID string, r driver.JobReport) {
-	status := map[int64]string{}
+// printReport prints each committed order's (or key's, noun) status and
+// the counts.
+func printReport(out io.Writer, jobID, noun string, r driver.JobReport) {
+	k := r.AllKeys()
+	status := map[driver.Key]string{}
 	for _, l := range []struct {
-		ids  []int64
+		keys []driver.Key
 		name string
-	}{{r.Matching, "matching"}, {r.Drifted, "drifted"}, {r.Missing, "missing"}} {
-		for _, id := range l.ids {
-			status[id] = l.name
+	}{{k.Matching, "matching"}, {k.Drifted, "drifted"}, {k.Missing, "missing"}} {
+		for _, key := range l.keys {
+			status[key] = l.name
 		}
 	}
-	if len(r.Committed) > 0 {
-		t := newTable(out, "order", "status")
-		for _, id := range r.Committed {
-			t.AppendRow([]any{id, status[id]})
+	if len(k.Committed) > 0 {
+		t := newTable(out, noun, "status")
+		for _, key := range k.Committed {
+			t.AppendRow([]any{keyCell(key), status[key]})
 		}
 		t.Render()
 	}
 	say(out, "job %s: %d approved, %d committed, %d remaining: %d matching, %d drifted, %d missing",
-		jobID, len(r.Approved), len(r.Committed), len(r.Remaining), len(r.Matching), len(r.Drifted), len(r.Missing))
+		jobID, len(k.Approved), len(k.Committed), len(k.Remaining), len(k.Matching), len(k.Drifted), len(k.Missing))
 }
 
 // printLineage says how the job is tied to an undo, when it is.

@@ -75,7 +75,8 @@ func runRun(ctx context.Context, d deps, o *runOptions, out io.Writer) error {
 	}
 	res, err := driver.ChunkFileConfig(ctx, cfg, job, drillFault(o.FailAt, o.CrashAt, d.stderr))
 	err = d.connectHint(err)
-	if err != nil && len(res.Processed) == 0 {
+	keys := res.AllKeys()
+	if err != nil && len(keys) == 0 {
 		return err
 	}
 	// After an after-commit failure the chunk is committed: say so, then fail.
@@ -83,18 +84,19 @@ func runRun(ctx context.Context, d deps, o *runOptions, out io.Writer) error {
 		if perr := printJSON(out, res); perr != nil {
 			return perr
 		}
-	} else if len(res.Processed) == 0 {
+	} else if len(keys) == 0 {
 		say(out, "job %s is already done (next_index %d); nothing to do", job.ID, res.NextIndex)
 	} else {
-		say(out, "job %s: %s; next_index %d%s", job.ID, change(res.Processed), res.NextIndex, doneSuffix(res.Done))
+		say(out, "job %s: %s; next_index %d%s", job.ID, change(keys), res.NextIndex, doneSuffix(res.Done))
 	}
 	return err
 }
 
 // jobChange is what the job's chunks do, read on a connection of its own:
 // a job registered by chunks register cancels its orders, an undo
-// (chunks undo) restores them.
-func jobChange(ctx context.Context, d deps, job driver.JobRef) (func(processed []int64) string, error) {
+// (chunks undo) restores them, a job of a declared change (chunks register
+// --change) changes the rows of its keys.
+func jobChange(ctx context.Context, d deps, job driver.JobRef) (func(keys []driver.Key) string, error) {
 	kind := driver.KindCancel // an unknown job: its chunk says so
 	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) error {
 		l, err := job.Lineage(ctx, conn)
@@ -106,12 +108,16 @@ func jobChange(ctx context.Context, d deps, job driver.JobRef) (func(processed [
 	return changed(kind), err
 }
 
-// changed says what chunks of a job of kind did to the orders processed.
-func changed(kind string) func(processed []int64) string {
-	if kind == driver.KindRestore {
-		return func(processed []int64) string { return "restored " + ids(processed) + " to pending" }
+// changed says what chunks of a job of kind did to the orders or rows
+// of the keys processed.
+func changed(kind string) func(keys []driver.Key) string {
+	switch kind {
+	case driver.KindRestore:
+		return func(keys []driver.Key) string { return "restored " + keyList(keys) + " to pending" }
+	case driver.KindChange:
+		return func(keys []driver.Key) string { return "changed " + keyList(keys) }
 	}
-	return func(processed []int64) string { return "cancelled " + ids(processed) }
+	return func(keys []driver.Key) string { return "cancelled " + keyList(keys) }
 }
 
 func doneSuffix(done bool) string {

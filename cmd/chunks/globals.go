@@ -136,11 +136,13 @@ func (d deps) withConn(ctx context.Context, fn func(ctx context.Context, conn *p
 }
 
 // viewerCommands are the commands that only read: a viewer may run them.
-var viewerCommands = []string{"inspect", "report", "status", "serve"}
+// A subcommand counts by its name (campaign status is status) or by its
+// path (change list).
+var viewerCommands = []string{"inspect", "report", "status", "serve", "change list", "change show"}
 
 // commandAccess is the access the command of c needs.
 func commandAccess(c *cli.Context) driver.Access {
-	if slices.Contains(viewerCommands, c.Command.Name) {
+	if slices.Contains(viewerCommands, c.Command.Name) || slices.Contains(viewerCommands, cmdPath(c)) {
 		return driver.Viewer
 	}
 	return driver.Operator

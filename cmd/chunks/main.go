@@ -98,6 +98,7 @@ func commands() []*cli.Command {
 		resumeCommand(),
 		undoCommand(),
 		campaignCommand(),
+		changeCommand(),
 		demoCommand(),
 		benchCommand(),
 		routerCommand(),

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
+
+	"github.com/chunks-dev/chunks/driver"
 )
 
 // printJSON prints v as one line of JSON: easy for scripts and jq.
@@ -43,6 +45,32 @@ func ids(list []int64) string {
 		i = j + 1
 	}
 	return strings.Join(parts, " ")
+}
+
+// keyList prints a job's keys: integers as ids does, other keys (text,
+// uuid: database values) each as it is, made safe for a terminal.
+func keyList(keys []driver.Key) string {
+	list := make([]string, len(keys))
+	ints := make([]int64, 0, len(keys))
+	for i, k := range keys {
+		if n, ok := k.Int(); ok {
+			ints = append(ints, n)
+		}
+		list[i] = terminalSafe(k.String())
+	}
+	if len(ints) == len(keys) {
+		return ids(ints)
+	}
+	return strings.Join(list, " ")
+}
+
+// keyCell is a key in a table: an integer as a number (aligned as one), any
+// other key as text made safe for a terminal.
+func keyCell(k driver.Key) any {
+	if n, ok := k.Int(); ok {
+		return n
+	}
+	return terminalSafe(k.String())
 }
 
 // say prints one line of text to out. A failed write is not lost: the

@@ -35,6 +35,11 @@ import (
 //     per chunk with its first chunk committed; plan.json is that plan,
 //     items.json its targets and targets.jsonl (JSON Lines) the targets of
 //     orders 41-50, pending too, in the working directory;
+//   - schema shop with the user's table shop.payments (payments 1-4 of
+//     merchant 42, captured, lock_version 0), the declared change
+//     hold_payment on it (hold_payment.json, README "Your own tables")
+//     defined in lab, and holds-1.json, a plan of a job of it over
+//     payments 1 and 2, in the working directory;
 //   - roles chunks_owner, alice, fleet and grafana;
 //   - a router (database router, $ROUTER) over two shards (databases shard0
 //     and shard1, $SHARD0 and $SHARD1), all in schema lab: job
@@ -197,7 +202,7 @@ func newExampleWorld(t *testing.T) *exampleWorld {
 		jsonl = append(jsonl, clitest.MustJSON(t, x))
 	}
 	for name, text := range map[string]string{"plan.json": clitest.MustJSON(t, plan), "items.json": clitest.MustJSON(t, plan.Targets),
-		"targets.jsonl": strings.Join(jsonl, "\n") + "\n"} {
+		"targets.jsonl": strings.Join(jsonl, "\n") + "\n", "hold_payment.json": exampleHoldPayment, "holds-1.json": exampleHolds} {
 		if err := os.WriteFile(filepath.Join(w.dir, name), []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -263,13 +268,28 @@ func (w *exampleWorld) prepare(t *testing.T, routed bool) {
 		"insert into lab.orders (id, tenant, qty, state, revision) select g, 'alien-desert', 1, 'pending', 0 from generate_series(41, 50) g"); err != nil {
 		t.Fatal(err)
 	}
+	err := pgtest.WithConn(w.dsn("postgres"), func(conn *pgx.Conn) error {
+		for _, sql := range []string{"drop schema if exists shop cascade", "create schema shop",
+			`create table shop.payments(payment_id bigint primary key, merchant_id integer not null, status text not null,
+			   amount_cents integer not null, hold_reason text, lock_version integer not null default 0)`,
+			"insert into shop.payments select g, 42, 'captured', 100 * g, null, 0 from generate_series(1, 4) g"} {
+			if _, err := conn.Exec(ctx, sql); err != nil {
+				return err
+			}
+		}
+		_, err := conn.Exec(ctx, "select lab.define_change($1)", exampleHoldPayment)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("shop.payments and hold_payment: %v", err)
+	}
 	if !routed {
 		return
 	}
 	for _, db := range []string{"router", "shard0", "shard1"} {
 		fresh(db)
 	}
-	err := pgtest.WithConn(w.dsn("router"), func(conn *pgx.Conn) error {
+	err = pgtest.WithConn(w.dsn("router"), func(conn *pgx.Conn) error {
 		return router.Install(ctx, conn, router.Config{Schema: "lab", Shards: []string{w.dsn("shard0"), w.dsn("shard1")}})
 	})
 	if err != nil {
@@ -288,6 +308,17 @@ func (w *exampleWorld) prepare(t *testing.T, routed bool) {
 		seed("shard"+strings.TrimPrefix(shard, "p"), job.tenant, job.id, job.n, job.size, 0)
 	}
 }
+
+// exampleHoldPayment is the examples' declared change (hold_payment.json),
+// and exampleHolds a plan of a job of it (holds-1.json).
+const (
+	exampleHoldPayment = `{"name": "hold_payment", "table": "shop.payments", "key": "payment_id", "tenant": "merchant_id",
+  "version": "lock_version", "expect": ["amount_cents"], "when": {"status": "captured"},
+  "set": {"status": "on_hold"}, "set_from_target": {"hold_reason": "reason"}}`
+	exampleHolds = `{"job_id": "holds-1", "tenant": "42", "chunk_size": 2, "allow_partial": true, "targets": [
+  {"payment_id": 1, "lock_version": 0, "amount_cents": 100, "reason": "chargeback"},
+  {"payment_id": 2, "lock_version": 0, "amount_cents": 200, "reason": "chargeback"}]}`
+)
 
 var loopbackAddr = regexp.MustCompile(`127\.0\.0\.1:\d+`)
 

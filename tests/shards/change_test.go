@@ -50,6 +50,15 @@ func TestRouterRegisterChange(t *testing.T) {
 	if err != nil || !res.Done || fmt.Sprint(res.Processed) != "[1 3]" {
 		t.Fatalf("RunChunk through the router: %+v, %v", res, err)
 	}
+	// Inspect and Report through the router read the change's job too.
+	job, err := driver.JobRef{Tenant: tenant, ID: "h1"}.Inspect(ctx, c.router)
+	if err != nil || job == nil || job.Change != "hold" || len(job.ChangeTargets) != 2 || len(job.Targets) != 0 || job.NextIndex != 2 {
+		t.Fatalf("Inspect through the router: %+v, %v", job, err)
+	}
+	report, err := driver.JobRef{Tenant: tenant, ID: "h1"}.Report(ctx, c.router)
+	if err != nil || fmt.Sprint(report.Committed, report.Matching) != "[1 3] [1 3]" || report.Keys != nil {
+		t.Fatalf("Report through the router: %+v, %v", report, err)
+	}
 	home := c.shardOf(t, tenant)
 	for _, sh := range c.shards {
 		var status string
