@@ -18,6 +18,9 @@ type Undo struct {
 	JobID   string `json:"job_id"` // the undo job
 	Undoes  string `json:"undoes"` // the job it undoes
 	Created bool   `json:"created"`
+	// Change is the declared change of the undone job ([RegisterChange]),
+	// whose undo is a job of the same change; empty for an orders job.
+	Change string `json:"change,omitempty"`
 	// Targets are the ids the undo restores: the undone job's committed
 	// orders that were still exactly as it left them. Drifted and Missing
 	// are its other committed orders (changed since, or gone), left alone.
@@ -50,8 +53,8 @@ func (u Undo) AllKeys() UndoKeys {
 
 // undoOf is register_undo's reply as an [Undo]: its lists hold keys of one
 // type, all integers (the int lists) or none (Keys).
-func undoOf(jobID, undoes string, created bool, keys UndoKeys) Undo {
-	u := Undo{JobID: jobID, Undoes: undoes, Created: created}
+func undoOf(jobID, undoes string, created bool, change string, keys UndoKeys) Undo {
+	u := Undo{JobID: jobID, Undoes: undoes, Created: created, Change: change}
 	if _, rest := splitKeys(slices.Concat(keys.Targets, keys.Drifted, keys.Missing)); rest != nil {
 		u.Targets, u.Drifted, u.Missing = []int64{}, []int64{}, []int64{}
 		u.Keys = &UndoKeys{nonNil(keys.Targets), nonNil(keys.Drifted), nonNil(keys.Missing)}
@@ -121,6 +124,7 @@ func (j JobRef) RegisterUndo(ctx context.Context, db DB, newJobID string) (Undo,
 		JobID   string `json:"job_id"`
 		Undoes  string `json:"undoes"`
 		Created bool   `json:"created"`
+		Change  string `json:"change,omitempty"`
 		Targets []Key  `json:"targets"`
 		Drifted []Key  `json:"drifted"`
 		Missing []Key  `json:"missing"`
@@ -128,7 +132,7 @@ func (j JobRef) RegisterUndo(ctx context.Context, db DB, newJobID string) (Undo,
 	if _, err := QueryJSON(ctx, db, &wire, "register_undo", j.Args(newID)...); err != nil {
 		return Undo{}, err
 	}
-	return undoOf(wire.JobID, wire.Undoes, wire.Created, UndoKeys{wire.Targets, wire.Drifted, wire.Missing}), nil
+	return undoOf(wire.JobID, wire.Undoes, wire.Created, wire.Change, UndoKeys{wire.Targets, wire.Drifted, wire.Missing}), nil
 }
 
 // Lineage returns the job's kind and its undo, or nil (and no error) when

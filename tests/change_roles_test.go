@@ -76,7 +76,7 @@ func TestChangeRoles(t *testing.T) {
 	_, err = tryString(viewer, "select register_undo('p1')::text")
 	wantExactPgError(t, err, "42501", "permission denied for function register_undo")
 	sameJSON(t, "operator's undo", mustString(t, op, "select register_undo('p1')::text"),
-		`{"job_id": "p1-undo", "undoes": "p1", "created": true, "targets": [1, 2, 3], "drifted": [], "missing": []}`)
+		`{"job_id": "p1-undo", "undoes": "p1", "created": true, "change": "hold_payment", "targets": [1, 2, 3], "drifted": [], "missing": []}`)
 	for _, want := range []string{`{"processed": [1, 2], "next_index": 2, "done": false}`, `{"processed": [3], "next_index": 3, "done": true}`} {
 		sameJSON(t, "operator's undo chunk", mustString(t, op, "select run_chunk('p1-undo')::text"), want)
 	}

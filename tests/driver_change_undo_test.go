@@ -39,7 +39,7 @@ func TestDriverChangeUndoKeys(t *testing.T) {
 		!slices.Equal(keyStrings(undo.AllKeys().Targets), []string{a, c}) {
 		t.Fatalf("RegisterUndo c1: %+v, %v", undo, err)
 	}
-	wantJSON(t, "RegisterUndo c1", undo, fmt.Sprintf(`{"job_id": "c1-undo", "undoes": "c1", "created": true, "targets": [], "drifted": [], "missing": [],
+	wantJSON(t, "RegisterUndo c1", undo, fmt.Sprintf(`{"job_id": "c1-undo", "undoes": "c1", "created": true, "change": "opt_out", "targets": [], "drifted": [], "missing": [],
 	  "keys": {"targets": [%q, %q], "drifted": [%q], "missing": []}}`, a, c, b))
 	drained, err := driver.Drain(ctx, s.DSN, "c1-undo", 64)
 	if err != nil || !drained.Done || !slices.Equal(keyStrings(drained.Keys), []string{a, c}) {
@@ -62,7 +62,7 @@ func TestDriverChangeUndoKeys(t *testing.T) {
 	if err != nil || undo.Keys != nil {
 		t.Fatalf("RegisterUndo p1: %+v, %v", undo, err)
 	}
-	wantJSON(t, "RegisterUndo p1", undo, `{"job_id": "p1-back", "undoes": "p1", "created": true, "targets": [1, 3], "drifted": [], "missing": [2]}`)
+	wantJSON(t, "RegisterUndo p1", undo, `{"job_id": "p1-back", "undoes": "p1", "created": true, "change": "hold_payment", "targets": [1, 3], "drifted": [], "missing": [2]}`)
 	if got := keyStrings(undo.AllKeys().Missing); !slices.Equal(got, []string{"2"}) {
 		t.Fatalf("AllKeys p1-back: %v", got)
 	}

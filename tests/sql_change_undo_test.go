@@ -36,9 +36,9 @@ func TestChangeUndoPayments(t *testing.T) {
 	s.Exec(t, "update "+shop+".payments set hold_reason = 'other' where payment_id = 1")
 	s.Exec(t, "delete from "+shop+".payments where payment_id = 4")
 	sameJSON(t, "register_undo", mustString(t, s.Conn, "select register_undo('p1')::text"),
-		`{"job_id": "p1-undo", "undoes": "p1", "created": true, "targets": [2, 3], "drifted": [1], "missing": [4]}`)
+		`{"job_id": "p1-undo", "undoes": "p1", "created": true, "change": "hold_payment", "targets": [2, 3], "drifted": [1], "missing": [4]}`)
 	sameJSON(t, "register_undo again", mustString(t, s.Conn, "select register_undo('7', 'p1', null)::text"),
-		`{"job_id": "p1-undo", "undoes": "p1", "created": false, "targets": [2, 3], "drifted": [1], "missing": [4]}`)
+		`{"job_id": "p1-undo", "undoes": "p1", "created": false, "change": "hold_payment", "targets": [2, 3], "drifted": [1], "missing": [4]}`)
 	sameJSON(t, "the undo's targets", mustString(t, s.Conn, "select targets::text from jobs where job_id = 'p1-undo'"),
 		`[{"payment_id": 2, "lock_version": 4, "?after": {"status": "on_hold", "hold_reason": "chargeback's #2"}, "?before": {"status": "captured", "hold_reason": null}},
 		  {"payment_id": 3, "lock_version": 4, "?after": {"status": "on_hold", "hold_reason": "chargeback's #3"}, "?before": {"status": "captured", "hold_reason": null}}]`)
@@ -103,7 +103,7 @@ func TestChangeUndoContacts(t *testing.T) {
 	s.Exec(t, "update "+crm+".contacts set note = 'by hand' where right(id::text, 1) = 'c'")
 
 	sameJSON(t, "register_undo", mustString(t, s.Conn, "select register_undo('c1', 'c1-back')::text"),
-		`{"job_id": "c1-back", "undoes": "c1", "created": true, "targets": ["00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000b"],
+		`{"job_id": "c1-back", "undoes": "c1", "created": true, "change": "opt_out", "targets": ["00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000b"],
 		  "drifted": ["00000000-0000-0000-0000-00000000000c"], "missing": []}`)
 	// Drift after the undo was registered: its chunk is refused, nothing written.
 	s.Exec(t, "update "+crm+".contacts set opted_out = false where right(id::text, 1) = 'a'")

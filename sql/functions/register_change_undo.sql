@@ -94,7 +94,8 @@ begin
           register_change_undo.stored, register_change_undo.tenant;
 
   if register_change_undo.stored is not null then
-    return jsonb_build_object('job_id', register_change_undo.new_job_id, 'undoes', register_change_undo.job_id, 'created', false) || v_lists;
+    return jsonb_build_object('job_id', register_change_undo.new_job_id, 'undoes', register_change_undo.job_id, 'created', false,
+                              'change', register_change_undo.change) || v_lists;
   end if;
   if register_change_undo.next_index = 0 then
     raise exception 'job %: nothing to undo: no chunk of it is committed', register_change_undo.job_id using errcode = 'CH409';
@@ -125,8 +126,9 @@ begin
   insert into job_kind (job_id, kind, undoes) values (register_change_undo.new_job_id, 'restore', register_change_undo.job_id);
   insert into job_change (job_id, change, digest)
   values (register_change_undo.new_job_id, register_change_undo.change, register_change_undo.digest);
-  return jsonb_build_object('job_id', register_change_undo.new_job_id, 'undoes', register_change_undo.job_id, 'created', true) || v_lists;
+  return jsonb_build_object('job_id', register_change_undo.new_job_id, 'undoes', register_change_undo.job_id, 'created', true,
+                            'change', register_change_undo.change) || v_lists;
 end
 $$;
 comment on function {{ .schema }}.register_change_undo(text, text, text, jsonb, integer, integer, text, text, jsonb) is
-  'chunks helper: register_undo''s part for a job of a declared change, on the job row it locked: the undo NEW_JOB_ID of JOB_ID''s committed rows still as it left them (targets: key, version, "?after", "?before" from change_audit), a job of the same change of kind restore that the change''s inverse runs; returns register_undo''s answer (STORED: the already registered undo''s targets, nothing written). CH409: the change redefined or dropped, an unsound audit, nothing to undo, a version at its column''s largest.';
+  'chunks helper: register_undo''s part for a job of a declared change, on the job row it locked: the undo NEW_JOB_ID of JOB_ID''s committed rows still as it left them (targets: key, version, "?after", "?before" from change_audit), a job of the same change of kind restore that the change''s inverse runs; returns register_undo''s answer with the change''s name ("change"; STORED: the already registered undo''s targets, nothing written). CH409: the change redefined or dropped, an unsound audit, nothing to undo, a version at its column''s largest.';

@@ -180,7 +180,8 @@ when NEW_JOB_ID already is the undo of JOB_ID (nothing changes; the lists descri
 committed orders now). Lock waits are bounded at 5 s.
 A job of a declared change (register_change) is undone by the same rules: its undo is a job of
 the same change that restores the before values of its committed rows still as it left them
-(register_change_undo; change_audit), with version + 1; the lists hold the change's keys.
+(register_change_undo; change_audit), with version + 1; the lists hold the change's keys,
+and the answer names the change ("change").
 Errors: 22023 bad ids, or a default id that would not fit; CH409 an unknown job, an undo
 (an undo is not undone), a job already undone by another id, NEW_JOB_ID taken by another
 job, an unsound job or one that is no longer its registered approval (job_approval), a job that can still make progress (unfinished and not paused: pause
