@@ -56,11 +56,16 @@ func TestChangeUndoPayments(t *testing.T) {
 	_, err = tryString(s.Conn, "select register_undo('p1-undo')::text")
 	wantExactPgError(t, err, "CH409", "job p1-undo: is the undo of p1; an undo is not undone (register a new job of change hold_payment to change those rows again)")
 
+	// A row moved on after the undo was registered: its chunk is refused, naming the key.
+	s.Exec(t, "update "+shop+".payments set lock_version = 5 where payment_id = 2")
+	_, err = tryString(s.Conn, "select run_chunk('p1-undo')::text")
+	wantExactPgError(t, err, "CH409", "payment_id 2: lock_version is 5, the undone job left 4")
+	s.Exec(t, "update "+shop+".payments set lock_version = 4 where payment_id = 2")
 	sameJSON(t, "the undo's chunk", mustString(t, s.Conn, "select run_chunk('p1-undo')::text"), `{"processed": [2, 3], "next_index": 2, "done": true}`)
 	sameJSON(t, "payments", mustString(t, s.Conn, fmt.Sprintf(`select jsonb_agg(jsonb_build_array(payment_id, status, hold_reason, lock_version) order by payment_id)::text from %s.payments`, shop)),
 		`[[1, "on_hold", "other", 4], [2, "captured", null, 5], [3, "captured", null, 5], [5, "captured", null, 3]]`)
 	sameJSON(t, "triggers", mustString(t, s.Conn, fmt.Sprintf(`select jsonb_object_agg(payment_id, n)::text from (select payment_id, sum(n) as n from %s.payment_updates group by 1) x`, shop)),
-		`{"1": 2, "2": 2, "3": 2, "4": 1}`)
+		`{"1": 2, "2": 4, "3": 2, "4": 1}`) // by the job, by hand (1: once, 2: twice) and by the undo
 	sameJSON(t, "the undo's audit", mustString(t, s.Conn, `select jsonb_agg(jsonb_build_array(ordinal, key, version_before, version_after, before, after) order by ordinal)::text from change_audit where job_id = 'p1-undo'`),
 		`[[0, "2", 4, 5, {"status": "on_hold", "hold_reason": "chargeback's #2"}, {"status": "captured", "hold_reason": null}],
 		  [1, "3", 4, 5, {"status": "on_hold", "hold_reason": "chargeback's #3"}, {"status": "captured", "hold_reason": null}]]`)
@@ -80,6 +85,16 @@ func TestChangeUndoPayments(t *testing.T) {
 	s.Exec(t, "update "+shop+".payments set lock_version = 9 where payment_id = 5")
 	_, err = tryString(s.Conn, "select register_undo('p2')::text")
 	wantExactPgError(t, err, "CH409", "job p2: nothing to undo: none of its 1 committed rows is as it left it (drifted [5], missing [])")
+
+	// A version at the largest its column holds cannot move again.
+	s.Exec(t, "update "+shop+".payments set status = 'captured', lock_version = 2147483646 where payment_id = 5")
+	s.Exec(t, "select register_change('hold_payment', $1)", changePlan("p3", "7", `[{"payment_id": 5, "lock_version": 2147483646, "amount_cents": 500, "reason": "last"}]`, 1))
+	s.Exec(t, "select run_chunk('p3')")
+	_, err = tryString(s.Conn, "select register_undo('p3')::text")
+	wantExactPgError(t, err, "CH409", "job p3: payment_id 5: lock_version is 2147483647, the largest its column (integer) holds: it cannot be restored")
+	if got := mustString(t, s.Conn, "select count(*)::text from jobs where job_id = 'p3-undo'"); got != "0" {
+		t.Fatalf("p3-undo: %s jobs", got)
+	}
 }
 
 // The undo of a change on a table with no version (crm.contacts: uuid key,

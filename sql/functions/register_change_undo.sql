@@ -105,7 +105,7 @@ begin
       register_change_undo.job_id, register_change_undo.next_index, v_lists -> 'drifted', v_lists -> 'missing' using errcode = 'CH409';
   end if;
   -- A row at the largest version its column holds cannot change again.
-  select format('%s %s: %s is %s, the largest a %s column holds: it cannot be restored', v_key, t.e ->> v_key, v_version,
+  select format('%s %s: %s is %s, the largest its column (%s) holds: it cannot be restored', v_key, t.e ->> v_key, v_version,
                 t.e -> v_version, v_version_type)
     into v_problem
     from jsonb_array_elements(v_targets) with ordinality as t(e, ord)
