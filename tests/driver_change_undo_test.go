@@ -16,10 +16,7 @@ import (
 func TestDriverChangeUndoKeys(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	crm := userSchema(t, s, `create table %[1]s.contacts(id uuid primary key, email text, opted_out boolean not null default false);
-	  insert into %[1]s.contacts values ('00000000-0000-0000-0000-00000000000a', 'a@example.com', false),
-	                                    ('00000000-0000-0000-0000-00000000000b', 'b@example.com', false),
-	                                    ('00000000-0000-0000-0000-00000000000c', 'c@example.com', false);`)
+	crm := userSchema(t, s, contactsSQL)
 	shop := userSchema(t, s, paymentsSQL)
 	s.Exec(t, "select define_change($1)", fmt.Sprintf(`{"name": "opt_out", "table": "%s.contacts", "key": "id", "expect": ["email"], "set": {"opted_out": true}}`, crm))
 	s.Exec(t, "select define_change($1)", holdPayment(shop))

@@ -33,11 +33,7 @@ begin
   compared := (select string_agg(format('r.%I', c), ', ' order by c)
                  from (select distinct c from unnest(array[v_key, v_tenant, v_version] || change_restore_parts.written) as c
                         where c is not null) as d);
-  problem := 'case' || format(E'\n               when l.%I is null then format(%L, %L, t.%I)', v_key, '%s %s: missing', v_key, v_key);
-  if v_tenant is not null then
-    problem := problem || format(E'\n               when l.%I::text is distinct from %s then format(%L, %L, t.%I)',
-                                   v_tenant, change_restore_parts.tenant, '%s %s: belongs to another tenant', v_key, v_key);
-  end if;
+  problem := change_problem_start(v_def, change_restore_parts.tenant);
   if v_version is not null then
     problem := problem || format(E'\n               when l.%1$I is distinct from t.%1$I then format(%2$L, %3$L, t.%4$I, %1$L, l.%1$I, t.%1$I)',
                                    v_version, '%s %s: %s is %s, the undone job left %s', v_key, v_key);

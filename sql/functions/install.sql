@@ -57,6 +57,7 @@
 {{ template "check_change_name.sql" . }}
 {{ template "change_column.sql" . }}
 {{ template "change_fields.sql" . }}
+{{ template "change_problem_start.sql" . }}
 {{ template "change_sql_parts.sql" . }}
 {{ template "change_restore_parts.sql" . }}
 {{ template "change_function_sql.sql" . }}
