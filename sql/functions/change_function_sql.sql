@@ -69,7 +69,7 @@ begin
 declare
   v_problem text;
   v_count bigint;
-begin
+begin%13$s
   -- Lock the rows in key order, then compare each with its target.
   with %2$s,
   locked as materialized (
@@ -126,7 +126,11 @@ $f$,
     case when v_version is not null then format('u.%I', v_version) else 'null::bigint' end,
     (select format('jsonb_build_object(%s), jsonb_build_object(%s)',
                    string_agg(format('%L, b.%I', c, c), ', '), string_agg(format('%L, u.%I', c, c), ', '))
-       from unnest(v_written) as c));
+       from unnest(v_written) as c),
+    -- The inverse is only ever an undo's (run_change_chunk passes true).
+    case when change_function_sql.restore then format(E'\n  if %I.restore is not true then\n    raise exception %L using errcode = %L;\n  end if;',
+                                                      v_fn, 'restore: must be true (the inverse of a change runs an undo''s chunk)', '22023')
+         else '' end);
   return format($f$create or replace function {{ .schema }}.%I(job_id text, tenant text, first_ordinal integer, targets jsonb%s)
 returns void
 language plpgsql volatile security definer
