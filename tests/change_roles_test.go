@@ -37,7 +37,7 @@ func TestChangeRoles(t *testing.T) {
 	if !mustBool(t, owner, "select define_change($1)", holdPayment(shop)) {
 		t.Fatal("define_change by the owner: false")
 	}
-	if got := mustString(t, r.Schema.Conn, "select string_agg(p.oid::regprocedure::text || ' ' || p.proowner::regrole::text || ' ' || p.prosecdef, ', ' order by p.pronargs) from pg_proc p where p.pronamespace = $1::regnamespace and p.proname = 'apply_hold_payment'", r.Name); got != "apply_hold_payment(text,jsonb) "+r.owner.Name+" true, apply_hold_payment(text,text,integer,jsonb) "+r.owner.Name+" true" {
+	if got := mustString(t, r.Schema.Conn, "select string_agg(p.oid::regprocedure::text || ' ' || p.proowner::regrole::text || ' ' || p.prosecdef, ', ' order by p.pronargs) from pg_proc p where p.pronamespace = $1::regnamespace and p.proname = 'apply_hold_payment'", r.Name); got != "apply_hold_payment(text,jsonb) "+r.owner.Name+" true, apply_hold_payment(text,text,integer,jsonb) "+r.owner.Name+" true, apply_hold_payment(text,text,integer,jsonb,boolean) "+r.owner.Name+" true" {
 		t.Fatalf("apply_hold_payment owner, security definer: %s", got)
 	}
 
@@ -48,6 +48,8 @@ func TestChangeRoles(t *testing.T) {
 	_, err = tryString(op, "select apply_hold_payment('x', '7', 0, '[]')::text")
 	wantExactPgError(t, err, "42501", "permission denied for function apply_hold_payment")
 	_, err = tryString(op, "select apply_hold_payment('7', '[]')::text")
+	wantExactPgError(t, err, "42501", "permission denied for function apply_hold_payment")
+	_, err = tryString(op, "select apply_hold_payment('x', '7', 0, '[]', true)::text")
 	wantExactPgError(t, err, "42501", "permission denied for function apply_hold_payment")
 	// The operator's preflight runs the generated check through check_change.
 	sameJSON(t, "operator's check_change", mustString(t, op, "select (check_change('hold_payment', $1) -> 'ok')::text", changePlan("p1", "7", paymentTargets(1, 2, 3), 2)), "true")
@@ -69,13 +71,26 @@ func TestChangeRoles(t *testing.T) {
 	if got := mustString(t, viewer, "select count(*)::text from change_audit"); got != "3" {
 		t.Fatalf("viewer reads %s audit rows", got)
 	}
+	// The operator undoes the job and drains the undo through the
+	// change's inverse, still with no privilege on the table; the viewer may not.
+	_, err = tryString(viewer, "select register_undo('p1')::text")
+	wantExactPgError(t, err, "42501", "permission denied for function register_undo")
+	sameJSON(t, "operator's undo", mustString(t, op, "select register_undo('p1')::text"),
+		`{"job_id": "p1-undo", "undoes": "p1", "created": true, "change": "hold_payment", "targets": [1, 2, 3], "drifted": [], "missing": []}`)
+	for _, want := range []string{`{"processed": [1, 2], "next_index": 2, "done": false}`, `{"processed": [3], "next_index": 3, "done": true}`} {
+		sameJSON(t, "operator's undo chunk", mustString(t, op, "select run_chunk('p1-undo')::text"), want)
+	}
+	if got := mustString(t, r.Schema.Conn, "select string_agg(payment_id || ':' || status || ':' || lock_version, ',' order by payment_id) from "+p); got != "1:captured:5,2:captured:5,3:captured:5,4:captured:3,5:captured:3" {
+		t.Fatalf("payments after the undo: %s", got)
+	}
 
 	// Only the owner drops, and only when no job of the change exists.
 	_, err = tryString(op, "select drop_change('hold_payment')::text")
 	wantExactPgError(t, err, "42501", "permission denied for function drop_change")
 	_, err = tryString(owner, "select drop_change('hold_payment')::text")
-	wantExactPgError(t, err, "CH409", "change hold_payment: 1 jobs of it exist; a change is dropped only when none does")
+	wantExactPgError(t, err, "CH409", "change hold_payment: 2 jobs of it exist; a change is dropped only when none does")
 	r.Schema.Exec(t, "delete from change_audit")
+	r.Schema.Exec(t, "delete from job_kind")
 	r.Schema.Exec(t, "delete from job_queue")
 	r.Schema.Exec(t, "delete from jobs")
 	if !mustBool(t, owner, "select drop_change('hold_payment')") {

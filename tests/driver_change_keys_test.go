@@ -29,6 +29,12 @@ func wantJSON(t testing.TB, what string, v any, want string) {
 	sameJSON(t, what, string(got), want)
 }
 
+// contactsSQL is crm.contacts of the issue (a uuid key), with three rows.
+const contactsSQL = `create table %[1]s.contacts(id uuid primary key, email text, opted_out boolean not null default false);
+  insert into %[1]s.contacts values ('00000000-0000-0000-0000-00000000000a', 'a@example.com', false),
+                                    ('00000000-0000-0000-0000-00000000000b', 'b@example.com', false),
+                                    ('00000000-0000-0000-0000-00000000000c', 'c@example.com', false);`
+
 // The keys of a declared change's job through the Go API: RunChunk, Drain,
 // Report and Inspect read a job whose key is uuid or text (Keys, the int
 // lists empty) and one whose key is bigint (the contract's int lists, as an
@@ -37,10 +43,7 @@ func wantJSON(t testing.TB, what string, v any, want string) {
 func TestDriverChangeKeys(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	crm := userSchema(t, s, `create table %[1]s.contacts(id uuid primary key, email text, opted_out boolean not null default false);
-	  insert into %[1]s.contacts values ('00000000-0000-0000-0000-00000000000a', 'a@example.com', false),
-	                                    ('00000000-0000-0000-0000-00000000000b', 'b@example.com', false),
-	                                    ('00000000-0000-0000-0000-00000000000c', 'c@example.com', false);`)
+	crm := userSchema(t, s, contactsSQL)
 	cat := userSchema(t, s, `create table %[1]s.prices(sku text primary key, price numeric(10, 2) not null);
 	  insert into %[1]s.prices values ('sku-1', 10.00), ('sku-2', 20.00), ('sku 3', 30.00);`)
 	shop := userSchema(t, s, paymentsSQL)

@@ -82,6 +82,8 @@ func printReport(out io.Writer, jobID, noun string, r driver.JobReport) {
 func printLineage(out io.Writer, l *driver.JobLineage) {
 	switch {
 	case l == nil:
+	case l.Undoes != nil && l.Kind == driver.KindChange:
+		say(out, "job %s is the undo of %s: matching rows have their values from before %[2]s again", l.JobID, *l.Undoes)
 	case l.Undoes != nil:
 		say(out, "job %s is the undo of %s: matching orders are pending again, as they were before %[2]s", l.JobID, *l.Undoes)
 	case l.UndoneBy != nil:

@@ -15,7 +15,7 @@ import (
 func undoCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "undo",
-		Usage:     "register the exact undo of a job: restore its orders that are still as it left them",
+		Usage:     "register the exact undo of a job: restore its orders (or a change's rows) that are still as it left them",
 		UsageText: "chunks undo [--job-id NEW] [--tenant T] [--dsn DSN] [--schema S] [--json] JOB",
 		Description: "Builds the compensating job of JOB and registers it as one approval, in one transaction.\n" +
 			"Its targets are JOB's committed orders that are still exactly as JOB left them (chunks report\n" +
@@ -27,7 +27,11 @@ func undoCommand() *cli.Command {
 			"same undo again changes nothing. A conflict (exit 3): an unknown JOB, an undo (an undo is not\n" +
 			"undone), a JOB already undone under another id, NEW taken by another job, a JOB that can still\n" +
 			"make progress (unfinished and not paused: chunks pause JOB first), nothing left to undo.\n" +
-			"With --json it prints {\"job_id\", \"undoes\", \"created\", \"targets\", \"drifted\", \"missing\"}.\n" +
+			"A JOB of a declared change (chunks register --change) is undone by the same rules: its undo\n" +
+			"is a job of the same change that gives its committed rows still as JOB left them their values\n" +
+			"from before JOB (from change_audit), with version + 1, audited; the lists are the rows' keys.\n" +
+			"With --json it prints {\"job_id\", \"undoes\", \"created\", \"targets\", \"drifted\", \"missing\"}\n" +
+			"(and \"change\" for a declared change's job; text and uuid keys in \"keys\": {\"targets\", ...}).\n" +
 			"With --tenant, through a chunks router: the undo of that tenant's job, registered on its shard\n" +
 			"as a job of the same tenant (drain it with --tenant too).\n\n" +
 			"Example:\n  chunks --schema lab pause festival-2026\n  chunks --schema lab undo festival-2026\n" +
@@ -82,15 +86,22 @@ func runUndo(ctx context.Context, d deps, o *undoOptions, out io.Writer) error {
 	if d.json {
 		return printJSON(out, u)
 	}
+	// An orders job's undo restores orders to pending; a declared change's
+	// gives its rows (by key) the values they had before the job.
+	noun, to := "order", "to pending"
+	if u.Change != "" {
+		noun, to = "row", "to the values from before "+u.Undoes
+	}
+	k := u.AllKeys()
 	if u.Created {
-		say(out, "registered job %s, the undo of %s: it restores %s to pending, %s",
-			u.JobID, u.Undoes, plural(len(u.Targets), "order"), ids(u.Targets))
+		say(out, "registered job %s, the undo of %s: it restores %s %s, %s",
+			u.JobID, u.Undoes, plural(len(k.Targets), noun), to, keyList(k.Targets))
 	} else {
 		say(out, "job %s was already registered as the undo of %s; nothing changed (it restores %s)",
-			u.JobID, u.Undoes, plural(len(u.Targets), "order"))
+			u.JobID, u.Undoes, plural(len(k.Targets), noun))
 	}
-	if len(u.Drifted)+len(u.Missing) > 0 {
-		say(out, "left alone (changed since %s, or gone): drifted %s; missing %s", u.Undoes, ids(u.Drifted), ids(u.Missing))
+	if len(k.Drifted)+len(k.Missing) > 0 {
+		say(out, "left alone (changed since %s, or gone): drifted %s; missing %s", u.Undoes, keyList(k.Drifted), keyList(k.Missing))
 	}
 	return nil
 }

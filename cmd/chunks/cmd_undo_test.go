@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -50,4 +51,52 @@ func TestUndoRun(t *testing.T) {
 		t.Errorf("report j1-undo: got %q, want it to end %q", got, want)
 	}
 	wantRunErr(t, runUndo, d, &undoOptions{Job: driver.JobRef{ID: "j1-undo"}}, driver.ErrConflict, "conflict: job j1-undo: is the undo of j1; an undo is not undone (register a new job to cancel those orders again)")
+}
+
+// chunks undo of a declared change's job: it says what rows it restores by
+// key (integers as ids, a uuid as it is), in text and in JSON; the undo runs
+// and reports like any job; an undo of it is refused.
+func TestUndoChange(t *testing.T) {
+	l := clitest.NewLab(t)
+	shop := userTables(t, l)
+	d := labDeps(l)
+	l.Exec(t, "select define_change($1)", holdPayment(shop))
+	l.Exec(t, fmt.Sprintf(`select define_change('{"name": "opt_out", "table": "%s.contacts", "key": "id", "expect": ["email"], "set": {"opted_out": true}}')`, shop))
+	l.Exec(t, "select register_change('hold_payment', $1)", holdPlan("p1", 2, 1, 2, 3, 4))
+	wantRunErr(t, runUndo, d, &undoOptions{Job: driver.JobRef{ID: "p1"}}, driver.ErrConflict,
+		"conflict: job p1: can still make progress (next_index 0 of 4, not paused): pause it first (chunks pause p1)")
+	wantOut(t, chunksIn(t, l, "", "drain", "p1"), "job p1: 2 calls changed 1-4; next_index 4; the job is done\n")
+	l.Exec(t, "update "+shop+".payments set status = 'refunded' where payment_id = 3")
+	l.Exec(t, "delete from "+shop+".payments where payment_id = 4")
+
+	o := &undoOptions{Job: driver.JobRef{ID: "p1", Tenant: "7"}}
+	left := "left alone (changed since p1, or gone): drifted 3; missing 4\n"
+	wantRunOut(t, runUndo, d, o, "registered job p1-undo, the undo of p1: it restores 2 rows to the values from before p1, 1-2\n"+left)
+	wantRunOut(t, runUndo, d, o, "job p1-undo was already registered as the undo of p1; nothing changed (it restores 2 rows)\n"+left)
+	wantOut(t, chunksIn(t, l, "", "undo", "--json", "p1"),
+		`{"job_id":"p1-undo","undoes":"p1","created":false,"change":"hold_payment","targets":[1,2],"drifted":[3],"missing":[4]}`+"\n")
+	wantOut(t, chunksIn(t, l, "", "drain", "p1-undo"), "job p1-undo: 1 call changed 1-2; next_index 2; the job is done\n")
+	var got string
+	if err := l.Conn.QueryRow(ctx, "select string_agg(payment_id || ':' || status || ':' || coalesce(hold_reason, '-') || ':' || lock_version, ',' order by payment_id) from "+shop+".payments").Scan(&got); err != nil ||
+		got != "1:captured:-:5,2:captured:-:5,3:refunded:chargeback:4" {
+		t.Errorf("payments after the undo: %s, %v", got, err)
+	}
+	if got, want := wantRun(t, runReport, d, &jobOptions{Job: driver.JobRef{ID: "p1-undo"}}),
+		"job p1-undo: 2 approved, 2 committed, 0 remaining: 2 matching, 0 drifted, 0 missing\n"+
+			"job p1-undo is the undo of p1: matching rows have their values from before p1 again\n"; !strings.HasSuffix(got, want) {
+		t.Errorf("report p1-undo: got %q, want it to end %q", got, want)
+	}
+	wantExit(t, chunksIn(t, l, "", "undo", "p1-undo"), 3, "job p1-undo: is the undo of p1; an undo is not undone (register a new job of change hold_payment to change those rows again)")
+
+	// A uuid key: the keys as they are, and in JSON under "keys".
+	a, b := "00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000b"
+	l.Exec(t, "select register_change('opt_out', $1)", fmt.Sprintf(`{"job_id": "c1", "tenant": "crm", "chunk_size": 1, "allow_partial": true,
+	  "targets": [{"id": %q, "email": "b@example.com"}, {"id": %q, "email": "a@example.com"}]}`, b, a))
+	wantOut(t, chunksIn(t, l, "", "drain", "c1"), "job c1: 2 calls changed "+a+" "+b+"; next_index 2; the job is done\n")
+	l.Exec(t, "update "+shop+".contacts set opted_out = false where id = $1", b)
+	wantOut(t, chunksIn(t, l, "", "undo", "--job-id", "c1-back", "c1"),
+		"registered job c1-back, the undo of c1: it restores 1 row to the values from before c1, "+a+"\n"+
+			"left alone (changed since c1, or gone): drifted "+b+"; missing none\n")
+	wantOut(t, chunksIn(t, l, "", "undo", "--json", "--job-id", "c1-back", "c1"),
+		fmt.Sprintf(`{"job_id":"c1-back","undoes":"c1","created":false,"change":"opt_out","targets":[],"drifted":[],"missing":[],"keys":{"targets":[%q],"drifted":[%q],"missing":[]}}`, a, b)+"\n")
 }

@@ -9,8 +9,14 @@
 -- with %I, every type is format_type's, every constant a quoted literal
 -- cast to its column's type: nothing of the definition is ever SQL text.
 -- No EXECUTE in the generated body: its statements are planned once.
--- DEFINITION was validated by define_change.
-create or replace function {{ .schema }}.change_function_sql(definition jsonb) returns text
+-- With RESTORE, the inverse used by an undo (register_undo):
+-- apply_<name>(job_id, tenant, first_ordinal, targets, restore boolean),
+-- whose targets are {key, version?, "?after", "?before"} (the values the
+-- undone job wrote and those it found, from change_audit): each row must
+-- still have the after values (and the version), naming the column that
+-- differs, and gets the before values back with version + 1, audited the
+-- same way. DEFINITION was validated by define_change.
+create or replace function {{ .schema }}.change_function_sql(definition jsonb, restore boolean) returns text
 language plpgsql stable security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
@@ -34,22 +40,28 @@ begin
    where n.nspname = v_ident[1] and c.relname = v_ident[2];
   v_table := format('%I.%I', v_ident[1], v_ident[2]);
 
-  -- The targets, the columns the check reads and the check itself (change_sql_parts).
-  select p.targets_cte, p.compared, p.problem into v_t, v_compared, v_checks
-    from change_sql_parts(v_def, format('%I.targets', v_fn), format('%I.tenant', v_fn)) as p;
   v_written := array(select k from jsonb_object_keys(coalesce(v_def -> 'set', '{}')) as k order by k)
                || array(select k from jsonb_object_keys(coalesce(v_def -> 'set_from_target', '{}')) as k order by k);
 
-  -- The update: constants as typed literals, set_from_target from the targets, version + 1.
-  select string_agg(s, ', ' order by o) into v_sets
-    from (select format('%I = %L::%s', e.key, e.value #>> '{}', format_type(a.atttypid, a.atttypmod)) as s, 1 as o, e.key as k
-            from jsonb_each(coalesce(v_def -> 'set', '{}')) as e
-            join pg_attribute as a on a.attrelid = v_rel and a.attname = e.key
-          union all
-          select format('%I = t.%I', e.key, e.value), 2, e.key from jsonb_each_text(coalesce(v_def -> 'set_from_target', '{}')) as e
-          union all
-          select format('%1$I = r.%1$I + 1', v_version), 3, v_version where v_version is not null
-          order by 2, 3) as x;
+  -- The targets, the columns the check reads and the check itself
+  -- (change_sql_parts; the inverse's, change_restore_parts, with its update).
+  if change_function_sql.restore then
+    select r.targets_cte, r.compared, r.problem, r.sets into v_t, v_compared, v_checks, v_sets
+      from change_restore_parts(v_def, format('%I.targets', v_fn), format('%I.tenant', v_fn), v_written) as r;
+  else
+    select p.targets_cte, p.compared, p.problem into v_t, v_compared, v_checks
+      from change_sql_parts(v_def, format('%I.targets', v_fn), format('%I.tenant', v_fn)) as p;
+    -- The update: constants as typed literals, set_from_target from the targets, version + 1.
+    select string_agg(s, ', ' order by o) into v_sets
+      from (select format('%I = %L::%s', e.key, e.value #>> '{}', format_type(a.atttypid, a.atttypmod)) as s, 1 as o, e.key as k
+              from jsonb_each(coalesce(v_def -> 'set', '{}')) as e
+              join pg_attribute as a on a.attrelid = v_rel and a.attname = e.key
+            union all
+            select format('%I = t.%I', e.key, e.value), 2, e.key from jsonb_each_text(coalesce(v_def -> 'set_from_target', '{}')) as e
+            union all
+            select format('%1$I = r.%1$I + 1', v_version), 3, v_version where v_version is not null
+            order by 2, 3) as x;
+  end if;
 
   -- The body is passed as one quoted literal (%L), so no text of the
   -- definition can end it, as it could end a dollar quote.
@@ -57,7 +69,7 @@ begin
 declare
   v_problem text;
   v_count bigint;
-begin
+begin%13$s
   -- Lock the rows in key order, then compare each with its target.
   with %2$s,
   locked as materialized (
@@ -114,14 +126,18 @@ $f$,
     case when v_version is not null then format('u.%I', v_version) else 'null::bigint' end,
     (select format('jsonb_build_object(%s), jsonb_build_object(%s)',
                    string_agg(format('%L, b.%I', c, c), ', '), string_agg(format('%L, u.%I', c, c), ', '))
-       from unnest(v_written) as c));
-  return format($f$create or replace function {{ .schema }}.%I(job_id text, tenant text, first_ordinal integer, targets jsonb)
+       from unnest(v_written) as c),
+    -- The inverse is only ever an undo's (run_change_chunk passes true).
+    case when change_function_sql.restore then format(E'\n  if %I.restore is not true then\n    raise exception %L using errcode = %L;\n  end if;',
+                                                      v_fn, 'restore: must be true (the inverse of a change runs an undo''s chunk)', '22023')
+         else '' end);
+  return format($f$create or replace function {{ .schema }}.%I(job_id text, tenant text, first_ordinal integer, targets jsonb%s)
 returns void
 language plpgsql volatile security definer
 set search_path = {{ .schema }}, pg_temp
 set enable_seqscan = off
-as %L$f$, v_fn, v_sql);
+as %L$f$, v_fn, case when change_function_sql.restore then ', restore boolean' else '' end, v_sql);
 end
 $$;
-comment on function {{ .schema }}.change_function_sql(jsonb) is
-  'chunks helper: the CREATE FUNCTION text of the static function apply_<name> of a validated change DEFINITION (identifiers by %I, types by format_type, constants as typed literals), for define_change.';
+comment on function {{ .schema }}.change_function_sql(jsonb, boolean) is
+  'chunks helper: the CREATE FUNCTION text of the static function apply_<name> of a validated change DEFINITION (identifiers by %I, types by format_type, constants as typed literals), for define_change; with RESTORE, its inverse apply_<name>(..., restore boolean) that an undo runs (the after values expected, the before values set, version + 1).';

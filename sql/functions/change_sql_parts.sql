@@ -38,11 +38,7 @@ begin
                                                    || array(select jsonb_object_keys(coalesce(v_def -> 'when', '{}')))) as c
                        where c is not null) as d);
   -- The check, first difference first: missing, tenant, when, version, expect.
-  problem := 'case' || format(E'\n               when l.%I is null then format(%L, %L, t.%I)', v_key, '%s %s: missing', v_key, v_key);
-  if v_tenant is not null then
-    problem := problem || format(E'\n               when l.%I::text is distinct from %s then format(%L, %L, t.%I)',
-                                   v_tenant, change_sql_parts.tenant, '%s %s: belongs to another tenant', v_key, v_key);
-  end if;
+  problem := change_problem_start(v_def, change_sql_parts.tenant);
   for v_k, v_v in select e.key, e.value from jsonb_each(coalesce(v_def -> 'when', '{}')) as e order by e.key loop
     problem := problem || format(E'\n               when l.%I is distinct from %L::%s then format(%L, %L, t.%I, %L, {{ .schema }}.excerpt(l.%I::text, false), %L)',
                                    v_k, v_v #>> '{}', (select format_type(a.atttypid, a.atttypmod) from pg_attribute as a where a.attrelid = v_rel and a.attname = v_k),

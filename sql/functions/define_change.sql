@@ -1,7 +1,8 @@
 -- Declared changes (README "Your own tables"). define_change validates a
 -- definition against the catalog (22023 naming the field, table, column or
 -- constant at fault, before anything is written), records it in changes
--- and generates its static function apply_<name> (change_function_sql).
+-- and generates its static function apply_<name> (change_function_sql),
+-- its inverse for an undo and its read-only check (change_check_sql).
 -- SECURITY INVOKER: it runs with the caller's rights, and only the owner of
 -- this schema (or a member of that role) may call it; nobody is granted it.
 create or replace function {{ .schema }}.define_change(definition jsonb) returns boolean
@@ -210,7 +211,8 @@ begin
   end if;
 
   -- The change and its read-only check, owned by the schema's owner, for nobody else.
-  execute change_function_sql(v_def);
+  execute change_function_sql(v_def, false);
+  execute change_function_sql(v_def, true);
   execute change_check_sql(v_def);
   for v_function in select p.oid::regprocedure from pg_proc as p
                 where p.pronamespace = '{{ .schema }}'::regnamespace and p.proname = 'apply_' || v_name loop
@@ -219,6 +221,9 @@ begin
   end loop;
   execute format('comment on function %I.%I(text, text, integer, jsonb) is %L', '{{ .schema }}', 'apply_' || v_name,
                  format('chunks: the generated function of change %s (define_change): applies it to the targets of one chunk of a job (run_chunk calls it), writing change_audit. Definition: %s',
+                        v_name, v_def::text));
+  execute format('comment on function %I.%I(text, text, integer, jsonb, boolean) is %L', '{{ .schema }}', 'apply_' || v_name,
+                 format('chunks: the generated inverse of change %s (define_change): restores the before values of the rows of one chunk of an undo (register_undo; run_chunk calls it), version + 1, writing change_audit. Definition: %s',
                         v_name, v_def::text));
   execute format('comment on function %I.%I(text, jsonb) is %L', '{{ .schema }}', 'apply_' || v_name,
                  format('chunks: the generated read-only check of change %s (define_change): judges targets against their rows now, locking nothing (check_change calls it). Definition: %s',

@@ -22,9 +22,10 @@ begin
   end if;
   execute format('drop function if exists %I.%I(text, text, integer, jsonb)', '{{ .schema }}', v_function);
   execute format('drop function if exists %I.%I(text, jsonb)', '{{ .schema }}', v_function);
+  execute format('drop function if exists %I.%I(text, text, integer, jsonb, boolean)', '{{ .schema }}', v_function);
   delete from changes as c where c.name = drop_change.name;
   return true;
 end
 $$;
 comment on function {{ .schema }}.drop_change(text) is
-  'Drops the declared change NAME and its generated functions apply_<name> (the change and its check); true when it was there, false when there is no such change. Only the schema''s owner may (42501). Errors: 22023 bad name; CH409 while any job of the change exists.';
+  'Drops the declared change NAME and its generated functions apply_<name> (the change, its inverse and its check); true when it was there, false when there is no such change. Only the schema''s owner may (42501). Errors: 22023 bad name; CH409 while any job of the change exists.';

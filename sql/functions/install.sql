@@ -40,6 +40,7 @@
 {{ template "record_progress.sql" . }}
 {{ template "worker_heartbeat.sql" . }}
 {{ template "worker_gone.sql" . }}
+{{ template "register_change_undo.sql" . }}
 {{ template "register_undo.sql" . }}
 {{ template "job_lineage.sql" . }}
 {{ template "campaign_job_id.sql" . }}
@@ -56,7 +57,9 @@
 {{ template "check_change_name.sql" . }}
 {{ template "change_column.sql" . }}
 {{ template "change_fields.sql" . }}
+{{ template "change_problem_start.sql" . }}
 {{ template "change_sql_parts.sql" . }}
+{{ template "change_restore_parts.sql" . }}
 {{ template "change_function_sql.sql" . }}
 {{ template "change_check_sql.sql" . }}
 {{ template "define_change.sql" . }}

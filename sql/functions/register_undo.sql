@@ -6,6 +6,8 @@
 -- revision + 1. Drifted and missing orders are listed and left alone. The
 -- undo is a job like any other: kind 'restore' in job_kind, queued for the
 -- fleet, run by run_chunk and reported by report with its own matching.
+-- A job of a declared change follows the same rules, and its undo is built
+-- by register_change_undo: a job of the same change, run by its inverse.
 create or replace function {{ .schema }}.register_undo(job_id text, new_job_id text default null) returns jsonb
 language plpgsql volatile security definer
 set search_path = {{ .schema }}, pg_temp
@@ -34,11 +36,6 @@ begin
     v_new := register_undo.job_id || v_suffix;
   end if;
   perform check_name(v_new, 'new_job_id');
-  perform from job_change as jc where jc.job_id = register_undo.job_id;
-  if found then
-    raise exception 'job %: is a job of a declared change; its undo is not supported yet', register_undo.job_id
-      using errcode = 'CH409';
-  end if;
   if v_new = register_undo.job_id then
     raise exception 'new_job_id: must differ from job_id %', register_undo.job_id using errcode = '22023';
   end if;
@@ -48,16 +45,23 @@ begin
   -- one job run one after the other).
   select q.paused into v_paused from job_queue as q where q.job_id = register_undo.job_id for update;
   select j.job_id, j.tenant, j.targets, j.chunk_size, j.next_index, coalesce(k.kind, 'cancel') as kind, k.undoes,
-         approval_problem(j.job_id, coalesce(k.kind, 'cancel'), j.tenant, j.targets, j.chunk_size,
+         jc.change, jc.digest,
+         approval_problem(j.job_id, case when jc.job_id is not null and k.kind is null then 'change' else coalesce(k.kind, 'cancel') end,
+                          j.tenant, j.targets, j.chunk_size,
                           ap.kind, ap.tenant, ap.targets_sha256, ap.chunk_size) as approval_problem
     into v_job
     from jobs as j
     left join job_kind as k on k.job_id = j.job_id
     left join job_approval as ap on ap.job_id = j.job_id
+    left join job_change as jc on jc.job_id = j.job_id
    where j.job_id = register_undo.job_id
      for update of j;
   if not found then
     raise exception 'job %: not found', register_undo.job_id using errcode = 'CH409';
+  end if;
+  if v_job.kind <> 'cancel' and v_job.change is not null then
+    raise exception 'job %: is the undo of %; an undo is not undone (register a new job of change % to change those rows again)',
+      v_job.job_id, v_job.undoes, v_job.change using errcode = 'CH409';
   end if;
   if v_job.kind <> 'cancel' then
     raise exception 'job %: is the undo of %; an undo is not undone (register a new job to cancel those orders again)',
@@ -81,9 +85,11 @@ begin
       raise exception 'job %: already undone by %', v_job.job_id, v_undone_by using errcode = 'CH409';
     end if;
     -- CONTRACT §4: the undo is built from the job's audit and progress, so
-    -- they must be sound.
-    v_problem := coalesce(job_shape_problem(v_job.job_id, v_job.tenant, v_job.targets, v_job.chunk_size, v_job.next_index),
-                          job_problem(v_job.job_id, v_job.targets, v_job.next_index));
+    -- they must be sound (a change's job: register_change_undo checks its audit).
+    if v_job.change is null then
+      v_problem := coalesce(job_shape_problem(v_job.job_id, v_job.tenant, v_job.targets, v_job.chunk_size, v_job.next_index),
+                            job_problem(v_job.job_id, v_job.targets, v_job.next_index));
+    end if;
     if v_problem is not null then
       raise exception 'job %: %', v_job.job_id, v_problem using errcode = 'CH409';
     end if;
@@ -95,6 +101,12 @@ begin
       raise exception 'job %: can still make progress (next_index % of %, not paused): pause it first (chunks pause %)',
         v_job.job_id, v_job.next_index, jsonb_array_length(v_job.targets), v_job.job_id using errcode = 'CH409';
     end if;
+  end if;
+
+  -- A job of a declared change: its own table, audit and inverse.
+  if v_job.change is not null then
+    return register_change_undo(v_job.job_id, v_new, v_job.tenant, v_job.targets, v_job.chunk_size, v_job.next_index,
+                                v_job.change, v_job.digest, v_stored);
   end if;
 
   -- One SELECT reads the committed targets and their orders: each is
@@ -166,6 +178,10 @@ the fleet (and queue_channel() notified), run by run_chunk, drained, reported by
 Returns {"job_id", "undoes", "created", "targets", "drifted", "missing"}: created is false
 when NEW_JOB_ID already is the undo of JOB_ID (nothing changes; the lists describe JOB_ID's
 committed orders now). Lock waits are bounded at 5 s.
+A job of a declared change (register_change) is undone by the same rules: its undo is a job of
+the same change that restores the before values of its committed rows still as it left them
+(register_change_undo; change_audit), with version + 1; the lists hold the change's keys,
+and the answer names the change ("change").
 Errors: 22023 bad ids, or a default id that would not fit; CH409 an unknown job, an undo
 (an undo is not undone), a job already undone by another id, NEW_JOB_ID taken by another
 job, an unsound job or one that is no longer its registered approval (job_approval), a job that can still make progress (unfinished and not paused: pause

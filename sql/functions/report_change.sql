@@ -3,8 +3,10 @@
 -- strings otherwise) in key order. A committed row is matching when it
 -- still has every value the change wrote (change_audit.after) and, with a
 -- version, the version the change left; missing when no row has its key;
--- drifted otherwise. The job must still be its approval and its change the
--- definition it was approved under (CH409, as run_chunk says). One
+-- drifted otherwise. For an undo (register_undo), whose audit's after is
+-- what the undone job found, matching is the row as restored. The job must
+-- still be its approval and its change the definition it was approved
+-- under (CH409, as run_chunk says). One
 -- statement over the user's table, built from the definition (%I, the key
 -- column's type): report is no hot path, so it is EXECUTEd.
 create or replace function {{ .schema }}.report_change(job_id text) returns jsonb
@@ -21,10 +23,12 @@ declare
   v_report jsonb;
 begin
   select j.job_id, j.tenant, j.targets, j.chunk_size, j.next_index, jc.change, jc.digest,
+         case when k.kind = 'restore' then 'restore' else 'change' end as kind,
          ap.kind as a_kind, ap.tenant as a_tenant, ap.targets_sha256 as a_targets_sha256, ap.chunk_size as a_chunk_size
     into v_job
     from jobs as j
     join job_change as jc on jc.job_id = j.job_id
+    left join job_kind as k on k.job_id = j.job_id
     left join job_approval as ap on ap.job_id = j.job_id
    where j.job_id = report_change.job_id;
   if not found then
@@ -33,7 +37,7 @@ begin
   if jsonb_typeof(v_job.targets) is distinct from 'array' or v_job.next_index not between 0 and jsonb_array_length(v_job.targets) then
     raise exception 'job %: the stored job is not sound', v_job.job_id using errcode = 'CH409';
   end if;
-  v_problem := approval_problem(v_job.job_id, 'change', v_job.tenant, v_job.targets, v_job.chunk_size,
+  v_problem := approval_problem(v_job.job_id, v_job.kind, v_job.tenant, v_job.targets, v_job.chunk_size,
                                 v_job.a_kind, v_job.a_tenant, v_job.a_targets_sha256, v_job.a_chunk_size);
   if v_problem is not null then
     raise exception '%', v_problem using errcode = 'CH409';

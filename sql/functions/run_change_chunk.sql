@@ -9,7 +9,7 @@
 create or replace function {{ .schema }}.run_change_chunk(job_id text, tenant text, targets jsonb, chunk_size integer,
                                                           next_index integer, change text, digest text,
                                                           a_kind text, a_tenant text, a_targets_sha256 text,
-                                                          a_chunk_size integer)
+                                                          a_chunk_size integer, kind text)
 returns jsonb
 language plpgsql volatile security invoker
 set search_path = {{ .schema }}, pg_temp
@@ -25,6 +25,10 @@ declare
   v_audit_rows bigint;
   v_slice jsonb;
   v_processed jsonb;
+  -- An undo (job_kind restore) runs the change's inverse; its approval is of kind restore.
+  v_restore constant boolean := run_change_chunk.kind = 'restore';
+  v_kind constant text := case when v_restore then 'restore' else 'change' end;
+  v_signature constant text := case when v_restore then '(text, text, integer, jsonb, boolean)' else '(text, text, integer, jsonb)' end;
 begin
   v_n := case when jsonb_typeof(run_change_chunk.targets) = 'array' then jsonb_array_length(run_change_chunk.targets) end;
   v_problem := case
@@ -41,7 +45,7 @@ begin
   end if;
 
   -- Still the approval, and still the change it was approved under.
-  v_problem := approval_problem(run_change_chunk.job_id, 'change', run_change_chunk.tenant, run_change_chunk.targets,
+  v_problem := approval_problem(run_change_chunk.job_id, v_kind, run_change_chunk.tenant, run_change_chunk.targets,
                                 run_change_chunk.chunk_size, run_change_chunk.a_kind, run_change_chunk.a_tenant,
                                 run_change_chunk.a_targets_sha256, run_change_chunk.a_chunk_size);
   if v_problem is not null then
@@ -50,7 +54,7 @@ begin
   select c.definition ->> 'key', c.function_name into v_key, v_function
     from changes as c
    where c.name = run_change_chunk.change and c.digest = run_change_chunk.digest
-     and to_regprocedure(format('%I.%I(text, text, integer, jsonb)', '{{ .schema }}', c.function_name)) is not null;
+     and to_regprocedure(format('%I.%I', '{{ .schema }}', c.function_name) || v_signature) is not null;
   if not found then
     raise exception 'job %: its change % was redefined or dropped since it was approved', run_change_chunk.job_id,
       run_change_chunk.change using errcode = 'CH409';
@@ -75,11 +79,16 @@ begin
   select jsonb_agg(t.e order by t.ord), jsonb_agg(t.e -> v_key order by t.ord) into v_slice, v_processed
     from jsonb_array_elements(run_change_chunk.targets) with ordinality as t(e, ord)
    where t.ord - 1 >= run_change_chunk.next_index and t.ord - 1 < v_end;
-  execute format('select %I.%I($1, $2, $3, $4)', '{{ .schema }}', v_function)
-    using run_change_chunk.job_id, run_change_chunk.tenant, run_change_chunk.next_index, v_slice;
+  if v_restore then
+    execute format('select %I.%I($1, $2, $3, $4, true)', '{{ .schema }}', v_function)
+      using run_change_chunk.job_id, run_change_chunk.tenant, run_change_chunk.next_index, v_slice;
+  else
+    execute format('select %I.%I($1, $2, $3, $4)', '{{ .schema }}', v_function)
+      using run_change_chunk.job_id, run_change_chunk.tenant, run_change_chunk.next_index, v_slice;
+  end if;
   update jobs as j set next_index = v_end where j.job_id = run_change_chunk.job_id;
   return jsonb_build_object('processed', v_processed, 'next_index', v_end, 'done', v_end = v_n);
 end
 $$;
-comment on function {{ .schema }}.run_change_chunk(text, text, jsonb, integer, integer, text, text, text, text, text, integer) is
-  'chunks helper: run_chunk''s path for a job of a declared change, on the job row run_chunk locked: proves the job sound, still its approval and its change still the definition it was approved under (CH409 otherwise), runs the change''s generated function on the next chunk and moves next_index; returns run_chunk''s {"processed": [keys], "next_index", "done"}.';
+comment on function {{ .schema }}.run_change_chunk(text, text, jsonb, integer, integer, text, text, text, text, text, integer, text) is
+  'chunks helper: run_chunk''s path for a job of a declared change, on the job row run_chunk locked: proves the job sound, still its approval and its change still the definition it was approved under (CH409 otherwise), runs the change''s generated function on the next chunk (KIND restore, an undo: its inverse) and moves next_index; returns run_chunk''s {"processed": [keys], "next_index", "done"}.';

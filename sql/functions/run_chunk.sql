@@ -54,7 +54,7 @@ begin
     v_locking := 'a row of the change''s table, of change_audit or of jobs that this chunk writes';
     return run_change_chunk(v_job.job_id, v_job.tenant, v_job.targets, v_job.chunk_size, v_job.next_index,
                             v_job.change, v_job.change_digest, v_job.a_kind, v_job.a_tenant, v_job.a_targets_sha256,
-                            v_job.a_chunk_size);
+                            v_job.a_chunk_size, v_job.kind);
   end if;
 
   -- docs/contract.md §4: the stored job must be sound before anything is written.

@@ -73,6 +73,20 @@ func TestRouterRegisterChange(t *testing.T) {
 			t.Errorf("shard %s: %s, want %s", sh.name, status, want)
 		}
 	}
+	// Its undo through the router: registered on the job's shard, as a job
+	// of the same tenant, and run there by the change's inverse.
+	undo, err := driver.JobRef{Tenant: tenant, ID: "h1"}.RegisterUndo(ctx, c.router, "")
+	if err != nil || !undo.Created || undo.JobID != "h1-undo" || undo.Change != "hold" || fmt.Sprint(undo.Targets) != "[1 3]" || undo.Keys != nil {
+		t.Fatalf("RegisterUndo through the router: %+v, %v", undo, err)
+	}
+	if res, err = (driver.JobRef{Tenant: tenant, ID: "h1-undo"}).RunChunk(ctx, c.router, nil); err != nil || !res.Done || fmt.Sprint(res.Processed) != "[1 3]" {
+		t.Fatalf("RunChunk of the undo through the router: %+v, %v", res, err)
+	}
+	var restored string
+	if err := home.conn.QueryRow(ctx, "select string_agg(payment_id || ':' || status || ':' || lock_version, ',' order by payment_id) from "+def.Table).Scan(&restored); err != nil ||
+		restored != "1:captured:2,2:captured:0,3:captured:2" {
+		t.Fatalf("shard %s after the undo: %s, %v", home.name, restored, err)
+	}
 	// An unknown change is the shard's refusal, as it is.
 	if _, err := driver.RegisterChange(ctx, c.router, "nope", plan); err == nil || err.Error() != "invalid: change: there is no change nope (chunks change list)" {
 		t.Fatalf("RegisterChange of no change through the router: %v", err)

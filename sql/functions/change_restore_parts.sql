@@ -1,0 +1,55 @@
+-- The parts of a declared change's inverse (change_function_sql with
+-- restore), which an undo (register_undo) runs, as text, in the shapes of
+-- change_sql_parts: TARGETS_CTE, "t as materialized (...)", the undo's
+-- targets of the jsonb expression TARGETS: the key and the version typed by
+-- their columns, "?after" (the values the undone job wrote) and "?before"
+-- (the values it found), as jsonb, with their position as "?ordinal";
+-- COMPARED, the select list of the row r's columns the check reads;
+-- PROBLEM, a CASE over t and l (its row) that is NULL when the row is still
+-- as the undone job left it, else the first difference in words (missing,
+-- another tenant, the version, a WRITTEN column), naming the key; SETS, the
+-- update's set list: each WRITTEN column to its before value, cast to the
+-- column's type, and version + 1. DEFINITION was validated by define_change.
+create or replace function {{ .schema }}.change_restore_parts(definition jsonb, targets text, tenant text, written text[],
+                                                              out targets_cte text, out compared text, out problem text,
+                                                              out sets text)
+language plpgsql stable security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_def jsonb := change_restore_parts.definition;
+  v_rel regclass := to_regclass(v_def ->> 'table');
+  v_key text := v_def ->> 'key';
+  v_tenant text := v_def ->> 'tenant';
+  v_version text := v_def ->> 'version';
+  v_c text;
+begin
+  select format('t as materialized (select x.* from rows from (jsonb_to_recordset(%s) as (%s, "?after" jsonb, "?before" jsonb)) with ordinality as x(%s, "?after", "?before", "?ordinal"))',
+                change_restore_parts.targets, string_agg(format('%I %s', f.field, f.type), ', ' order by f.ord),
+                string_agg(format('%I', f.field), ', ' order by f.ord))
+    into targets_cte
+    from change_fields(v_def) as f
+   where f.role in ('key', 'version');
+  compared := (select string_agg(format('r.%I', c), ', ' order by c)
+                 from (select distinct c from unnest(array[v_key, v_tenant, v_version] || change_restore_parts.written) as c
+                        where c is not null) as d);
+  problem := change_problem_start(v_def, change_restore_parts.tenant);
+  if v_version is not null then
+    problem := problem || format(E'\n               when l.%1$I is distinct from t.%1$I then format(%2$L, %3$L, t.%4$I, %1$L, l.%1$I, t.%1$I)',
+                                   v_version, '%s %s: %s is %s, the undone job left %s', v_key, v_key);
+  end if;
+  -- A written column compares as change_audit keeps it (jsonb_build_object's value).
+  foreach v_c in array change_restore_parts.written loop
+    problem := problem || format(E'\n               when coalesce(to_jsonb(l.%1$I), %2$L) is distinct from t."?after" -> %1$L then format(%3$L, %4$L, t.%5$I, %1$L, {{ .schema }}.excerpt(l.%1$I::text, false), {{ .schema }}.excerpt(t."?after" ->> %1$L, false))',
+                                   v_c, 'null', '%s %s: %s is %s, the undone job left %s', v_key, v_key);
+  end loop;
+  problem := problem || E'\n                 end';
+  -- jsonb_populate_record reads each value back as its column's type.
+  select string_agg(format('%1$I = (jsonb_populate_record(null::%2$s, t."?before")).%1$I', c, v_rel), ', ' order by o)
+         || case when v_version is not null then format(', %1$I = r.%1$I + 1', v_version) else '' end
+    into sets
+    from unnest(change_restore_parts.written) with ordinality as w(c, o);
+end
+$$;
+comment on function {{ .schema }}.change_restore_parts(jsonb, text, text, text[]) is
+  'chunks helper: the SQL text of a declared change''s inverse (change_function_sql with restore, run by an undo): the typed targets CTE over TARGETS (key, version, "?after", "?before"), the columns the check reads, the CASE naming the first difference from what the undone job left (TENANT: the tenant expression), and the set list restoring the WRITTEN columns with version + 1.';
