@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
@@ -145,4 +146,47 @@ func TestChangeUndoContacts(t *testing.T) {
 		  "matching": ["00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000b"], "drifted": [], "missing": []}`)
 	_, err = tryString(s.Conn, "select register_undo('c1-back')::text")
 	wantExactPgError(t, err, "CH409", "job c1-back: is the undo of c1; an undo is not undone (register a new job of change opt_out to change those rows again)")
+}
+
+// TestChangeRegeneratedByMigrate: every migrate makes a defined change's
+// functions again with this build's generator, so a change defined by an
+// older build (here: its inverse dropped by hand, as before undo existed)
+// gets what this build generates, with its definition and approvals as
+// they were.
+func TestChangeRegeneratedByMigrate(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	shop := userSchema(t, s, paymentsSQL)
+	s.Exec(t, "select define_change($1)", holdPayment(shop))
+	const source = `select string_agg(pg_get_functiondef(p.oid), E'\n' order by p.oid::regprocedure::text)
+	  from pg_proc as p where p.pronamespace = current_schema()::regnamespace and p.proname = 'apply_hold_payment'`
+	before := mustString(t, s.Conn, source)
+	digest := mustString(t, s.Conn, "select digest from changes where name = 'hold_payment'")
+	s.Exec(t, "drop function apply_hold_payment(text, text, integer, jsonb, boolean)")
+	s.Exec(t, "select register_change('hold_payment', $1)", changePlan("p1", "7", paymentTargets(1, 2), 2))
+	s.Exec(t, "select run_chunk('p1')")
+
+	admin := pgtest.Connect(t, pgtest.DSN())
+	if err := driver.Migrate(ctx, admin, s.Name, driver.MigrateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if after := mustString(t, s.Conn, source); after != before {
+		t.Errorf("the generated functions after migrate differ from define_change's:\n%s\nwant\n%s", after, before)
+	}
+	if got := mustString(t, s.Conn, "select digest from changes where name = 'hold_payment'"); got != digest {
+		t.Errorf("digest %s after migrate, want %s", got, digest)
+	}
+	if n := mustString(t, s.Conn, `select count(*)::text from pg_proc as p
+	    where p.pronamespace = current_schema()::regnamespace and p.proname = 'apply_hold_payment'
+	      and p.proowner = (select nspowner from pg_namespace where nspname = current_schema())
+	      and not has_function_privilege('public', p.oid, 'EXECUTE')`); n != "3" {
+		t.Errorf("want 3 generated functions owned by the schema's owner, none PUBLIC's; got %s", n)
+	}
+	// The undo runs on the inverse migrate made again.
+	sameJSON(t, "register_undo", mustString(t, s.Conn, "select register_undo('p1')::text"),
+		`{"job_id": "p1-undo", "undoes": "p1", "created": true, "change": "hold_payment", "targets": [1, 2], "drifted": [], "missing": []}`)
+	s.Exec(t, "select run_chunk('p1-undo')")
+	if got := mustString(t, s.Conn, "select string_agg(status || ' ' || lock_version, ', ' order by payment_id) from "+shop+".payments where payment_id in (1, 2)"); got != "captured 5, captured 5" {
+		t.Errorf("after the undo: %s", got)
+	}
 }

@@ -30,7 +30,6 @@ declare
   v_k text;
   v_v jsonb;
   v_existing jsonb;
-  v_function regprocedure;
 begin
   select n.nspowner into v_owner from pg_namespace as n where n.nspname = '{{ .schema }}';
   perform check_change_owner('define_change');
@@ -210,24 +209,7 @@ begin
       using errcode = 'CH409';
   end if;
 
-  -- The change and its read-only check, owned by the schema's owner, for nobody else.
-  execute change_function_sql(v_def, false);
-  execute change_function_sql(v_def, true);
-  execute change_check_sql(v_def);
-  for v_function in select p.oid::regprocedure from pg_proc as p
-                where p.pronamespace = '{{ .schema }}'::regnamespace and p.proname = 'apply_' || v_name loop
-    execute format('alter function %s owner to %s', v_function, v_owner::regrole);
-    execute format('revoke all on function %s from public', v_function);
-  end loop;
-  execute format('comment on function %I.%I(text, text, integer, jsonb) is %L', '{{ .schema }}', 'apply_' || v_name,
-                 format('chunks: the generated function of change %s (define_change): applies it to the targets of one chunk of a job (run_chunk calls it), writing change_audit. Definition: %s',
-                        v_name, v_def::text));
-  execute format('comment on function %I.%I(text, text, integer, jsonb, boolean) is %L', '{{ .schema }}', 'apply_' || v_name,
-                 format('chunks: the generated inverse of change %s (define_change): restores the before values of the rows of one chunk of an undo (register_undo; run_chunk calls it), version + 1, writing change_audit. Definition: %s',
-                        v_name, v_def::text));
-  execute format('comment on function %I.%I(text, jsonb) is %L', '{{ .schema }}', 'apply_' || v_name,
-                 format('chunks: the generated read-only check of change %s (define_change): judges targets against their rows now, locking nothing (check_change calls it). Definition: %s',
-                        v_name, v_def::text));
+  perform generate_change(v_def);
   insert into changes (name, definition, digest, function_name)
   values (v_name, v_def, encode(sha256(convert_to(v_def::text, 'UTF8')), 'hex'), 'apply_' || v_name);
   return true;

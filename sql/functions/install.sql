@@ -62,6 +62,7 @@
 {{ template "change_restore_parts.sql" . }}
 {{ template "change_function_sql.sql" . }}
 {{ template "change_check_sql.sql" . }}
+{{ template "generate_change.sql" . }}
 {{ template "define_change.sql" . }}
 {{ template "drop_change.sql" . }}
 {{ template "change_list.sql" . }}
@@ -78,4 +79,9 @@
 -- Least privilege (README "Roles"): no function of chunks is executable by
 -- PUBLIC, not even one a DBA opened to PUBLIC by hand; grant_access grants
 -- them by role. The owner (and a superuser) can always execute them.
+-- Every declared change's functions, made again by this build's generator
+-- (generate_change): an upgrade that improves or fixes the generated code
+-- reaches the changes defined before it.
+select {{ .schema }}.generate_change(c.definition) from {{ .schema }}.changes as c order by c.name;
+
 revoke all on all functions in schema {{ .schema }} from public;
