@@ -18,20 +18,7 @@ declare
   v_old campaigns;
   v_taken text;
 begin
-  perform check_name(campaign_create.name, 'name');
-  if length(campaign_create.name) > 57 then
-    raise exception 'name: must be at most 57 characters (job ids add -NNNNNN), got %', length(campaign_create.name)
-      using errcode = '22023';
-  end if;
-  perform check_name(campaign_create.tenant, 'tenant');
-  if campaign_create.chunk_size is null or campaign_create.chunk_size not between 1 and 10 then
-    raise exception 'chunk_size: must be between 1 and 10, got %', coalesce(campaign_create.chunk_size::text, 'null')
-      using errcode = '22023';
-  end if;
-  if campaign_create.queue_window is null or campaign_create.queue_window not between 1 and 10000 then
-    raise exception 'queue_window: must be between 1 and 10000, got %', coalesce(campaign_create.queue_window::text, 'null')
-      using errcode = '22023';
-  end if;
+  perform check_campaign_spec(campaign_create.name, campaign_create.tenant, campaign_create.chunk_size, campaign_create.queue_window);
   if v_n = 0 then
     raise exception 'targets: the approval is empty' using errcode = '22023';
   end if;
@@ -91,11 +78,8 @@ begin
       using errcode = 'CH409';
   end if;
 
-  select j.job_id into v_taken
-    from generate_series(0, v_jobs - 1) as s(seq)
-    join jobs as j on j.job_id = campaign_job_id(campaign_create.name, s.seq)
-   order by s.seq limit 1;
-  if found then
+  v_taken := campaign_taken_job(campaign_create.name, v_jobs);
+  if v_taken is not null then
     raise exception 'campaign %: job % already exists and is not part of it', campaign_create.name, v_taken
       using errcode = 'CH409';
   end if;
