@@ -49,12 +49,9 @@ begin
       using errcode = '22023';
   end if;
 
-  -- Each target as register_change takes it, in input order: the first bad
-  -- one is the one named.
-  select jsonb_agg(change_target(v_def, x.e, coalesce(campaign_create_change.labels[x.ord], format('targets[%s]', x.ord - 1)))
-                   order by x.ord)
-    into v_items
-    from jsonb_array_elements(campaign_create_change.targets) with ordinality as x(e, ord);
+  -- Each target as register_change takes it (change_target_list: the first
+  -- bad one is named).
+  v_items := change_target_list(v_def, campaign_create_change.targets, campaign_create_change.labels);
   v_key := v_def ->> 'key';
   select f.typid into v_key_type from change_fields(v_def) as f where f.role = 'key';
   -- No key twice (naming both places), then the approval sorted by key,
