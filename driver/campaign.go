@@ -559,7 +559,10 @@ type CampaignCheck struct {
 	Problems  int    `json:"problems"` // remaining targets whose order cannot
 	Listed    []struct {
 		ID      int64  `json:"id,omitempty"`  // an order's id (a campaign of orders)
-		Key     *Key   `json:"key,omitempty"` // a row's key (a campaign of a declared change)
+		// Key is a row's key as the server wrote it (a campaign of a
+		// declared change): a JSON number for an integer key, a string
+		// otherwise, as [ChangeTargetCheck].Key.
+		Key     json.RawMessage `json:"key,omitempty"`
 		Problem string `json:"problem"`
 	} `json:"listed"` // the first problems, in id (key) order
 }

@@ -51,8 +51,8 @@ func campaignCreateCommand() *cli.Command {
 			"    --from-query \"select id, revision, qty from orders where state = 'pending'\" festival\n" +
 			"  chunks --schema lab campaign create --tenant alien-desert --chunk-size 10 --allow-partial \\\n" +
 			"    spring - < targets.jsonl\n" +
-			"  chunks --schema lab campaign create --change hold_payment --tenant 7 --chunk-size 10 --allow-partial \\\n" +
-			"    --from-query \"select payment_id, lock_version, amount_cents, 'chargeback' as reason from shop.payments where status = 'captured'\" holds",
+			"  chunks --schema lab campaign create --change hold_payment --tenant 42 --chunk-size 10 --allow-partial \\\n" +
+			"    --from-query \"select payment_id, lock_version, amount_cents, 'chargeback' as reason from shop.payments where status = 'captured'\" payment-holds",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "tenant", Usage: "the tenant of every target (required)"},
 			&cli.IntFlag{Name: "chunk-size", Usage: "orders per chunk, 1 to 10 (required)"},

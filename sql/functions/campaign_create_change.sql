@@ -14,7 +14,7 @@ language plpgsql volatile security definer
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare
-  v_change changes;
+  v_change record;
   v_def jsonb;
   v_n integer;
   v_key text;
@@ -30,7 +30,7 @@ declare
 begin
   perform check_campaign_spec(campaign_create_change.name, campaign_create_change.tenant, campaign_create_change.chunk_size,
                               campaign_create_change.queue_window);
-  v_change := change_named(campaign_create_change.change, 'change');
+  select * into v_change from change_named(campaign_create_change.change, 'change');
   v_def := v_change.definition;
   perform check_change_tenant(v_def, campaign_create_change.tenant);
   if jsonb_typeof(campaign_create_change.targets) is distinct from 'array' then
