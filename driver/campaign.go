@@ -558,12 +558,12 @@ type CampaignCheck struct {
 	OK        int    `json:"ok"`       // remaining targets whose order can take the change now
 	Problems  int    `json:"problems"` // remaining targets whose order cannot
 	Listed    []struct {
-		ID      int64  `json:"id,omitempty"`  // an order's id (a campaign of orders)
+		ID int64 `json:"id,omitempty"` // an order's id (a campaign of orders)
 		// Key is a row's key as the server wrote it (a campaign of a
 		// declared change): a JSON number for an integer key, a string
 		// otherwise, as [ChangeTargetCheck].Key.
 		Key     json.RawMessage `json:"key,omitempty"`
-		Problem string `json:"problem"`
+		Problem string          `json:"problem"`
 	} `json:"listed"` // the first problems, in id (key) order
 }
 
