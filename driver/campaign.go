@@ -300,14 +300,7 @@ func readLines(br *bufio.Reader, add func(where string, text []byte) error) (fun
 // a job's strict rules and appends it, refusing more than
 // [MaxCampaignTargets].
 func appendTarget(items []Target, where string, text []byte) ([]Target, error) {
-	if len(items) == MaxCampaignTargets {
-		return nil, Invalidf("%s: more than %d targets", where, MaxCampaignTargets)
-	}
-	text = bytes.TrimSpace(text)
-	if len(text) == 0 {
-		return nil, Invalidf("%s: invalid JSON: a missing value", where)
-	}
-	v, err := decodeStrict(where, text, nil)
+	v, err := decodeEntry(len(items), where, text)
 	if err != nil {
 		return nil, err
 	}
@@ -316,6 +309,19 @@ func appendTarget(items []Target, where string, text []byte) ([]Target, error) {
 		return nil, err
 	}
 	return append(items, t), nil
+}
+
+// decodeEntry decodes one entry of a campaign file (where names it) of
+// the n already read, strictly, refusing more than [MaxCampaignTargets].
+func decodeEntry(n int, where string, text []byte) (any, error) {
+	if n == MaxCampaignTargets {
+		return nil, Invalidf("%s: more than %d targets", where, MaxCampaignTargets)
+	}
+	text = bytes.TrimSpace(text)
+	if len(text) == 0 {
+		return nil, Invalidf("%s: invalid JSON: a missing value", where)
+	}
+	return decodeStrict(where, text, nil)
 }
 
 func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\r' || b == '\n' }

@@ -41,14 +41,7 @@ func ReadChangeCampaignTargets(r io.Reader) (CampaignTargets, error) {
 // it) strictly, as one JSON object with no key twice, and appends its
 // compact text, refusing more than [MaxCampaignTargets].
 func appendObject(objects []json.RawMessage, where string, text []byte) ([]json.RawMessage, error) {
-	if len(objects) == MaxCampaignTargets {
-		return nil, Invalidf("%s: more than %d targets", where, MaxCampaignTargets)
-	}
-	text = bytes.TrimSpace(text)
-	if len(text) == 0 {
-		return nil, Invalidf("%s: invalid JSON: a missing value", where)
-	}
-	v, err := decodeStrict(where, text, nil)
+	v, err := decodeEntry(len(objects), where, text)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +49,7 @@ func appendObject(objects []json.RawMessage, where string, text []byte) ([]json.
 		return nil, Invalidf("%s: must be an object with the change's fields, got %s", where, describe(v))
 	}
 	var buf bytes.Buffer
-	if err := json.Compact(&buf, text); err != nil {
+	if err := json.Compact(&buf, bytes.TrimSpace(text)); err != nil {
 		return nil, Invalidf("%s: invalid JSON: %v", where, err)
 	}
 	return append(objects, buf.Bytes()), nil

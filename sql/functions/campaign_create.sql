@@ -84,26 +84,10 @@ begin
       using errcode = 'CH409';
   end if;
 
-  insert into jobs (job_id, tenant, targets, chunk_size, next_index)
-  select campaign_job_id(campaign_create.name, g.seq), campaign_create.tenant, g.targets, campaign_create.chunk_size, 0
-    from (select t.rn / v_per_job as seq,
-                 jsonb_agg(jsonb_build_object('id', t.id, 'revision', t.revision, 'qty', t.qty) order by t.id) as targets
-            from (select u.id, u.revision, u.qty, (row_number() over (order by u.id) - 1)::integer as rn
-                    from unnest(campaign_create.ids, campaign_create.revisions, campaign_create.qtys) as u(id, revision, qty)) as t
-           group by t.rn / v_per_job) as g;
-  insert into job_approval (job_id, kind, tenant, chunk_size, targets_sha256, recorded_from)
-  select j.job_id, 'cancel', j.tenant, j.chunk_size, targets_sha256(j.targets), 'campaign_create'
-    from jobs as j
-   where j.job_id in (select campaign_job_id(campaign_create.name, s.seq) from generate_series(0, v_jobs - 1) as s(seq));
-  insert into campaign_jobs (job_id, campaign, seq)
-  select campaign_job_id(campaign_create.name, s.seq), campaign_create.name, s.seq
-    from generate_series(0, v_jobs - 1) as s(seq);
-  -- Fairness: only the first queue_window jobs are queued; each one that
-  -- finishes releases the next (campaign_job_done, from run_next_chunk).
-  insert into job_queue (job_id, visible_at)
-  select campaign_job_id(campaign_create.name, s.seq), clock_timestamp()
-    from generate_series(0, least(campaign_create.queue_window, v_jobs) - 1) as s(seq);
-  perform pg_notify(queue_channel(), campaign_create.name);
+  perform campaign_record_jobs(campaign_create.name, campaign_create.tenant, campaign_create.chunk_size,
+    (select jsonb_agg(jsonb_build_object('id', u.id, 'revision', u.revision, 'qty', u.qty) order by u.id)
+       from unnest(campaign_create.ids, campaign_create.revisions, campaign_create.qtys) as u(id, revision, qty)),
+    'cancel', campaign_create.queue_window);
   return jsonb_build_object('name', campaign_create.name, 'created', true, 'jobs', v_jobs, 'targets', v_n,
                             'digest', v_digest);
 end

@@ -104,27 +104,11 @@ begin
       using errcode = 'CH409';
   end if;
 
-  insert into jobs (job_id, tenant, targets, chunk_size, next_index)
-  select campaign_job_id(campaign_create_change.name, g.seq), campaign_create_change.tenant, g.targets,
-         campaign_create_change.chunk_size, 0
-    from (select ((x.ord - 1) / v_per_job)::integer as seq, jsonb_agg(x.o order by x.ord) as targets
-            from jsonb_array_elements(v_sorted) with ordinality as x(o, ord)
-           group by (x.ord - 1) / v_per_job) as g;
-  insert into job_approval (job_id, kind, tenant, chunk_size, targets_sha256, recorded_from)
-  select j.job_id, 'change', j.tenant, j.chunk_size, targets_sha256(j.targets), 'campaign_create'
-    from jobs as j
-   where j.job_id in (select campaign_job_id(campaign_create_change.name, s.seq) from generate_series(0, v_jobs - 1) as s(seq));
+  perform campaign_record_jobs(campaign_create_change.name, campaign_create_change.tenant, campaign_create_change.chunk_size,
+                               v_sorted, 'change', campaign_create_change.queue_window);
   insert into job_change (job_id, change, digest)
   select campaign_job_id(campaign_create_change.name, s.seq), v_change.name, v_change.digest
     from generate_series(0, v_jobs - 1) as s(seq);
-  insert into campaign_jobs (job_id, campaign, seq)
-  select campaign_job_id(campaign_create_change.name, s.seq), campaign_create_change.name, s.seq
-    from generate_series(0, v_jobs - 1) as s(seq);
-  -- Fairness, as campaign_create: the first queue_window jobs are queued.
-  insert into job_queue (job_id, visible_at)
-  select campaign_job_id(campaign_create_change.name, s.seq), clock_timestamp()
-    from generate_series(0, least(campaign_create_change.queue_window, v_jobs) - 1) as s(seq);
-  perform pg_notify(queue_channel(), campaign_create_change.name);
   return jsonb_build_object('name', campaign_create_change.name, 'created', true, 'jobs', v_jobs, 'targets', v_n,
                             'digest', v_digest);
 end
