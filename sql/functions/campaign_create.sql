@@ -15,8 +15,7 @@ declare
   v_jobs integer;
   v_digest text;
   v_bad record;
-  v_old campaigns;
-  v_taken text;
+  v_result jsonb;
 begin
   perform check_campaign_spec(campaign_create.name, campaign_create.tenant, campaign_create.chunk_size, campaign_create.queue_window);
   if v_n = 0 then
@@ -63,33 +62,22 @@ begin
     from unnest(campaign_create.ids, campaign_create.revisions, campaign_create.qtys) as u(id, revision, qty);
 
   -- The campaign row first: a concurrent create of the same name waits here.
-  insert into campaigns as c (name, tenant, chunk_size, job_count, target_count, digest, queue_window, released)
-  values (campaign_create.name, campaign_create.tenant, campaign_create.chunk_size, v_jobs, v_n, v_digest,
-          campaign_create.queue_window, least(campaign_create.queue_window, v_jobs))
-  on conflict on constraint campaigns_pkey do nothing;
-  if not found then
-    select * into v_old from campaigns as c where c.name = campaign_create.name;
-    if v_old.digest = v_digest then
-      return jsonb_build_object('name', v_old.name, 'created', false, 'jobs', v_old.job_count,
-                                'targets', v_old.target_count, 'digest', v_old.digest);
-    end if;
+  v_result := campaign_record(campaign_create.name, campaign_create.tenant, campaign_create.chunk_size, v_jobs, v_n, v_digest,
+                              campaign_create.queue_window);
+  if v_result is null then
     raise exception 'campaign %: %', campaign_create.name, campaign_difference(campaign_create.name, campaign_create.tenant,
       campaign_create.chunk_size, campaign_create.ids, campaign_create.revisions, campaign_create.qtys)
       using errcode = 'CH409';
   end if;
-
-  v_taken := campaign_taken_job(campaign_create.name, v_jobs);
-  if v_taken is not null then
-    raise exception 'campaign %: job % already exists and is not part of it', campaign_create.name, v_taken
-      using errcode = 'CH409';
+  if not (v_result -> 'created')::boolean then
+    return v_result;
   end if;
 
   perform campaign_record_jobs(campaign_create.name, campaign_create.tenant, campaign_create.chunk_size,
     (select jsonb_agg(jsonb_build_object('id', u.id, 'revision', u.revision, 'qty', u.qty) order by u.id)
        from unnest(campaign_create.ids, campaign_create.revisions, campaign_create.qtys) as u(id, revision, qty)),
     'cancel', campaign_create.queue_window);
-  return jsonb_build_object('name', campaign_create.name, 'created', true, 'jobs', v_jobs, 'targets', v_n,
-                            'digest', v_digest);
+  return v_result;
 end
 $$;
 comment on function {{ .schema }}.campaign_create(text, text, integer, integer[], integer[], integer[], integer) is

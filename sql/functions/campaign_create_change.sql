@@ -25,8 +25,7 @@ declare
   v_per_job integer;
   v_jobs integer;
   v_digest text;
-  v_old campaigns;
-  v_taken text;
+  v_result jsonb;
 begin
   perform check_campaign_spec(campaign_create_change.name, campaign_create_change.tenant, campaign_create_change.chunk_size,
                               campaign_create_change.queue_window);
@@ -83,25 +82,16 @@ begin
     from jsonb_array_elements(v_sorted) with ordinality as x(o, ord);
 
   -- The campaign row first: a concurrent create of the same name waits here.
-  insert into campaigns as c (name, tenant, chunk_size, job_count, target_count, digest, queue_window, released)
-  values (campaign_create_change.name, campaign_create_change.tenant, campaign_create_change.chunk_size, v_jobs, v_n, v_digest,
-          campaign_create_change.queue_window, least(campaign_create_change.queue_window, v_jobs))
-  on conflict on constraint campaigns_pkey do nothing;
-  if not found then
-    select * into v_old from campaigns as c where c.name = campaign_create_change.name;
-    if v_old.digest = v_digest then
-      return jsonb_build_object('name', v_old.name, 'created', false, 'jobs', v_old.job_count,
-                                'targets', v_old.target_count, 'digest', v_old.digest);
-    end if;
+  v_result := campaign_record(campaign_create_change.name, campaign_create_change.tenant, campaign_create_change.chunk_size, v_jobs, v_n, v_digest,
+                              campaign_create_change.queue_window);
+  if v_result is null then
     raise exception 'campaign %: %', campaign_create_change.name,
       campaign_change_difference(campaign_create_change.name, v_change.name, campaign_create_change.tenant,
                                  campaign_create_change.chunk_size, v_sorted)
       using errcode = 'CH409';
   end if;
-  v_taken := campaign_taken_job(campaign_create_change.name, v_jobs);
-  if v_taken is not null then
-    raise exception 'campaign %: job % already exists and is not part of it', campaign_create_change.name, v_taken
-      using errcode = 'CH409';
+  if not (v_result -> 'created')::boolean then
+    return v_result;
   end if;
 
   perform campaign_record_jobs(campaign_create_change.name, campaign_create_change.tenant, campaign_create_change.chunk_size,
@@ -109,8 +99,7 @@ begin
   insert into job_change (job_id, change, digest)
   select campaign_job_id(campaign_create_change.name, s.seq), v_change.name, v_change.digest
     from generate_series(0, v_jobs - 1) as s(seq);
-  return jsonb_build_object('name', campaign_create_change.name, 'created', true, 'jobs', v_jobs, 'targets', v_n,
-                            'digest', v_digest);
+  return v_result;
 end
 $$;
 comment on function {{ .schema }}.campaign_create_change(text, text, text, integer, jsonb, text[], integer) is

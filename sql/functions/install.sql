@@ -46,6 +46,7 @@
 {{ template "campaign_difference.sql" . }}
 {{ template "check_campaign_spec.sql" . }}
 {{ template "campaign_taken_job.sql" . }}
+{{ template "campaign_record.sql" . }}
 {{ template "campaign_record_jobs.sql" . }}
 {{ template "campaign_create.sql" . }}
 {{ template "lock_campaign.sql" . }}
