@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +32,10 @@ type CampaignSpec struct {
 	Tenant      string
 	ChunkSize   int
 	QueueWindow int // jobs of it queued at once (fairness); 0 means DefaultQueueWindow
+	// Change is the declared change whose targets the campaign approves
+	// (README "Your own tables"): its targets are then [CampaignTargets].Objects.
+	// "" is a campaign of orders.
+	Change string
 }
 
 // CampaignTargets is an approval read from a file or a query: the targets
@@ -38,6 +43,10 @@ type CampaignSpec struct {
 // "targets[2]", "row 5"), for error messages.
 type CampaignTargets struct {
 	Targets []Target
+	// Objects are the targets of a campaign of a declared change, each a
+	// JSON object of the change's fields ([ReadChangeCampaignTargets],
+	// [ChangeCampaignTargetsFromQuery]); the server checks them.
+	Objects []json.RawMessage
 	where   func(i int) string
 }
 
@@ -84,6 +93,17 @@ type CampaignDrift struct {
 	MissingCount int     `json:"missing_count"`
 	Drifted      []int64 `json:"drifted"`
 	Missing      []int64 `json:"missing"`
+	// Keys holds drifted and missing instead for a campaign of a declared
+	// change whose key is not an integer (the int lists are then empty), as
+	// [JobReport].Keys does.
+	Keys *CampaignDriftKeys `json:"keys,omitempty" sql:"-"`
+}
+
+// CampaignDriftKeys is a [CampaignDrift]'s lists of keys that are not
+// integers, as the server wrote them.
+type CampaignDriftKeys struct {
+	Drifted []Key `json:"drifted"`
+	Missing []Key `json:"missing"`
 }
 
 // CampaignChange is what [PauseCampaign] or [ResumeCampaign] did.
@@ -124,21 +144,31 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 // not the text. A bad entry, a duplicate id (naming both
 // places) or an empty approval is an [ErrInvalid] naming the line or index.
 func ReadCampaignTargets(r io.Reader) (CampaignTargets, error) {
+	var items []Target
+	where, err := readEntries(r, func(where string, text []byte) (err error) {
+		items, err = appendTarget(items, where, text)
+		return err
+	})
+	if err != nil {
+		return CampaignTargets{}, err
+	}
+	ct := CampaignTargets{Targets: items, where: where}
+	return ct, ct.check()
+}
+
+// readEntries reads a campaign file, a JSON array or JSON Lines, within
+// the campaign's bounds, and gives each entry to add (where names it:
+// "targets[2]", "line 3"). It returns the name of the i-th entry added.
+func readEntries(r io.Reader, add func(where string, text []byte) error) (func(i int) string, error) {
 	br := bufio.NewReaderSize(&boundedReader{r: r, n: MaxCampaignInput}, 64<<10)
 	first, err := firstByte(br)
 	if err != nil {
-		return CampaignTargets{}, err
+		return nil, err
 	}
-	var ct CampaignTargets
 	if first == '[' {
-		ct, err = readArray(br)
-	} else {
-		ct, err = readLines(br)
+		return readArray(br, add)
 	}
-	if err != nil {
-		return CampaignTargets{}, err
-	}
-	return ct, ct.check()
+	return readLines(br, add)
 }
 
 // firstByte is the first byte that is not whitespace, still unread.
@@ -179,25 +209,25 @@ func skipSpace(br *bufio.Reader) (byte, error) {
 // whitespace between entries as it streams, and decodes each entry as
 // JSON Lines does one line, so no more than one entry of at most
 // maxCampaignLine bytes is ever held, whatever the text holds.
-func readArray(br *bufio.Reader) (CampaignTargets, error) {
+func readArray(br *bufio.Reader, add func(where string, text []byte) error) (func(i int) string, error) {
 	if _, err := br.ReadByte(); err != nil { // '[', as firstByte saw
-		return CampaignTargets{}, err
+		return nil, err
 	}
-	var items []Target
+	items := 0
 	entry := make([]byte, 0, maxCampaignLine)
 	depth, inString, escaped := 0, false, false
 	for {
 		if len(entry) == 0 { // between entries: the whitespace is streamed, not held
 			if _, err := skipSpace(br); err != nil && err != io.EOF {
-				return CampaignTargets{}, err
+				return nil, err
 			}
 		}
 		b, err := br.ReadByte()
 		if err == io.EOF {
-			return CampaignTargets{}, Invalidf("targets: invalid JSON: unexpected end of input")
+			return nil, Invalidf("targets: invalid JSON: unexpected end of input")
 		}
 		if err != nil {
-			return CampaignTargets{}, err
+			return nil, err
 		}
 		switch {
 		case inString:
@@ -210,52 +240,52 @@ func readArray(br *bufio.Reader) (CampaignTargets, error) {
 		case (b == '}' || b == ']') && depth > 0:
 			depth--
 		case b == ']' || b == ',' && depth == 0:
-			if b == ']' && len(items) == 0 && len(entry) == 0 {
-				return arrayEnd(br, items) // []: refused as empty by check
+			if b == ']' && items == 0 && len(entry) == 0 {
+				return arrayEnd(br) // []: refused as empty by check
 			}
-			if items, err = appendTarget(items, fmt.Sprintf("targets[%d]", len(items)), entry); err != nil {
-				return CampaignTargets{}, err
+			if err := add(fmt.Sprintf("targets[%d]", items), entry); err != nil {
+				return nil, err
 			}
+			items++
 			entry = entry[:0]
 			if b == ']' {
-				return arrayEnd(br, items)
+				return arrayEnd(br)
 			}
 			continue
 		}
 		if len(entry) == maxCampaignLine {
-			return CampaignTargets{}, Invalidf("targets[%d]: longer than %d bytes", len(items), maxCampaignLine)
+			return nil, Invalidf("targets[%d]: longer than %d bytes", items, maxCampaignLine)
 		}
 		entry = append(entry, b)
 	}
 }
 
 // arrayEnd reads what follows the array's closing bracket: whitespace only.
-func arrayEnd(br *bufio.Reader, items []Target) (CampaignTargets, error) {
+func arrayEnd(br *bufio.Reader) (func(i int) string, error) {
 	switch _, err := skipSpace(br); err {
 	case io.EOF:
-		return CampaignTargets{Targets: items, where: func(i int) string { return fmt.Sprintf("targets[%d]", i) }}, nil
+		return func(i int) string { return fmt.Sprintf("targets[%d]", i) }, nil
 	case nil:
-		return CampaignTargets{}, Invalidf("targets: must be a single JSON array, found more after it")
+		return nil, Invalidf("targets: must be a single JSON array, found more after it")
 	default:
-		return CampaignTargets{}, err
+		return nil, err
 	}
 }
 
-func readLines(br *bufio.Reader) (CampaignTargets, error) {
-	var items []Target
+// readLines reads JSON Lines, giving add each line that is not empty.
+func readLines(br *bufio.Reader, add func(where string, text []byte) error) (func(i int) string, error) {
 	var lines []int32 // the line of each target
 	for line := 1; ; line++ {
 		text, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) || len(text) > maxCampaignLine {
-			return CampaignTargets{}, Invalidf("line %d: longer than %d bytes", line, maxCampaignLine)
+			return nil, Invalidf("line %d: longer than %d bytes", line, maxCampaignLine)
 		}
 		if err != nil && err != io.EOF {
-			return CampaignTargets{}, err
+			return nil, err
 		}
 		if len(bytes.TrimSpace(text)) > 0 {
-			var aerr error
-			if items, aerr = appendTarget(items, fmt.Sprintf("line %d", line), text); aerr != nil {
-				return CampaignTargets{}, aerr
+			if aerr := add(fmt.Sprintf("line %d", line), text); aerr != nil {
+				return nil, aerr
 			}
 			lines = append(lines, int32(line))
 		}
@@ -263,21 +293,14 @@ func readLines(br *bufio.Reader) (CampaignTargets, error) {
 			break
 		}
 	}
-	return CampaignTargets{Targets: items, where: func(i int) string { return fmt.Sprintf("line %d", lines[i]) }}, nil
+	return func(i int) string { return fmt.Sprintf("line %d", lines[i]) }, nil
 }
 
 // appendTarget decodes one entry of a campaign file (where names it) under
 // a job's strict rules and appends it, refusing more than
 // [MaxCampaignTargets].
 func appendTarget(items []Target, where string, text []byte) ([]Target, error) {
-	if len(items) == MaxCampaignTargets {
-		return nil, Invalidf("%s: more than %d targets", where, MaxCampaignTargets)
-	}
-	text = bytes.TrimSpace(text)
-	if len(text) == 0 {
-		return nil, Invalidf("%s: invalid JSON: a missing value", where)
-	}
-	v, err := decodeStrict(where, text, nil)
+	v, err := decodeEntry(len(items), where, text)
 	if err != nil {
 		return nil, err
 	}
@@ -286,6 +309,19 @@ func appendTarget(items []Target, where string, text []byte) ([]Target, error) {
 		return nil, err
 	}
 	return append(items, t), nil
+}
+
+// decodeEntry decodes one entry of a campaign file (where names it) of
+// the n already read, strictly, refusing more than [MaxCampaignTargets].
+func decodeEntry(n int, where string, text []byte) (any, error) {
+	if n == MaxCampaignTargets {
+		return nil, Invalidf("%s: more than %d targets", where, MaxCampaignTargets)
+	}
+	text = bytes.TrimSpace(text)
+	if len(text) == 0 {
+		return nil, Invalidf("%s: invalid JSON: a missing value", where)
+	}
+	return decodeStrict(where, text, nil)
 }
 
 func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\r' || b == '\n' }
@@ -331,6 +367,11 @@ func (s CampaignSpec) check() (CampaignSpec, error) {
 	if err := checkChunkSize(int64(s.ChunkSize)); err != nil {
 		return s, err
 	}
+	if s.Change != "" {
+		if err := checkChangeName("change", s.Change); err != nil {
+			return s, err
+		}
+	}
 	if s.QueueWindow == 0 {
 		s.QueueWindow = DefaultQueueWindow
 	}
@@ -346,6 +387,10 @@ func (s CampaignSpec) check() (CampaignSpec, error) {
 // fleet once. Re-creating the same approval changes nothing (Created
 // false); a different one under the name is an [ErrConflict] naming the
 // first difference. Bad input is refused before anything is sent.
+//
+// With spec.Change, the campaign's targets are ct.Objects, checked on the
+// server against the change as [RegisterChange]'s are, and each job is a
+// job of the change.
 func CreateCampaign(ctx context.Context, db DB, spec CampaignSpec, ct CampaignTargets) (CampaignCreated, error) {
 	spec, err := spec.check()
 	if err != nil {
@@ -353,6 +398,12 @@ func CreateCampaign(ctx context.Context, db DB, spec CampaignSpec, ct CampaignTa
 	}
 	if ct.where == nil {
 		ct.where = func(i int) string { return fmt.Sprintf("targets[%d]", i) }
+	}
+	if spec.Change != "" {
+		return createChangeCampaign(ctx, db, spec, ct)
+	}
+	if len(ct.Objects) > 0 {
+		return CampaignCreated{}, Invalidf("change: targets that are objects are a campaign of a declared change; name it")
 	}
 	if len(ct.Targets) > MaxCampaignTargets {
 		return CampaignCreated{}, Invalidf("targets: more than %d", MaxCampaignTargets)
@@ -373,20 +424,7 @@ func CreateCampaign(ctx context.Context, db DB, spec CampaignSpec, ct CampaignTa
 	for i, t := range ct.Targets {
 		ids[i], revs[i], qtys[i] = int32(t.ID), int32(t.Revision), int32(t.Qty)
 	}
-	// An explicit transaction: COMMIT is sent only after the result came
-	// back, so a client that dies while the statement runs leaves nothing.
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		return CampaignCreated{}, err
-	}
-	var out CampaignCreated
-	if _, err := QueryJSON(ctx, tx, &out, "campaign_create", spec.Name, spec.Tenant, spec.ChunkSize, ids, revs, qtys, spec.QueueWindow); err != nil {
-		return CampaignCreated{}, dbutil.RollbackWithoutCancel(ctx, tx, err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return CampaignCreated{}, err
-	}
-	return out, nil
+	return createInTx(ctx, db, "campaign_create", spec.Name, spec.Tenant, spec.ChunkSize, ids, revs, qtys, spec.QueueWindow)
 }
 
 // CampaignTargetsFromQuery runs the operator's query, one statement (see
@@ -394,56 +432,69 @@ func CreateCampaign(ctx context.Context, db DB, spec CampaignSpec, ct CampaignTa
 // the approval frozen at that moment) and takes its rows, which must be
 // exactly the integer columns id, revision, qty, as the approval. Rows are
 // named "row N" (1-based) in errors.
-func CampaignTargetsFromQuery(ctx context.Context, conn *pgx.Conn, query string) (ct CampaignTargets, err error) {
+func CampaignTargetsFromQuery(ctx context.Context, conn *pgx.Conn, query string) (CampaignTargets, error) {
+	var items []Target
+	err := readQuery(ctx, conn, query, func(rows pgx.Rows) error {
+		fields := rows.FieldDescriptions()
+		if len(fields) != 3 || fields[0].Name != "id" || fields[1].Name != "revision" || fields[2].Name != "qty" {
+			names := make([]string, len(fields))
+			for i, f := range fields {
+				names[i] = f.Name
+			}
+			return Invalidf("query: must return exactly the columns id, revision, qty, got %v", names)
+		}
+		for rows.Next() {
+			if len(items) == MaxCampaignTargets {
+				return Invalidf("query: more than %d rows", MaxCampaignTargets)
+			}
+			var id, rev, qty *int64
+			if err := rows.Scan(&id, &rev, &qty); err != nil {
+				return Invalidf("row %d: %v", len(items)+1, err)
+			}
+			for j, v := range []*int64{id, rev, qty} {
+				if v == nil {
+					return Invalidf("row %d.%s: must be an integer, got null", len(items)+1, targetFields[j].name)
+				}
+			}
+			items = append(items, Target{ID: *id, Revision: *rev, Qty: *qty})
+		}
+		return nil
+	})
+	if err != nil {
+		return CampaignTargets{}, err
+	}
+	ct := CampaignTargets{Targets: items, where: func(i int) string { return fmt.Sprintf("row %d", i+1) }}
+	return ct, ct.check()
+}
+
+// readQuery runs the operator's query, one statement (see [QueryOne], with
+// opts), in a READ ONLY transaction (REPEATABLE READ: one snapshot, the
+// approval frozen at that moment) and gives its rows to read.
+func readQuery(ctx context.Context, conn *pgx.Conn, query string, read func(pgx.Rows) error, opts ...any) (err error) {
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead})
 	if err != nil {
-		return CampaignTargets{}, err
+		return err
 	}
 	defer func() { err = dbutil.RollbackWithoutCancel(ctx, tx, err) }()
-	rows, err := QueryOne(ctx, tx, "query", query)
+	rows, err := QueryOne(ctx, tx, "query", query, opts...)
 	if err != nil {
-		return CampaignTargets{}, MapError(err)
+		return MapError(err)
 	}
 	defer rows.Close()
-	fields := rows.FieldDescriptions()
-	if len(fields) == 0 { // the query failed: pgx reports it when the rows are read or closed
+	if len(rows.FieldDescriptions()) == 0 { // the query failed: pgx reports it when the rows are read or closed
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return CampaignTargets{}, MapError(err)
+			return MapError(err)
 		}
 	}
-	if len(fields) != 3 || fields[0].Name != "id" || fields[1].Name != "revision" || fields[2].Name != "qty" {
-		names := make([]string, len(fields))
-		for i, f := range fields {
-			names[i] = f.Name
-		}
-		return CampaignTargets{}, Invalidf("query: must return exactly the columns id, revision, qty, got %v", names)
-	}
-	var items []Target
-	for rows.Next() {
-		if len(items) == MaxCampaignTargets {
-			return CampaignTargets{}, Invalidf("query: more than %d rows", MaxCampaignTargets)
-		}
-		var id, rev, qty *int64
-		if err := rows.Scan(&id, &rev, &qty); err != nil {
-			return CampaignTargets{}, Invalidf("row %d: %v", len(items)+1, err)
-		}
-		for j, v := range []*int64{id, rev, qty} {
-			if v == nil {
-				return CampaignTargets{}, Invalidf("row %d.%s: must be an integer, got null", len(items)+1, targetFields[j].name)
-			}
-		}
-		items = append(items, Target{ID: *id, Revision: *rev, Qty: *qty})
+	if err := read(rows); err != nil {
+		return err
 	}
 	if err := rows.Err(); err != nil {
-		return CampaignTargets{}, MapError(err)
+		return MapError(err)
 	}
 	rows.Close()
-	if err := tx.Commit(ctx); err != nil {
-		return CampaignTargets{}, err
-	}
-	ct = CampaignTargets{Targets: items, where: func(i int) string { return fmt.Sprintf("row %d", i+1) }}
-	return ct, ct.check()
+	return tx.Commit(ctx)
 }
 
 // CampaignStatus is campaign_status: one query over the campaign's own
@@ -460,12 +511,27 @@ func CampaignStatus(ctx context.Context, db DB, name string) (CampaignProgress, 
 // CampaignReport is campaign_report: report() over every job of the
 // campaign in one query. An unknown campaign is an [ErrConflict].
 func CampaignReport(ctx context.Context, db DB, name string) (CampaignDrift, error) {
-	var r CampaignDrift
 	if err := checkName("name", name); err != nil {
-		return r, err
+		return CampaignDrift{}, err
 	}
-	_, err := QueryJSON(ctx, db, &r, "campaign_report", name)
-	return r, err
+	var wire struct {
+		CampaignDrift
+		Drifted []Key `json:"drifted"`
+		Missing []Key `json:"missing"`
+	}
+	if _, err := QueryJSON(ctx, db, &wire, "campaign_report", name); err != nil {
+		return CampaignDrift{}, err
+	}
+	// A campaign's keys are of one type: all integers, or none.
+	r := wire.CampaignDrift
+	drifted, dRest := splitKeys(wire.Drifted)
+	missing, mRest := splitKeys(wire.Missing)
+	r.Drifted, r.Missing = drifted, missing
+	if dRest != nil || mRest != nil {
+		r.Drifted, r.Missing = []int64{}, []int64{}
+		r.Keys = &CampaignDriftKeys{Drifted: wire.Drifted, Missing: wire.Missing}
+	}
+	return r, nil
 }
 
 // PauseCampaign is campaign_pause: every job of the campaign paused, after
@@ -498,9 +564,13 @@ type CampaignCheck struct {
 	OK        int    `json:"ok"`       // remaining targets whose order can take the change now
 	Problems  int    `json:"problems"` // remaining targets whose order cannot
 	Listed    []struct {
-		ID      int64  `json:"id"`
-		Problem string `json:"problem"`
-	} `json:"listed"` // the first problems, in id order
+		ID int64 `json:"id,omitempty"` // an order's id (a campaign of orders)
+		// Key is a row's key as the server wrote it (a campaign of a
+		// declared change): a JSON number for an integer key, a string
+		// otherwise, as [ChangeTargetCheck].Key.
+		Key     json.RawMessage `json:"key,omitempty"`
+		Problem string          `json:"problem"`
+	} `json:"listed"` // the first problems, in id (key) order
 }
 
 // CheckCampaign is campaign_check, writing nothing: maxListed (0 to

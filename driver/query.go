@@ -17,9 +17,10 @@ import (
 // and the DELETE running on its own; one Parse message holds one statement,
 // so the server refuses such a text before running any of it. That refusal
 // is an [ErrInvalid] naming field: "field: must be one statement, got
-// several".
-func QueryOne(ctx context.Context, tx pgx.Tx, field, sql string) (pgx.Rows, error) {
-	rows, err := tx.Query(ctx, sql, pgx.QueryExecModeDescribeExec)
+// several". opts are more of pgx's query options
+// ([pgx.QueryResultFormats]).
+func QueryOne(ctx context.Context, tx pgx.Tx, field, sql string, opts ...any) (pgx.Rows, error) {
+	rows, err := tx.Query(ctx, sql, append([]any{pgx.QueryExecModeDescribeExec}, opts...)...)
 	var pgErr *pgconn.PgError
 	// 42601 from exec_parse_message is only ever this refusal (other syntax
 	// errors come from the parser), in whatever language the server speaks.

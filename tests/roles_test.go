@@ -253,6 +253,7 @@ func TestRolesGrantAndRevoke(t *testing.T) {
 	  "job_lineage(text)", "job_lineage(text, text)", "job_status()", "queue_channel()", "report(text)", "report(text, text)",
 	  "status_page(text, integer)", "worker_status()"]`
 	operatorFunctions := `["campaign_check(text, integer)", "campaign_create(text, text, integer, integer[], integer[], integer[], integer)",
+	  "campaign_create_change(text, text, text, integer, jsonb, text[], integer)",
 	  "campaign_pause(text)", "campaign_report(text)", "campaign_resume(text)", "campaign_status(text)", "campaign_undo(text, text)",
 	  "cancel_chunk(text, jsonb)", "change_list()", "change_show(text)", "check_change(text, jsonb)", "check_plan(jsonb)", "inspect_job(text)", "inspect_job(text, text)", "job_lineage(text)",
 	  "job_lineage(text, text)", "job_status()", "pause_job(text)", "pause_job(text, text)", "pause_job_after(text, integer)",
@@ -269,7 +270,7 @@ func TestRolesGrantAndRevoke(t *testing.T) {
 
 	owner := r.connect(t, r.owner)
 	g, err := driver.Revoke(ctx, owner, r.operator.Name, driver.Operator)
-	if err != nil || !g.Revoked || len(g.Functions) != 24 || len(g.Tables) != 0 {
+	if err != nil || !g.Revoked || len(g.Functions) != 25 || len(g.Tables) != 0 {
 		t.Fatalf("revoke operator: %+v, %v", g, err)
 	}
 	sameJSON(t, "operator revoked", privileges(r.operator), `{"usage": true, "create": false, "functions": `+viewerFunctions+`, "tables": `+tables+`}`)

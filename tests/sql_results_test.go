@@ -35,6 +35,14 @@ func resultSchema(t *testing.T) *pgtest.Schema {
 	}
 	s.Exec(t, "select run_chunk('c-000001'), campaign_pause('c')")
 	s.Exec(t, "update orders set revision = 4 where id = 130") // a problem for campaign_check to list
+	// A campaign of a declared change, one chunk run, a row drifted and one
+	// that cannot take its change.
+	shop := userSchema(t, s, paymentsSQL)
+	s.Exec(t, "select define_change($1)", holdPayment(shop))
+	s.Exec(t, "select campaign_create_change('h', 'hold_payment', '7', 2, $1)", paymentTargets(1, 2, 3, 4))
+	s.Exec(t, "select run_chunk('h-000001')")
+	s.Exec(t, "update "+shop+".payments set hold_reason = 'x' where payment_id = 1")
+	s.Exec(t, "update "+shop+".payments set lock_version = 9 where payment_id = 4")
 	return s
 }
 
@@ -65,13 +73,18 @@ func TestResultKeysMatchGoTypes(t *testing.T) {
 			[]string{"jobs[].shard", "workers[].shard"}},
 		{"campaign_status", "select campaign_status('c')::text", nil, driver.CampaignProgress{}, nil},
 		{"campaign_report", "select campaign_report('c')::text", nil, driver.CampaignDrift{}, nil},
-		{"campaign_check", "select campaign_check('c', 100)::text", nil, driver.CampaignCheck{}, nil},
+		{"campaign_check", "select campaign_check('c', 100)::text", nil, driver.CampaignCheck{}, []string{"listed[].key"}},
+		{"campaign_check of a change", "select campaign_check('h', 100)::text", nil, driver.CampaignCheck{}, []string{"listed[].id"}},
+		{"campaign_report of a change", "select campaign_report('h')::text", nil, driver.CampaignDrift{}, nil},
+		{"campaign_status of a change", "select campaign_status('h')::text", nil, driver.CampaignProgress{}, nil},
 		{"campaign_pause", "select campaign_pause('c')::text", nil, driver.CampaignChange{}, nil},
 		{"campaign_undo", "select campaign_undo('c')::text", nil, driver.CampaignUndo{}, nil},
 		{"campaign_undo again", "select campaign_undo('c')::text", nil, driver.CampaignUndo{}, []string{"drifted", "missing"}},
 		{"campaign_resume", "select campaign_resume('c')::text", nil, driver.CampaignChange{}, nil},
 		{"campaign_create", "select campaign_create('c2', 'acme', 2, array[101], array[3], array[2], 4)::text", nil,
 			driver.CampaignCreated{}, nil},
+		{"campaign_create_change", "select campaign_create_change('h2', 'hold_payment', '7', 2, $1, array['line 1'])::text",
+			[]any{paymentTargets(5)}, driver.CampaignCreated{}, nil},
 		{"grant_access", "select grant_access($1, 'viewer')::text", []any{viewer.Name}, driver.Granted{}, nil},
 	}
 	for _, c := range cases { // in order: the campaign's undo needs it paused

@@ -36,24 +36,30 @@ func campaignCreateCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "create",
 		Usage:     "register a campaign from a file of targets or from a query",
-		UsageText: "chunks campaign create --tenant T --chunk-size N --allow-partial [--queue-window W] NAME (FILE | --from-query SQL)",
+		UsageText: "chunks campaign create --tenant T --chunk-size N --allow-partial [--queue-window W] [--change CHANGE] NAME (FILE | --from-query SQL)",
 		Description: "FILE (- for stdin) is a JSON array or JSON Lines of {\"id\", \"revision\", \"qty\"}, read strictly\n" +
 			"as a job's targets (at most 1,000,000 targets, 4096 bytes per entry and 128 MiB). --from-query runs SQL in a READ ONLY\n" +
 			"transaction and takes its rows (id, revision, qty) as the approval, frozen at that moment.\n" +
 			"A bad entry, a duplicate id or an empty approval is refused before anything is written, naming\n" +
 			"the line, index or row (exit 2). Re-creating the identical campaign changes nothing; a different\n" +
 			"one under NAME is a conflict naming the first difference (exit 3). --queue-window is how many of\n" +
-			"its jobs the fleet's queue holds at once (default 16), so a job registered later is not starved.\n\n" +
+			"its jobs the fleet's queue holds at once (default 16), so a job registered later is not starved.\n" +
+			"With --change, the campaign is of a declared change (chunks change list): FILE's entries are its\n" +
+			"targets, objects of exactly the change's fields, and --from-query's columns are named as those\n" +
+			"fields; the server checks each as register --change does, naming the line, index or row.\n\n" +
 			"Example:\n  chunks --schema lab campaign create --tenant alien-desert --chunk-size 10 --allow-partial \\\n" +
 			"    --from-query \"select id, revision, qty from orders where state = 'pending'\" festival\n" +
 			"  chunks --schema lab campaign create --tenant alien-desert --chunk-size 10 --allow-partial \\\n" +
-			"    spring - < targets.jsonl",
+			"    spring - < targets.jsonl\n" +
+			"  chunks --schema lab campaign create --change hold_payment --tenant 42 --chunk-size 10 --allow-partial \\\n" +
+			"    --from-query \"select payment_id, lock_version, amount_cents, 'chargeback' as reason from shop.payments where status = 'captured'\" payment-holds",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "tenant", Usage: "the tenant of every target (required)"},
 			&cli.IntFlag{Name: "chunk-size", Usage: "orders per chunk, 1 to 10 (required)"},
 			&cli.BoolFlag{Name: "allow-partial", Usage: "must be given: each chunk commits on its own (required)"},
 			&cli.IntFlag{Name: "queue-window", Value: driver.DefaultQueueWindow, Usage: "jobs of the campaign queued at once"},
-			&cli.StringFlag{Name: "from-query", Usage: "take the targets from this query's rows (id, revision, qty)"},
+			&cli.StringFlag{Name: "from-query", Usage: "take the targets from this query's rows (id, revision, qty; with --change, the change's fields)"},
+			&cli.StringFlag{Name: "change", Usage: "the declared change the campaign's targets are of (default: the orders' cancellation)"},
 		},
 		Action: action(parseCampaignCreate, runCampaignCreate),
 	}
@@ -61,7 +67,7 @@ func campaignCreateCommand() *cli.Command {
 
 // campaignCreateOptions is chunks campaign create NAME (FILE | --from-query SQL).
 type campaignCreateOptions struct {
-	Spec         driver.CampaignSpec // NAME, --tenant, --chunk-size and --queue-window
+	Spec         driver.CampaignSpec // NAME, --tenant, --chunk-size, --queue-window and --change
 	File         string              // FILE, - for stdin; "" with --from-query
 	Query        string              // --from-query SQL
 	AllowPartial bool                // --allow-partial, which must be given
@@ -71,7 +77,8 @@ type campaignCreateOptions struct {
 // --from-query, and the required flags (a usage error otherwise).
 func parseCampaignCreate(c *cli.Context) (*campaignCreateOptions, error) {
 	o := &campaignCreateOptions{Query: c.String("from-query"), AllowPartial: c.Bool("allow-partial"),
-		Spec: driver.CampaignSpec{Tenant: c.String("tenant"), ChunkSize: c.Int("chunk-size"), QueueWindow: c.Int("queue-window")}}
+		Spec: driver.CampaignSpec{Tenant: c.String("tenant"), ChunkSize: c.Int("chunk-size"), QueueWindow: c.Int("queue-window"),
+			Change: c.String("change")}}
 	params := []param{nameParam, fileParam("FILE")}
 	second := c.Args().Get(1) // FILE, - (stdin), or a flag typed after NAME
 	switch {
@@ -110,14 +117,18 @@ func runCampaignCreate(ctx context.Context, d deps, o *campaignCreateOptions, ou
 	var ct driver.CampaignTargets
 	if o.Query == "" {
 		var err error
-		if ct, err = readCampaignFile(d.stdin, o.File); err != nil {
+		if ct, err = readCampaignFile(d.stdin, o.File, o.Spec.Change != ""); err != nil {
 			return err
 		}
 	}
 	var created driver.CampaignCreated
 	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
 		if o.Query != "" {
-			if ct, err = driver.CampaignTargetsFromQuery(ctx, conn, o.Query); err != nil {
+			read := driver.CampaignTargetsFromQuery
+			if o.Spec.Change != "" {
+				read = driver.ChangeCampaignTargetsFromQuery
+			}
+			if ct, err = read(ctx, conn, o.Query); err != nil {
 				return fmt.Errorf("--from-query: %w", err)
 			}
 		}
@@ -130,7 +141,10 @@ func runCampaignCreate(ctx context.Context, d deps, o *campaignCreateOptions, ou
 	if d.json {
 		return printJSON(out, created)
 	}
-	if created.Created {
+	if created.Created && o.Spec.Change != "" {
+		say(out, "created campaign %s of change %s: %s of %s in %s of up to 64, %d per chunk (digest %s)", o.Spec.Name, o.Spec.Change,
+			plural(created.Targets, "target"), o.Spec.Tenant, plural(created.Jobs, "job"), o.Spec.ChunkSize, created.Digest[:12])
+	} else if created.Created {
 		say(out, "created campaign %s: %s of %s in %s of up to 64, %d per chunk (digest %s)", o.Spec.Name,
 			plural(created.Targets, "order"), o.Spec.Tenant, plural(created.Jobs, "job"), o.Spec.ChunkSize, created.Digest[:12])
 	} else {
@@ -139,8 +153,9 @@ func runCampaignCreate(ctx context.Context, d deps, o *campaignCreateOptions, ou
 	return nil
 }
 
-// readCampaignFile reads the targets of path, or of stdin for -.
-func readCampaignFile(stdin io.Reader, path string) (ct driver.CampaignTargets, err error) {
+// readCampaignFile reads the targets of path, or of stdin for -: a
+// declared change's when ofChange.
+func readCampaignFile(stdin io.Reader, path string, ofChange bool) (ct driver.CampaignTargets, err error) {
 	r := stdin
 	if path != "-" {
 		f, err := os.Open(path)
@@ -153,6 +168,9 @@ func readCampaignFile(stdin io.Reader, path string) (ct driver.CampaignTargets, 
 			}
 		}()
 		r = f
+	}
+	if ofChange {
+		return driver.ReadChangeCampaignTargets(r)
 	}
 	return driver.ReadCampaignTargets(r)
 }
@@ -219,8 +237,12 @@ func runCampaignReport(ctx context.Context, d deps, o *campaignOptions, out io.W
 	return printResult(ctx, d, out, func(ctx context.Context, conn *pgx.Conn) (driver.CampaignDrift, error) {
 		return driver.CampaignReport(ctx, conn, o.Name)
 	}, func(r driver.CampaignDrift) {
+		drifted, missing := ids(r.Drifted), ids(r.Missing)
+		if r.Keys != nil { // a declared change's keys that are not integers
+			drifted, missing = keyList(r.Keys.Drifted), keyList(r.Keys.Missing)
+		}
 		say(out, "campaign %s: %d targets, %d committed, %d remaining: %d matching, %d drifted %s, %d missing %s",
-			r.Name, r.Targets, r.Committed, r.Remaining, r.Matching, r.DriftedCount, ids(r.Drifted), r.MissingCount, ids(r.Missing))
+			r.Name, r.Targets, r.Committed, r.Remaining, r.Matching, r.DriftedCount, drifted, r.MissingCount, missing)
 	})
 }
 

@@ -6,11 +6,16 @@ set search_path = {{ .schema }}, pg_temp
 as $$
 declare
   v_check jsonb;
+  v_change text;
 begin
   perform check_name(campaign_check.name, 'name');
   if campaign_check.max_listed is null or campaign_check.max_listed not between 0 and 100000 then
     raise exception 'max_listed: must be between 0 and 100000, got %', coalesce(campaign_check.max_listed::text, 'null')
       using errcode = '22023';
+  end if;
+  v_change := campaign_change(campaign_check.name);
+  if v_change is not null then
+    return campaign_change_check(campaign_check.name, v_change, campaign_check.max_listed);
   end if;
   select jsonb_build_object(
            'name', c.name, 'targets', c.target_count, 'remaining', p.remaining, 'ok', p.remaining - p.problems,

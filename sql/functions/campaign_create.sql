@@ -15,23 +15,9 @@ declare
   v_jobs integer;
   v_digest text;
   v_bad record;
-  v_old campaigns;
-  v_taken text;
+  v_result jsonb;
 begin
-  perform check_name(campaign_create.name, 'name');
-  if length(campaign_create.name) > 57 then
-    raise exception 'name: must be at most 57 characters (job ids add -NNNNNN), got %', length(campaign_create.name)
-      using errcode = '22023';
-  end if;
-  perform check_name(campaign_create.tenant, 'tenant');
-  if campaign_create.chunk_size is null or campaign_create.chunk_size not between 1 and 10 then
-    raise exception 'chunk_size: must be between 1 and 10, got %', coalesce(campaign_create.chunk_size::text, 'null')
-      using errcode = '22023';
-  end if;
-  if campaign_create.queue_window is null or campaign_create.queue_window not between 1 and 10000 then
-    raise exception 'queue_window: must be between 1 and 10000, got %', coalesce(campaign_create.queue_window::text, 'null')
-      using errcode = '22023';
-  end if;
+  perform check_campaign_spec(campaign_create.name, campaign_create.tenant, campaign_create.chunk_size, campaign_create.queue_window);
   if v_n = 0 then
     raise exception 'targets: the approval is empty' using errcode = '22023';
   end if;
@@ -76,52 +62,22 @@ begin
     from unnest(campaign_create.ids, campaign_create.revisions, campaign_create.qtys) as u(id, revision, qty);
 
   -- The campaign row first: a concurrent create of the same name waits here.
-  insert into campaigns as c (name, tenant, chunk_size, job_count, target_count, digest, queue_window, released)
-  values (campaign_create.name, campaign_create.tenant, campaign_create.chunk_size, v_jobs, v_n, v_digest,
-          campaign_create.queue_window, least(campaign_create.queue_window, v_jobs))
-  on conflict on constraint campaigns_pkey do nothing;
-  if not found then
-    select * into v_old from campaigns as c where c.name = campaign_create.name;
-    if v_old.digest = v_digest then
-      return jsonb_build_object('name', v_old.name, 'created', false, 'jobs', v_old.job_count,
-                                'targets', v_old.target_count, 'digest', v_old.digest);
-    end if;
+  v_result := campaign_record(campaign_create.name, campaign_create.tenant, campaign_create.chunk_size, v_jobs, v_n, v_digest,
+                              campaign_create.queue_window);
+  if v_result is null then
     raise exception 'campaign %: %', campaign_create.name, campaign_difference(campaign_create.name, campaign_create.tenant,
       campaign_create.chunk_size, campaign_create.ids, campaign_create.revisions, campaign_create.qtys)
       using errcode = 'CH409';
   end if;
-
-  select j.job_id into v_taken
-    from generate_series(0, v_jobs - 1) as s(seq)
-    join jobs as j on j.job_id = campaign_job_id(campaign_create.name, s.seq)
-   order by s.seq limit 1;
-  if found then
-    raise exception 'campaign %: job % already exists and is not part of it', campaign_create.name, v_taken
-      using errcode = 'CH409';
+  if not (v_result -> 'created')::boolean then
+    return v_result;
   end if;
 
-  insert into jobs (job_id, tenant, targets, chunk_size, next_index)
-  select campaign_job_id(campaign_create.name, g.seq), campaign_create.tenant, g.targets, campaign_create.chunk_size, 0
-    from (select t.rn / v_per_job as seq,
-                 jsonb_agg(jsonb_build_object('id', t.id, 'revision', t.revision, 'qty', t.qty) order by t.id) as targets
-            from (select u.id, u.revision, u.qty, (row_number() over (order by u.id) - 1)::integer as rn
-                    from unnest(campaign_create.ids, campaign_create.revisions, campaign_create.qtys) as u(id, revision, qty)) as t
-           group by t.rn / v_per_job) as g;
-  insert into job_approval (job_id, kind, tenant, chunk_size, targets_sha256, recorded_from)
-  select j.job_id, 'cancel', j.tenant, j.chunk_size, targets_sha256(j.targets), 'campaign_create'
-    from jobs as j
-   where j.job_id in (select campaign_job_id(campaign_create.name, s.seq) from generate_series(0, v_jobs - 1) as s(seq));
-  insert into campaign_jobs (job_id, campaign, seq)
-  select campaign_job_id(campaign_create.name, s.seq), campaign_create.name, s.seq
-    from generate_series(0, v_jobs - 1) as s(seq);
-  -- Fairness: only the first queue_window jobs are queued; each one that
-  -- finishes releases the next (campaign_job_done, from run_next_chunk).
-  insert into job_queue (job_id, visible_at)
-  select campaign_job_id(campaign_create.name, s.seq), clock_timestamp()
-    from generate_series(0, least(campaign_create.queue_window, v_jobs) - 1) as s(seq);
-  perform pg_notify(queue_channel(), campaign_create.name);
-  return jsonb_build_object('name', campaign_create.name, 'created', true, 'jobs', v_jobs, 'targets', v_n,
-                            'digest', v_digest);
+  perform campaign_record_jobs(campaign_create.name, campaign_create.tenant, campaign_create.chunk_size,
+    (select jsonb_agg(jsonb_build_object('id', u.id, 'revision', u.revision, 'qty', u.qty) order by u.id)
+       from unnest(campaign_create.ids, campaign_create.revisions, campaign_create.qtys) as u(id, revision, qty)),
+    'cancel', campaign_create.queue_window);
+  return v_result;
 end
 $$;
 comment on function {{ .schema }}.campaign_create(text, text, integer, integer[], integer[], integer[], integer) is

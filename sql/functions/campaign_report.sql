@@ -7,6 +7,9 @@ declare
   v_report jsonb;
 begin
   perform check_name(campaign_report.name, 'name');
+  if campaign_change(campaign_report.name) is not null then
+    return campaign_change_report(campaign_report.name);
+  end if;
   select jsonb_build_object(
            'name', c.name, 'targets', c.target_count, 'committed', p.committed, 'remaining', c.target_count - p.committed,
            'matching', r.matching, 'drifted_count', r.drifted_count, 'missing_count', r.missing_count,

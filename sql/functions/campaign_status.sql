@@ -57,6 +57,12 @@ begin
                                                     a.qty, coalesce(k.kind, 'cancel')))) as drift
                  from per_job as p) as s
    where c.name = campaign_status.name;
+  -- A campaign of a declared change: its drift by report_change's rules.
+  if v_status is not null and campaign_change(campaign_status.name) is not null then
+    v_status := v_status || jsonb_build_object('drift',
+      (select (r ->> 'drifted_count')::integer + (r ->> 'missing_count')::integer
+         from campaign_change_report(campaign_status.name) as r));
+  end if;
   if v_status is null then
     raise exception 'campaign %: not found', campaign_status.name using errcode = 'CH409';
   end if;

@@ -18,6 +18,10 @@ declare
   v_missing jsonb := '[]'::jsonb;
   v_digest text;
 begin
+  if campaign_change(v_campaign.name) is not null then
+    raise exception 'campaign %: is a campaign of the declared change %; campaign undo is not supported for it yet',
+      v_campaign.name, campaign_change(v_campaign.name) using errcode = 'CH409';
+  end if;
   perform check_name(v_undo, 'undo_name');
   if length(v_undo) > 57 then
     raise exception 'undo_name: must be at most 57 characters (job ids add -NNNNNN), got %', length(v_undo) using errcode = '22023';

@@ -45,6 +45,10 @@
 {{ template "job_lineage.sql" . }}
 {{ template "campaign_job_id.sql" . }}
 {{ template "campaign_difference.sql" . }}
+{{ template "check_campaign_spec.sql" . }}
+{{ template "campaign_taken_job.sql" . }}
+{{ template "campaign_record.sql" . }}
+{{ template "campaign_record_jobs.sql" . }}
 {{ template "campaign_create.sql" . }}
 {{ template "lock_campaign.sql" . }}
 {{ template "campaign_pause.sql" . }}
@@ -67,13 +71,22 @@
 {{ template "drop_change.sql" . }}
 {{ template "change_list.sql" . }}
 {{ template "change_show.sql" . }}
+{{ template "change_target.sql" . }}
 {{ template "change_targets.sql" . }}
+{{ template "change_target_list.sql" . }}
+{{ template "change_named.sql" . }}
+{{ template "check_change_tenant.sql" . }}
 {{ template "valid_change_plan.sql" . }}
+{{ template "campaign_change.sql" . }}
+{{ template "campaign_change_difference.sql" . }}
+{{ template "campaign_create_change.sql" . }}
 {{ template "change_job_problem.sql" . }}
 {{ template "register_change.sql" . }}
 {{ template "check_change.sql" . }}
 {{ template "run_change_chunk.sql" . }}
 {{ template "report_change.sql" . }}
+{{ template "campaign_change_report.sql" . }}
+{{ template "campaign_change_check.sql" . }}
 {{ template "grant_access.sql" . }}
 
 -- Least privilege (README "Roles"): no function of chunks is executable by

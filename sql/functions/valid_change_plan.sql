@@ -13,30 +13,11 @@ set search_path = {{ .schema }}, pg_temp
 as $$
 declare
   v_def jsonb;
-  v_type regtype;
-  v_canonical text;
 begin
-  perform check_change_name(valid_change_plan.change, 'change');
-  select c.name, c.definition, c.digest into name, definition, digest from changes as c where c.name = valid_change_plan.change;
-  if not found then
-    raise exception 'change: there is no change % (chunks change list)', valid_change_plan.change using errcode = '22023';
-  end if;
+  select c.name, c.definition, c.digest into name, definition, digest from change_named(valid_change_plan.change, 'change') as c;
   v_def := definition;
   approval := valid_plan(valid_change_plan.plan, v_def);  -- 22023 naming the field, before anything is written
-  if v_def ? 'tenant' then
-    select a.atttypid::regtype into v_type
-      from pg_attribute as a
-     where a.attrelid = to_regclass(v_def ->> 'table') and a.attname = v_def ->> 'tenant';
-    begin
-      execute format('select $1::%s::text', v_type) into v_canonical using approval ->> 'tenant';
-    exception when others then
-      v_canonical := null;
-    end;
-    if v_canonical is distinct from approval ->> 'tenant' then
-      raise exception 'tenant: must be a value of column %.% (%) as it prints, got %', v_def ->> 'table',
-        v_def ->> 'tenant', v_type, excerpt(approval ->> 'tenant', true) using errcode = '22023';
-    end if;
-  end if;
+  perform check_change_tenant(v_def, approval ->> 'tenant');
 end
 $$;
 comment on function {{ .schema }}.valid_change_plan(text, jsonb) is

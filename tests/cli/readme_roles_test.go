@@ -44,7 +44,7 @@ func TestREADMERoles(t *testing.T) {
 	}
 	if out, err := sh(setup); err != nil {
 		t.Fatalf("the set-up block: %v\n%s", err, out)
-	} else if !strings.Contains(out, "owned by chunks_owner") || !strings.Contains(out, "granted operator to alice: EXECUTE on 38 functions, SELECT on 12 tables") ||
+	} else if !strings.Contains(out, "owned by chunks_owner") || !strings.Contains(out, "granted operator to alice: EXECUTE on 39 functions, SELECT on 12 tables") ||
 		!strings.Contains(out, "granted viewer to grafana: EXECUTE on 14 functions, SELECT on 12 tables") || strings.Contains(out, "WARNING") {
 		t.Fatalf("the set-up block said:\n%s", out)
 	}

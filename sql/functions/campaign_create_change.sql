@@ -1,0 +1,117 @@
+-- Campaigns of a declared change (README "Campaigns"): campaign_create for
+-- the targets of the change CHANGE. Each target is validated as
+-- register_change validates a job's (change_target: exactly the change's
+-- fields, each a value of its column; LABELS[i] names it in errors, by
+-- default targets[i]), keys are unique, and the whole approval is sorted by
+-- key and split into jobs of the change (job_change with the definition's
+-- digest, job_approval kind change), recorded set-based in the caller's
+-- transaction with the campaign, its membership and its queue window, as
+-- campaign_create records a campaign of orders.
+create or replace function {{ .schema }}.campaign_create_change(name text, change text, tenant text, chunk_size integer,
+                                                                targets jsonb, labels text[] default null,
+                                                                queue_window integer default 16) returns jsonb
+language plpgsql volatile security definer
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_change record;
+  v_def jsonb;
+  v_n integer;
+  v_key text;
+  v_key_type regtype;
+  v_items jsonb;
+  v_sorted jsonb;
+  v_bad record;
+  v_per_job integer;
+  v_jobs integer;
+  v_digest text;
+  v_result jsonb;
+begin
+  perform check_campaign_spec(campaign_create_change.name, campaign_create_change.tenant, campaign_create_change.chunk_size,
+                              campaign_create_change.queue_window);
+  select * into v_change from change_named(campaign_create_change.change, 'change');
+  v_def := v_change.definition;
+  perform check_change_tenant(v_def, campaign_create_change.tenant);
+  if jsonb_typeof(campaign_create_change.targets) is distinct from 'array' then
+    raise exception 'targets: must be a list, got %', coalesce(jsonb_typeof(campaign_create_change.targets), 'null')
+      using errcode = '22023';
+  end if;
+  v_n := jsonb_array_length(campaign_create_change.targets);
+  if v_n = 0 then
+    raise exception 'targets: the approval is empty' using errcode = '22023';
+  end if;
+  if v_n > 1000000 then
+    raise exception 'targets: at most 1000000 per campaign, got %', v_n using errcode = '22023';
+  end if;
+  if campaign_create_change.labels is not null and cardinality(campaign_create_change.labels) <> v_n then
+    raise exception 'labels: must name each of the % targets, got %', v_n, cardinality(campaign_create_change.labels)
+      using errcode = '22023';
+  end if;
+
+  -- Each target as register_change takes it (change_target_list: the first
+  -- bad one is named).
+  v_items := change_target_list(v_def, campaign_create_change.targets, campaign_create_change.labels);
+  v_key := v_def ->> 'key';
+  select f.typid into v_key_type from change_fields(v_def) as f where f.role = 'key';
+  -- No key twice (naming both places), then the approval sorted by key,
+  -- compared as the key column's type.
+  execute format($q$
+    select d.ord, d.k::text as k, d.first_ord
+      from (select x.ord, (x.o ->> $2)::%1$s as k,
+                   lag(x.ord) over (partition by (x.o ->> $2)::%1$s order by x.ord) as first_ord
+              from jsonb_array_elements($1) with ordinality as x(o, ord)) as d
+     where d.first_ord is not null
+     order by d.ord limit 1$q$, v_key_type)
+    into v_bad using v_items, v_key;
+  if v_bad.ord is not null then
+    raise exception '%: duplicate % % (first at %)',
+      coalesce(campaign_create_change.labels[v_bad.ord], format('targets[%s]', v_bad.ord - 1)), v_key, v_bad.k,
+      coalesce(campaign_create_change.labels[v_bad.first_ord], format('targets[%s]', v_bad.first_ord - 1))
+      using errcode = '22023';
+  end if;
+  execute format('select jsonb_agg(o order by (o ->> $2)::%s) from jsonb_array_elements($1) as o', v_key_type)
+    into v_sorted using v_items, v_key;
+
+  -- Every job holds a whole number of chunks, at most 64 targets.
+  v_per_job := 64 - 64 % campaign_create_change.chunk_size;
+  v_jobs := (v_n + v_per_job - 1) / v_per_job;
+  select encode(sha256(convert_to(campaign_create_change.tenant || '/' || campaign_create_change.chunk_size || '/'
+                                  || v_change.name || ':' || v_change.digest || '/'
+                                  || string_agg(x.o::text, ',' order by x.ord), 'UTF8')), 'hex')
+    into v_digest
+    from jsonb_array_elements(v_sorted) with ordinality as x(o, ord);
+
+  -- The campaign row first: a concurrent create of the same name waits here.
+  v_result := campaign_record(campaign_create_change.name, campaign_create_change.tenant, campaign_create_change.chunk_size, v_jobs, v_n, v_digest,
+                              campaign_create_change.queue_window);
+  if v_result is null then
+    raise exception 'campaign %: %', campaign_create_change.name,
+      campaign_change_difference(campaign_create_change.name, v_change.name, campaign_create_change.tenant,
+                                 campaign_create_change.chunk_size, v_sorted)
+      using errcode = 'CH409';
+  end if;
+  if not (v_result -> 'created')::boolean then
+    return v_result;
+  end if;
+
+  perform campaign_record_jobs(campaign_create_change.name, campaign_create_change.tenant, campaign_create_change.chunk_size,
+                               v_sorted, 'change', campaign_create_change.queue_window);
+  insert into job_change (job_id, change, digest)
+  select campaign_job_id(campaign_create_change.name, s.seq), v_change.name, v_change.digest
+    from generate_series(0, v_jobs - 1) as s(seq);
+  return v_result;
+end
+$$;
+comment on function {{ .schema }}.campaign_create_change(text, text, text, integer, jsonb, text[], integer) is
+$c$Records a campaign of the declared change CHANGE: campaign_create's campaign (name, tenant,
+chunk size, queue window, jobs NAME-000001, ... of at most 64 targets in key order, the first
+QUEUE_WINDOW queued, queue_channel() notified once) whose TARGETS are objects with exactly the
+change's fields (key, version, expect columns, set_from_target fields), each validated as
+register_change validates a job's and named in errors by LABELS[i] (default targets[i]).
+Each job is a job of the change (job_change, with the definition's digest; job_approval kind
+change). The digest covers the tenant, the chunk size, the change and its digest, and the
+sorted targets. Returns {"name", "created", "jobs", "targets", "digest"}; created is false
+when the same approval is already recorded under NAME.
+Errors: 22023 bad input (names the target and its field, a duplicate key and both places, an
+unknown change, a tenant that is no value of the tenant column); CH409 a different campaign
+under NAME (names the first difference) or a job id it needs already taken.$c$;

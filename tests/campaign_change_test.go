@@ -1,0 +1,204 @@
+package tests
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/pgtest"
+)
+
+// campaignPayments is a chunks schema with hold_payment defined on a
+// payments table of n captured rows (lock_version 3, amount_cents 100 × id).
+func campaignPayments(t *testing.T, n int) (*pgtest.Schema, string) {
+	t.Helper()
+	s := pgtest.NewSchema(t)
+	shop := userSchema(t, s, paymentsSQL)
+	s.Exec(t, fmt.Sprintf("insert into %s.payments select g, 7, 'captured', 100 * g, null, 3, 'r' || g, g from generate_series(6, %d) g", shop, n))
+	if !mustBool(t, s.Conn, "select define_change($1)", holdPayment(shop)) {
+		t.Fatal("define_change: false for a new change")
+	}
+	return s, shop
+}
+
+// drainFleet runs run_next_chunk until the queue has nothing runnable and
+// returns the number of chunks run.
+func drainFleet(t *testing.T, s *pgtest.Schema) int {
+	t.Helper()
+	for n := 0; ; n++ {
+		if got := mustString(t, s.Conn, "select coalesce(run_next_chunk('w')::text, 'none')"); got == "none" {
+			return n
+		} else if strings.Contains(got, `"error"`) {
+			t.Fatalf("pass %d: %s", n, got)
+		}
+	}
+}
+
+// A campaign of a declared change of 10,000 rows, from a query and from a
+// file: its targets checked as register_change checks a job's, sorted by
+// key into jobs of the change, drained by the fleet's passes, every row
+// changed exactly once (change_audit, the table's trigger); re-creating it
+// is a no-op, another approval a conflict naming the difference; check,
+// status and report judge by the change's rules, before and after drift
+// made by hand; campaign undo is refused.
+func TestCampaignOfAChange(t *testing.T) {
+	t.Parallel()
+	for _, source := range []string{"query", "file"} {
+		t.Run(source, func(t *testing.T) {
+			t.Parallel()
+			s, shop := campaignPayments(t, 10000)
+			var ct driver.CampaignTargets
+			var err error
+			if source == "query" {
+				ct, err = driver.ChangeCampaignTargetsFromQuery(ctx, s.Conn, fmt.Sprintf(
+					"select payment_id, lock_version, amount_cents, 'chargeback #' || payment_id as reason from %s.payments order by payment_id desc", shop))
+			} else {
+				var b strings.Builder
+				for id := 10000; id >= 1; id-- {
+					fmt.Fprintf(&b, `{"payment_id": %d, "lock_version": 3, "amount_cents": %d, "reason": "chargeback #%d"}`+"\n", id, 100*id, id)
+				}
+				ct, err = driver.ReadChangeCampaignTargets(strings.NewReader(b.String()))
+			}
+			if err != nil || len(ct.Objects) != 10000 {
+				t.Fatalf("targets: %d, %v", len(ct.Objects), err)
+			}
+			spec := driver.CampaignSpec{Name: "holds", Tenant: "7", ChunkSize: 10, Change: "hold_payment"}
+			created, err := driver.CreateCampaign(ctx, s.Conn, spec, ct)
+			if err != nil || !created.Created || created.Jobs != 167 || created.Targets != 10000 {
+				t.Fatalf("create: %+v, %v", created, err)
+			}
+			if again, err := driver.CreateCampaign(ctx, s.Conn, spec, ct); err != nil || again.Created || again.Digest != created.Digest {
+				t.Fatalf("the same campaign again: %+v, %v", again, err)
+			}
+			other := ct
+			other.Objects = append(ct.Objects[:0:0], ct.Objects...)
+			other.Objects[9999] = []byte(`{"payment_id": 1, "lock_version": 3, "amount_cents": 100, "reason": "other"}`)
+			_, err = driver.CreateCampaign(ctx, s.Conn, spec, other)
+			wantDriverError(t, err, driver.ErrConflict, `conflict: campaign holds: target 1 (sorted by key) is {"reason": "chargeback #1", "payment_id": 1, "amount_cents": 100, "lock_version": 3}, this approval has {"reason": "other", "payment_id": 1, "amount_cents": 100, "lock_version": 3}`)
+			// Its jobs are jobs of the change, in key order, each with its approval.
+			sameJSON(t, "jobs", mustString(t, s.Conn, `select jsonb_build_array(count(*), count(*) filter (where jc.change = 'hold_payment' and jc.digest = c.digest),
+			    count(*) filter (where a.kind = 'change' and a.recorded_from = 'campaign_create'), min((j.targets -> 0 ->> 'payment_id')::bigint), max(cj.job_id))::text
+			  from campaign_jobs cj join jobs j using (job_id) join job_change jc using (job_id) join changes c on c.name = jc.change
+			  join job_approval a using (job_id) where cj.campaign = 'holds'`), `[167, 167, 167, 1, "holds-000167"]`)
+			sameJSON(t, "first job", mustString(t, s.Conn, "select (targets -> 0)::text from jobs where job_id = 'holds-000001'"),
+				`{"payment_id": 1, "lock_version": 3, "amount_cents": 100, "reason": "chargeback #1"}`)
+
+			// The preflight, writing nothing: one row drifted before its chunk.
+			s.Exec(t, "update "+shop+".payments set lock_version = 9 where payment_id = 50")
+			before := mustString(t, s.Conn, "select md5(string_agg(p::text, ',' order by payment_id)) from "+shop+".payments p")
+			ch, err := driver.CheckCampaign(ctx, s.Conn, "holds", 10)
+			if err != nil || ch.Remaining != 10000 || ch.OK != 9999 || ch.Problems != 1 || len(ch.Listed) != 1 ||
+				string(ch.Listed[0].Key) != "50" || ch.Listed[0].Problem != "payment_id 50: lock_version is 9, approved 3" {
+				t.Fatalf("check: %+v, %v", ch, err)
+			}
+			if after := mustString(t, s.Conn, "select md5(string_agg(p::text, ',' order by payment_id)) from "+shop+".payments p"); after != before {
+				t.Fatal("campaign check changed the table")
+			}
+			s.Exec(t, "update "+shop+".payments set lock_version = 3 where payment_id = 50")
+			s.Exec(t, "delete from "+shop+".payment_updates")
+
+			if n := drainFleet(t, s); n != 1000 {
+				t.Fatalf("the fleet ran %d chunks, want 1000", n)
+			}
+			sameJSON(t, "audit", mustString(t, s.Conn, `select jsonb_build_array(count(*), count(distinct key), min(key::bigint), max(key::bigint),
+			    count(*) filter (where version_before = 3 and version_after = 4 and after ->> 'hold_reason' = 'chargeback #' || key))::text
+			  from change_audit a join campaign_jobs cj using (job_id) where cj.campaign = 'holds'`), `[10000, 10000, 1, 10000, 10000]`)
+			sameJSON(t, "each row once", mustString(t, s.Conn, fmt.Sprintf(`select jsonb_build_array(count(*), min(n), max(n))::text
+			  from (select payment_id, sum(n) as n from %s.payment_updates group by 1) x`, shop)), `[10000, 1, 1]`)
+			sameJSON(t, "rows", mustString(t, s.Conn, fmt.Sprintf(`select jsonb_build_array(count(*) filter (where status = 'on_hold' and lock_version = 4), count(*))::text from %s.payments`, shop)),
+				`[10000, 10000]`)
+
+			st, err := driver.CampaignStatus(ctx, s.Conn, "holds")
+			if err != nil || st.Committed != 10000 || st.JobsDone != 167 || st.Drift != 0 || st.Remaining != 0 {
+				t.Fatalf("status: %+v, %v", st, err)
+			}
+			// Drift by hand: a written value, the version, a row gone.
+			s.Exec(t, "update "+shop+".payments set hold_reason = 'other' where payment_id = 5")
+			s.Exec(t, "update "+shop+".payments set lock_version = 5 where payment_id = 1000")
+			s.Exec(t, "delete from "+shop+".payments where payment_id = 77")
+			r, err := driver.CampaignReport(ctx, s.Conn, "holds")
+			if err != nil || r.Committed != 10000 || r.Matching != 9997 || r.DriftedCount != 2 || r.MissingCount != 1 ||
+				fmt.Sprint(r.Drifted) != "[5 1000]" || fmt.Sprint(r.Missing) != "[77]" || r.Keys != nil {
+				t.Fatalf("report: %+v, %v", r, err)
+			}
+			if st, err := driver.CampaignStatus(ctx, s.Conn, "holds"); err != nil || st.Drift != 3 {
+				t.Fatalf("status after drift: %+v, %v", st, err)
+			}
+			_, err = driver.UndoCampaign(ctx, s.Conn, "holds", "")
+			wantDriverError(t, err, driver.ErrConflict, "conflict: campaign holds: is a campaign of the declared change hold_payment; campaign undo is not supported for it yet")
+		})
+	}
+}
+
+// wantDriverError fails unless err is of kind and says exactly msg.
+func wantDriverError(t testing.TB, err error, kind error, msg string) {
+	t.Helper()
+	if !errors.Is(err, kind) || err.Error() != msg {
+		t.Fatalf("error %v, want %s", err, msg)
+	}
+}
+
+// A change campaign's bad input is refused before anything is written,
+// naming the row, line or index and the field: a query missing a target
+// field, an extra column, a column twice, a wrong type; a file's bad entry
+// and duplicate key; an unknown change; a tenant that is not a value of the
+// tenant column.
+func TestCampaignOfAChangeRefusals(t *testing.T) {
+	t.Parallel()
+	s, shop := campaignPayments(t, 5)
+	spec := driver.CampaignSpec{Name: "c", Tenant: "7", ChunkSize: 2, Change: "hold_payment"}
+	from := "from " + shop + ".payments order by payment_id"
+	for _, c := range []struct{ query, msg string }{
+		{"select payment_id, lock_version, amount_cents " + from, "invalid: row 1: missing field reason"},
+		{"select payment_id, lock_version, amount_cents, 'x' as reason, status " + from, `invalid: row 1: unexpected field "status"`},
+		{"select payment_id, lock_version, amount_cents::text, 'x' as reason " + from,
+			`invalid: row 1.amount_cents: must be a number, a value of column amount_cents (integer), got "100"`},
+		{"select payment_id, lock_version, amount_cents, case when payment_id = 3 then 1.5 end as lock_version, 'x' as reason " + from,
+			`invalid: query: column "lock_version" appears twice`},
+		{"select payment_id, lock_version + case when payment_id = 4 then 0.5 else 0 end as lock_version, amount_cents, 'x' as reason " + from,
+			"invalid: row 4.lock_version: must be an integer of at least 0, got 3.5"},
+		{"select payment_id % 2 as payment_id, lock_version, amount_cents, 'x' as reason " + from,
+			"invalid: row 2: duplicate payment_id 0 (first at row 1)"},
+	} {
+		ct, err := driver.ChangeCampaignTargetsFromQuery(ctx, s.Conn, c.query)
+		if err == nil {
+			_, err = driver.CreateCampaign(ctx, s.Conn, spec, ct)
+		}
+		wantDriverError(t, err, driver.ErrInvalid, c.msg)
+	}
+	for _, c := range []struct{ file, msg string }{
+		{"{\"payment_id\": 1, \"lock_version\": 3, \"amount_cents\": 100, \"reason\": \"x\"}\n\n[1]\n", "invalid: line 3: must be an object with the change's fields, got list"},
+		{`[{"payment_id": 1, "lock_version": 3, "amount_cents": 100, "reason": "x"}, {"payment_id": "2", "lock_version": 3, "amount_cents": 200, "reason": "x"}]`,
+			`invalid: targets[1].payment_id: must be a number, a value of column payment_id (bigint), got "2"`},
+		{"{\"payment_id\": 2, \"lock_version\": 3, \"amount_cents\": 200, \"reason\": \"x\"}\n{\"payment_id\": 1, \"lock_version\": 3, \"amount_cents\": 100, \"reason\": \"x\"}\n" +
+			"{\"payment_id\": 2, \"lock_version\": 3, \"amount_cents\": 200, \"reason\": \"y\"}\n", "invalid: line 3: duplicate payment_id 2 (first at line 1)"},
+	} {
+		ct, err := driver.ReadChangeCampaignTargets(strings.NewReader(c.file))
+		if err == nil {
+			_, err = driver.CreateCampaign(ctx, s.Conn, spec, ct)
+		}
+		wantDriverError(t, err, driver.ErrInvalid, c.msg)
+	}
+	ct, err := driver.ChangeCampaignTargetsFromQuery(ctx, s.Conn, "select payment_id, lock_version, amount_cents, 'x' as reason "+from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := spec
+	bad.Change = "nope"
+	_, err = driver.CreateCampaign(ctx, s.Conn, bad, ct)
+	wantDriverError(t, err, driver.ErrInvalid, "invalid: change: there is no change nope (chunks change list)")
+	bad = spec
+	bad.Tenant = "acme"
+	_, err = driver.CreateCampaign(ctx, s.Conn, bad, ct)
+	wantDriverError(t, err, driver.ErrInvalid, `invalid: tenant: must be a value of column `+shop+`.payments.merchant_id (integer) as it prints, got "acme"`)
+	bad = spec
+	bad.Change = "Hold"
+	_, err = driver.CreateCampaign(ctx, s.Conn, bad, ct)
+	wantDriverError(t, err, driver.ErrInvalid, `invalid: change: must be 1 to 40 lower-case ASCII letters, digits or _, starting with a letter, got "Hold"`)
+	_, err = driver.CreateCampaign(ctx, s.Conn, driver.CampaignSpec{Name: "c", Tenant: "7", ChunkSize: 2}, ct)
+	wantDriverError(t, err, driver.ErrInvalid, "invalid: change: targets that are objects are a campaign of a declared change; name it")
+	sameJSON(t, "nothing written", mustString(t, s.Conn, "select jsonb_build_array((select count(*) from campaigns), (select count(*) from jobs), (select count(*) from job_change))::text"),
+		"[0, 0, 0]")
+}
