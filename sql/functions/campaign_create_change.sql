@@ -21,7 +21,9 @@ declare
   v_key_type regtype;
   v_items jsonb;
   v_sorted jsonb;
-  v_bad record;
+  v_bad_ord bigint;
+  v_bad_key text;
+  v_bad_first bigint;
   v_per_job integer;
   v_jobs integer;
   v_digest text;
@@ -62,11 +64,11 @@ begin
               from jsonb_array_elements($1) with ordinality as x(o, ord)) as d
      where d.first_ord is not null
      order by d.ord limit 1$q$, v_key_type)
-    into v_bad using v_items, v_key;
-  if v_bad.ord is not null then
+    into v_bad_ord, v_bad_key, v_bad_first using v_items, v_key;
+  if v_bad_ord is not null then
     raise exception '%: duplicate % % (first at %)',
-      coalesce(campaign_create_change.labels[v_bad.ord], format('targets[%s]', v_bad.ord - 1)), v_key, v_bad.k,
-      coalesce(campaign_create_change.labels[v_bad.first_ord], format('targets[%s]', v_bad.first_ord - 1))
+      coalesce(campaign_create_change.labels[v_bad_ord], format('targets[%s]', v_bad_ord - 1)), v_key, v_bad_key,
+      coalesce(campaign_create_change.labels[v_bad_first], format('targets[%s]', v_bad_first - 1))
       using errcode = '22023';
   end if;
   execute format('select jsonb_agg(o order by (o ->> $2)::%s) from jsonb_array_elements($1) as o', v_key_type)

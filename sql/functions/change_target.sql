@@ -4,8 +4,8 @@
 -- column's type (a number for a numeric column, a boolean for a boolean
 -- one, else a string; only an expect field may be null). Returns it with
 -- its values as their columns' types print them (to_jsonb of the typed
--- value). 22023 naming WHERE ("targets[3]", "row 5") and the target field.
-create or replace function {{ .schema }}.change_target(definition jsonb, item jsonb, "where" text) returns jsonb
+-- value). 22023 naming LABEL ("targets[3]", "row 5") and the target field.
+create or replace function {{ .schema }}.change_target(definition jsonb, item jsonb, label text) returns jsonb
 language plpgsql stable security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
@@ -18,18 +18,18 @@ declare
   v_json_type text;
 begin
   if jsonb_typeof(change_target.item) <> 'object' then
-    raise exception '%: must be an object with the fields %, got %', change_target."where",
+    raise exception '%: must be an object with the fields %, got %', change_target.label,
       (select string_agg(f.field, ', ' order by f.ord) from change_fields(change_target.definition) as f),
       jsonb_typeof(change_target.item) using errcode = '22023';
   end if;
   select k into v_extra from jsonb_object_keys(change_target.item) as k
    where k <> all (array(select f.field from change_fields(change_target.definition) as f)) order by k limit 1;
   if v_extra is not null then
-    raise exception '%: unexpected field %', change_target."where", excerpt(v_extra, true) using errcode = '22023';
+    raise exception '%: unexpected field %', change_target.label, excerpt(v_extra, true) using errcode = '22023';
   end if;
   for v_f in select * from change_fields(change_target.definition) loop
     if not change_target.item ? v_f.field then
-      raise exception '%: missing field %', change_target."where", v_f.field using errcode = '22023';
+      raise exception '%: missing field %', change_target.label, v_f.field using errcode = '22023';
     end if;
     v_v := change_target.item -> v_f.field;
     if jsonb_typeof(v_v) = 'null' and v_f.role = 'expect' then
@@ -38,18 +38,18 @@ begin
     end if;
     v_json_type := case v_f.category when 'N' then 'number' when 'B' then 'boolean' else 'string' end;
     if jsonb_typeof(v_v) is distinct from v_json_type then
-      raise exception '%.%: must be a %, a value of column % (%), got %', change_target."where", v_f.field,
+      raise exception '%.%: must be a %, a value of column % (%), got %', change_target.label, v_f.field,
         v_json_type, v_f."column", v_f.type, excerpt(v_v::text, false) using errcode = '22023';
     end if;
     if v_f.role = 'version' and (scale((v_v)::numeric) <> 0 or (v_v)::numeric < 0) then
-      raise exception '%.%: must be an integer of at least 0, got %', change_target."where", v_f.field,
+      raise exception '%.%: must be an integer of at least 0, got %', change_target.label, v_f.field,
         excerpt(v_v::text, false) using errcode = '22023';
     end if;
     begin
       -- The value as its column's type prints it (a uuid in lower case).
       execute format('select to_jsonb($1::%s)', v_f.typid) into v_value using v_v #>> '{}';
     exception when others then
-      raise exception '%.%: % is not a value of column % (%): %', change_target."where", v_f.field,
+      raise exception '%.%: % is not a value of column % (%): %', change_target.label, v_f.field,
         excerpt(v_v::text, false), v_f."column", v_f.type, sqlerrm using errcode = '22023';
     end;
     v_target := v_target || jsonb_build_object(v_f.field, v_value);
@@ -58,4 +58,4 @@ begin
 end
 $$;
 comment on function {{ .schema }}.change_target(jsonb, jsonb, text) is
-  'chunks helper: validates ITEM, one target of a job of the declared change DEFINITION (22023 naming WHERE and the target field), and returns it typed as its columns print their values.';
+  'chunks helper: validates ITEM, one target of a job of the declared change DEFINITION (22023 naming LABEL and the target field), and returns it typed as its columns print their values.';

@@ -10,35 +10,20 @@ language plpgsql stable security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare
-  v_fields text[];
-  v_checks text;
-  v_casts text;
+  v_fields text[] := array(select f.field from change_fields(change_target_list.definition) as f order by f.field);
   v_bad bigint;
   v_result jsonb;
 begin
-  select array_agg(f.field order by f.field),
-         string_agg(format('jsonb_typeof(x.e -> %L) %s', f.field,
-                           case when f.role = 'expect' then format('in (%L, ''null'')', j.type) else format('= %L', j.type) end)
-                    || case when f.role = 'version' then format(' and scale((x.e -> %1$L)::numeric) = 0 and (x.e -> %1$L)::numeric >= 0', f.field) else '' end,
-                    ' and ' order by f.ord),
-         string_agg(format('%L, to_jsonb((x.e ->> %L)::%s)', f.field, f.field, f.typid), ', ' order by f.ord)
-    into v_fields, v_checks, v_casts
-    from change_fields(change_target_list.definition) as f
-   cross join lateral (select case f.category when 'N' then 'number' when 'B' then 'boolean' else 'string' end as type) as j;
   -- The fast path: no target has a problem.
-  execute format($q$
-    select x.ord from jsonb_array_elements($1) with ordinality as x(e, ord)
-     where not coalesce(case when jsonb_typeof(x.e) = 'object'
-                             then (select array_agg(k order by k) from jsonb_object_keys(x.e) as k) = $2 and %s end, false)
-     order by x.ord limit 1$q$, v_checks)
+  execute change_target_list_sql(change_target_list.definition, 'check')
     into v_bad using change_target_list.items, v_fields;
   if v_bad is null then
     begin
-      execute format('select jsonb_agg(jsonb_build_object(%s) order by x.ord) from jsonb_array_elements($1) with ordinality as x(e, ord)', v_casts)
+      execute change_target_list_sql(change_target_list.definition, 'cast')
         into v_result using change_target_list.items;
       return v_result;
-    exception when others then
-      null;  -- a value that is not one of its column: named below
+    exception when data_exception then
+      null;  -- a value that is not one of its column's: the explainer below names it
     end;
   end if;
   -- The explainer: the first target with a problem, in change_target's words.

@@ -73,6 +73,7 @@
 {{ template "change_show.sql" . }}
 {{ template "change_target.sql" . }}
 {{ template "change_targets.sql" . }}
+{{ template "change_target_list_sql.sql" . }}
 {{ template "change_target_list.sql" . }}
 {{ template "change_named.sql" . }}
 {{ template "check_change_tenant.sql" . }}
