@@ -43,12 +43,7 @@ func TestStatusRun(t *testing.T) {
 	if got := wantRun(t, runStatus, d, &noArgs{}); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
-	var st struct {
-		Jobs    []fleet.JobStatus    `json:"jobs"`
-		Workers []fleet.WorkerStatus `json:"workers"`
-	}
-	d.json = true
-	decodeJSON(t, wantRun(t, runStatus, d, &noArgs{}), &st)
+	st := statusJSON(t, d)
 	if len(st.Jobs) != 3 || len(st.Workers) != 0 {
 		t.Fatalf("--json: %+v", st)
 	}
@@ -81,13 +76,19 @@ func TestStatusShowsTheChange(t *testing.T) {
 	if got := wantRun(t, runStatus, d, &noArgs{}); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
-	var st struct {
-		Jobs    []fleet.JobStatus    `json:"jobs"`
-		Workers []fleet.WorkerStatus `json:"workers"`
-	}
-	d.json = true
-	decodeJSON(t, wantRun(t, runStatus, d, &noArgs{}), &st)
+	st := statusJSON(t, d)
 	if len(st.Jobs) != 2 || st.Jobs[0].Change != nil || st.Jobs[1].Kind != driver.KindChange || st.Jobs[1].Change == nil || *st.Jobs[1].Change != "hold_payment" {
 		t.Errorf("--json: %+v", st.Jobs)
 	}
+}
+
+// statusJSON is what chunks status --json prints.
+func statusJSON(t testing.TB, d deps) (st struct {
+	Jobs    []fleet.JobStatus    `json:"jobs"`
+	Workers []fleet.WorkerStatus `json:"workers"`
+}) {
+	t.Helper()
+	d.json = true
+	decodeJSON(t, wantRun(t, runStatus, d, &noArgs{}), &st)
+	return st
 }
