@@ -23,6 +23,10 @@ const (
 	StateIdle    = "idle"    // unfinished and not in the queue; [Resume] queues it
 )
 
+// States is every state of a job, in the order chunks status, the status
+// page and the metrics list them.
+var States = []string{StateQueued, StateRunning, StatePaused, StateDone, StateIdle}
+
 // JobStatus is one job as chunks status shows it.
 type JobStatus struct {
 	JobID     string `json:"job_id"`
@@ -47,10 +51,12 @@ type JobStatus struct {
 	PauseAfter *int `json:"pause_after"`
 	// Kind is the change the job applies: [driver.KindCancel],
 	// [driver.KindRestore] for an undo ([driver.JobRef.RegisterUndo]), or
-	// [driver.KindChange] for a job of a declared change ([driver.RegisterChange]). Undoes
-	// names the job an undo undoes; UndoneBy the undo of this job. Both
-	// are nil when there is none.
+	// [driver.KindChange] for a job of a declared change ([driver.RegisterChange]),
+	// whose name is Change (nil for other jobs). Undoes names the job an
+	// undo undoes; UndoneBy the undo of this job. Both are nil when there
+	// is none.
 	Kind     string  `json:"kind"`
+	Change   *string `json:"change"`
 	Undoes   *string `json:"undoes"`
 	UndoneBy *string `json:"undone_by"`
 	// Drift counts the committed orders that [driver.Report] would call

@@ -26,6 +26,9 @@ type Overview struct {
 	// time one was last seen moving forward (or was queued, if never): how
 	// long the most neglected job has waited. Nil when there are none.
 	OldestProgressAt *time.Time `json:"oldest_progress_at"`
+	// Changes has every declared change's name, with the number of its
+	// jobs in each state (a state with none is left out).
+	Changes map[string]map[string]int `json:"changes"`
 }
 
 // LoadOverview reads the fleet in one query (SQL status_page), however many jobs

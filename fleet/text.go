@@ -3,6 +3,8 @@ package fleet
 import (
 	"fmt"
 	"time"
+
+	"github.com/chunks-dev/chunks/driver"
 )
 
 // Detail is what chunks status and the status page say beside a job's
@@ -18,6 +20,18 @@ func (j JobStatus) Detail(now time.Time) string {
 		return "rests until " + j.VisibleAt.Local().Format("15:04:05.000")
 	}
 	return ""
+}
+
+// KindText is a job's kind as chunks status and the status page show it:
+// cancel, "undo of JOB" or "change NAME" (a job of a declared change).
+func (j JobStatus) KindText() string {
+	switch {
+	case j.Kind == driver.KindRestore && j.Undoes != nil:
+		return "undo of " + *j.Undoes
+	case j.Change != nil:
+		return "change " + *j.Change
+	}
+	return j.Kind
 }
 
 func orUnknown(s *string) string {

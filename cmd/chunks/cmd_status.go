@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/urfave/cli/v2"
 
-	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
 )
 
@@ -19,7 +18,8 @@ func statusCommand() *cli.Command {
 		Name:      "status",
 		Usage:     "show every job: progress, queued / running / paused / done / idle, and drift",
 		UsageText: "chunks status [--dsn DSN] [--schema S] [--json]",
-		Description: "kind: cancel (a registered job) or \"undo of JOB\" (chunks undo). progress is next_index/n.\n" +
+		Description: "kind: cancel (a registered job), \"undo of JOB\" (chunks undo) or \"change NAME\" (a job of a\n" +
+			"declared change, chunks register --change NAME). progress is next_index/n.\n" +
 			"state: queued (runnable; \"rests until\" a --rate or retry delay ends), running (a chunk of it\n" +
 			"is in flight, in the worker shown), paused (with who paused it, when and why; chunks resume\n" +
 			"JOB), done, or idle (unfinished but not queued; chunks resume JOB queues it). detail also\n" +
@@ -33,7 +33,8 @@ func statusCommand() *cli.Command {
 			"Then the live workers (a heartbeat in the last 10 s): running, idle, or throttled and why.\n" +
 			"Through a chunks router (its --dsn), every shard's jobs and workers, asked at once, with a shard\n" +
 			"column; a shard that cannot be reached fails it, naming the shard.\n" +
-			"--json prints {\"jobs\": [...], \"workers\": [...]}.\n\n" +
+			"--json prints {\"jobs\": [...], \"workers\": [...]}; a job's \"change\" is its declared change's name (null\n" +
+			"for other jobs).\n\n" +
 			"Example:\n  chunks --schema lab status\n  chunks --schema lab status --json | jq '.jobs[] | select(.state == \"paused\")'",
 		Action: action(parseNoArgs, runStatus),
 	}
@@ -89,12 +90,12 @@ func printStatus(out io.Writer, list []fleet.JobStatus, now time.Time) {
 		if rate == "" {
 			rate = "-"
 		}
-		t.AppendRow(shardFirst(routed, terminalSafe(j.Shard), terminalSafe(j.JobID), kindOf(j.Kind, j.Undoes), terminalSafe(j.Tenant),
+		t.AppendRow(shardFirst(routed, terminalSafe(j.Shard), terminalSafe(j.JobID), terminalSafe(j.KindText()), terminalSafe(j.Tenant),
 			fmt.Sprintf("%d/%d", j.NextIndex, j.N), j.State, terminalSafe(strings.Join(details, "; ")), d, rate, j.ETA.String()))
 	}
 	t.Render()
 	var parts []string
-	for _, s := range []string{fleet.StateQueued, fleet.StateRunning, fleet.StatePaused, fleet.StateDone, fleet.StateIdle} {
+	for _, s := range fleet.States {
 		if count[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", count[s], s))
 		}
@@ -109,14 +110,6 @@ func shardFirst(routed bool, shard any, cells ...any) []any {
 		return append([]any{shard}, cells...)
 	}
 	return cells
-}
-
-// kindOf is a job's kind as a person reads it: cancel, or "undo of JOB".
-func kindOf(kind string, undoes *string) string {
-	if kind == driver.KindRestore && undoes != nil {
-		return "undo of " + terminalSafe(*undoes)
-	}
-	return kind
 }
 
 // printWorkers prints the live workers' table, as of now.

@@ -43,12 +43,7 @@ func TestStatusRun(t *testing.T) {
 	if got := wantRun(t, runStatus, d, &noArgs{}); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
-	var st struct {
-		Jobs    []fleet.JobStatus    `json:"jobs"`
-		Workers []fleet.WorkerStatus `json:"workers"`
-	}
-	d.json = true
-	decodeJSON(t, wantRun(t, runStatus, d, &noArgs{}), &st)
+	st := statusJSON(t, d)
 	if len(st.Jobs) != 3 || len(st.Workers) != 0 {
 		t.Fatalf("--json: %+v", st)
 	}
@@ -58,4 +53,42 @@ func TestStatusRun(t *testing.T) {
 	if j := st.Jobs[1]; j.JobID != "j1-undo" || j.Kind != driver.KindRestore || j.Undoes == nil || *j.Undoes != "j1" || j.N != 1 || j.VisibleAt == nil {
 		t.Errorf("--json, j1-undo: %+v", j)
 	}
+}
+
+// A job of a declared change shows its change: "change NAME" in the kind
+// column, "change" in --json (null for other jobs).
+func TestStatusShowsTheChange(t *testing.T) {
+	l := clitest.NewLab(t)
+	shop := userTables(t, l)
+	d := labDeps(l)
+	l.Exec(t, "select define_change($1)", holdPayment(shop))
+	l.Exec(t, "select register_change('hold_payment', $1)", holdPlan("p1", 2, 1, 2, 3))
+	runChunk(t, l, "p1")
+	newJob(t, l, "j1", "acme", 2, 2)
+	want := "┌─────┬─────────────────────┬────────┬──────────┬────────┬────────┬───────┬──────┬─────────────┐\n" +
+		"│ JOB │ KIND                │ TENANT │ PROGRESS │ STATE  │ DETAIL │ DRIFT │ RATE │ ETA         │\n" +
+		"├─────┼─────────────────────┼────────┼──────────┼────────┼────────┼───────┼──────┼─────────────┤\n" +
+		"│ j1  │ cancel              │ acme   │ 0/2      │ queued │        │ 0     │ -    │ no rate yet │\n" +
+		"│ p1  │ change hold_payment │ 7      │ 2/3      │ queued │        │ ?     │ -    │ no rate yet │\n" +
+		"└─────┴─────────────────────┴────────┴──────────┴────────┴────────┴───────┴──────┴─────────────┘\n" +
+		"2 jobs: 2 queued; 0 orders drifted or missing\n" +
+		"no live workers\n"
+	if got := wantRun(t, runStatus, d, &noArgs{}); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	st := statusJSON(t, d)
+	if len(st.Jobs) != 2 || st.Jobs[0].Change != nil || st.Jobs[1].Kind != driver.KindChange || st.Jobs[1].Change == nil || *st.Jobs[1].Change != "hold_payment" {
+		t.Errorf("--json: %+v", st.Jobs)
+	}
+}
+
+// statusJSON is what chunks status --json prints.
+func statusJSON(t testing.TB, d deps) (st struct {
+	Jobs    []fleet.JobStatus    `json:"jobs"`
+	Workers []fleet.WorkerStatus `json:"workers"`
+}) {
+	t.Helper()
+	d.json = true
+	decodeJSON(t, wantRun(t, runStatus, d, &noArgs{}), &st)
+	return st
 }

@@ -143,6 +143,23 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 	}
 	add(res.result("chunks", "size 10, with a fault hook", true))
 	for _, size := range []int{1, 10} {
+		logf("declared change: the built-in cancellation, then a declared change of a table of the same shape, chunk size %d, for %v each", size, d)
+		builtin, err := measureChunks(ctx, cfg, seed, d, size, 1, runChunk)
+		if err != nil {
+			return r, err
+		}
+		add(builtin.result("declared change", fmt.Sprintf("built-in, size %d", size), true))
+		jobs, err := seed.changeJobs(ctx, jobsFor(d.Seconds(), size, 1), size)
+		if err != nil {
+			return r, err
+		}
+		declared, err := parallel(ctx, cfg, d, 1, jobs, runChunk)
+		if err != nil {
+			return r, err
+		}
+		add(declared.result("declared change", fmt.Sprintf("declared, size %d", size), true))
+	}
+	for _, size := range []int{1, 10} {
 		logf("baseline: statement by statement, chunk size %d, for %v", size, d)
 		res, err := measureChunks(ctx, cfg, seed, d, size, 1, baselineChunk)
 		if err != nil {
@@ -221,8 +238,10 @@ func newSchema(ctx context.Context, admin *pgx.Conn, base *pgx.ConnConfig, schem
 	if err := driver.Migrate(ctx, admin, schema, driver.MigrateOptions{}); err != nil {
 		return nil, nil, nil, err
 	}
+	shop := schema + "_shop" // the declared change's table (seeder.changeJobs)
 	drop := func() error {
-		_, err := admin.Exec(context.WithoutCancel(ctx), "drop schema "+pgx.Identifier{schema}.Sanitize()+" cascade")
+		_, err := admin.Exec(context.WithoutCancel(ctx), "drop schema if exists "+pgx.Identifier{shop}.Sanitize()+" cascade; drop schema "+
+			pgx.Identifier{schema}.Sanitize()+" cascade")
 		return err
 	}
 	cfg := base.Copy()
@@ -231,7 +250,7 @@ func newSchema(ctx context.Context, admin *pgx.Conn, base *pgx.ConnConfig, schem
 	if err != nil {
 		return nil, nil, nil, errors.Join(err, drop())
 	}
-	return cfg, &seeder{conn: conn, tenant: "bench", nextID: 1}, func() error {
+	return cfg, &seeder{conn: conn, tenant: "bench", nextID: 1, shop: shop}, func() error {
 		return errors.Join(conn.Close(context.WithoutCancel(ctx)), drop())
 	}, nil
 }
@@ -555,6 +574,13 @@ func ratios(r Report) []Ratio {
 				x := get("campaign", fmt.Sprintf("%s of %d targets, %s", what, c.Orders, at))
 				ratio(fmt.Sprintf("campaign %s p50, ms, %s", what, at), x.P50Ms, "< 200 (100,000 targets)", x.P50Ms < 200)
 			}
+		}
+	}
+	for _, size := range []string{"size 1", "size 10"} {
+		declared, builtin := get("declared change", "declared, "+size), get("declared change", "built-in, "+size)
+		if declared.Variant == "declared, "+size && builtin.Variant == "built-in, "+size {
+			v = div(declared.MeanMs, builtin.MeanMs)
+			ratio("declared change vs the built-in cancellation, time per chunk (one round trip each), "+size, v, "<= 1.1", v <= 1.1)
 		}
 	}
 	if r.DrainPeakRSSMB > 0 {

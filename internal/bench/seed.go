@@ -20,6 +20,10 @@ type seeder struct {
 	tenant  string
 	nextID  int64
 	nextJob int
+	// shop is the schema of the declared change's table (changeJobs),
+	// created with the change on first use and dropped with the bench's.
+	shop          string
+	changeDefined bool
 }
 
 // jobs registers n new jobs of 64 targets with chunkSize and returns their ids.
@@ -44,10 +48,7 @@ func (s *seeder) register(ctx context.Context, n, chunkSize int, paused bool) (i
 		first, n*size, s.tenant, size); err != nil {
 		return nil, fmt.Errorf("seed orders: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `select count(register(jsonb_build_object(
-		  'job_id', $3::text || j, 'tenant', $5::text, 'chunk_size', $4::int, 'allow_partial', true,
-		  'targets', (select jsonb_agg(jsonb_build_object('id', $1 + j * $6 + i, 'revision', i % 5, 'qty', 1 + i % 7))
-		                from generate_series(0, $6 - 1) as i))))
+	if _, err := tx.Exec(ctx, `select count(register(`+jobSQL+`))
 		from generate_series(0, $2 - 1) as j`, first, n, prefix, chunkSize, s.tenant, size); err != nil {
 		return nil, fmt.Errorf("register jobs: %w", err)
 	}
@@ -56,17 +57,72 @@ func (s *seeder) register(ctx context.Context, n, chunkSize int, paused bool) (i
 			return nil, err
 		}
 	}
+	return s.commit(ctx, tx, n, "orders, jobs, job_audit")
+}
+
+// jobSQL is the plan of job j of a seeded batch, for register and
+// register_change: $1 its first row's id, $3 the jobs' prefix, $4 the chunk
+// size, $5 the tenant, $6 the targets per job.
+const jobSQL = `jsonb_build_object('job_id', $3::text || j, 'tenant', $5::text, 'chunk_size', $4::int, 'allow_partial', true,
+	'targets', (select jsonb_agg(jsonb_build_object('id', $1 + j * $6 + i, 'revision', i % 5, 'qty', 1 + i % 7))
+	              from generate_series(0, $6 - 1) as i))`
+
+// changeName is the bench's declared change: the cancellation of its own
+// table of orders (shop.tickets), of the bench's shape (an integer key, a
+// version, one expect column, one constant set).
+const changeName = "bench_cancel"
+
+// changeJobs registers n new jobs of 64 targets with chunkSize of the
+// declared change changeName over new rows of its table (in the schema
+// shop, created with the change on the first call), in one transaction,
+// and returns their ids. Target i is as in register's jobs.
+func (s *seeder) changeJobs(ctx context.Context, n, chunkSize int) (ids []string, err error) {
+	const size = targetsPerJob
+	table := pgx.Identifier{s.shop, "tickets"}.Sanitize()
+	if !s.changeDefined {
+		if _, err := s.conn.Exec(ctx, "create schema "+pgx.Identifier{s.shop}.Sanitize()+"; create table "+table+
+			"(id integer primary key, qty integer not null, state text not null, revision integer not null)"); err != nil {
+			return nil, fmt.Errorf("create the declared change's table: %w", err)
+		}
+		def := fmt.Sprintf(`{"name": %q, "table": %q, "key": "id", "version": "revision", "expect": ["qty"], "set": {"state": "cancelled"}}`,
+			changeName, s.shop+".tickets")
+		if _, err := s.conn.Exec(ctx, "select define_change($1)", def); err != nil {
+			return nil, fmt.Errorf("define the bench's change: %w", err)
+		}
+		s.changeDefined = true
+	}
+	first, prefix := s.nextID, fmt.Sprintf("b%d-", s.nextJob)
+	tx, err := s.conn.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = dbutil.RollbackWithoutCancel(ctx, tx, err) }()
+	if _, err := tx.Exec(ctx, `insert into `+table+` (id, qty, state, revision)
+		select $1 + g, 1 + (g % $3) % 7, 'pending', (g % $3) % 5 from generate_series(0, $2 - 1) as g`,
+		first, n*size, size); err != nil {
+		return nil, fmt.Errorf("seed the change's rows: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `select count(register_change($7, `+jobSQL+`))
+		from generate_series(0, $2 - 1) as j`, first, n, prefix, chunkSize, s.tenant, size, changeName); err != nil {
+		return nil, fmt.Errorf("register the change's jobs: %w", err)
+	}
+	return s.commit(ctx, tx, n, table+", jobs, change_audit")
+}
+
+// commit commits tx, which registered the n jobs of the next prefix over
+// the next n*64 rows, analyzes tables and returns the jobs' ids.
+func (s *seeder) commit(ctx context.Context, tx pgx.Tx, n int, tables string) ([]string, error) {
 	if err := tx.Commit(ctx); err != nil {
 		return nil, err
 	}
-	if _, err := s.conn.Exec(ctx, "analyze orders, jobs, job_audit"); err != nil {
+	if _, err := s.conn.Exec(ctx, "analyze "+tables); err != nil {
 		return nil, err
 	}
-	ids = make([]string, n)
+	ids := make([]string, n)
 	for j := range ids {
-		ids[j] = fmt.Sprintf("%s%d", prefix, j)
+		ids[j] = fmt.Sprintf("b%d-%d", s.nextJob, j)
 	}
-	s.nextID += int64(n * size)
+	s.nextID += int64(n * targetsPerJob)
 	s.nextJob++
 	return ids, nil
 }

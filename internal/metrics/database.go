@@ -15,8 +15,9 @@ import (
 const scrapeTimeout = 5 * time.Second
 
 // Database collects the gauges that come from the database (chunks serve):
-// jobs by state, the orders left, the live workers by state and how long
-// the most neglected queued job has gone without progress. Each scrape is
+// jobs by state, the orders left, the live workers by state, how long
+// the most neglected queued job has gone without progress and the jobs of
+// each declared change by state. Each scrape is
 // one query ([fleet.Totals]); when it fails, chunks_database_up is 0 and
 // the other gauges are left out (and the error is logged).
 type Database struct {
@@ -33,6 +34,9 @@ var (
 		"Approved orders of unfinished jobs that are not committed yet.", nil, nil)
 	workersDesc = prometheus.NewDesc(namespace+"_live_workers",
 		"Workers with a heartbeat in the last 10 s, by state: running, idle, throttled.", []string{"state"}, nil)
+	changeJobsDesc = prometheus.NewDesc(namespace+"_change_jobs",
+		"Jobs of each declared change (chunks change define) by state: queued, running, paused, done, idle. The change label is bounded by the changes the schema's owner declared.",
+		[]string{"change", "state"}, nil)
 	quietDesc = prometheus.NewDesc(namespace+"_longest_no_progress_seconds",
 		"Of the queued and running jobs, the longest time one has gone without progress (since a worker last saw it move forward, else since it was queued); 0 when there are none.",
 		nil, nil)
@@ -40,7 +44,7 @@ var (
 
 // Describe sends the descriptions of the database gauges.
 func (d *Database) Describe(ch chan<- *prometheus.Desc) {
-	for _, desc := range []*prometheus.Desc{upDesc, jobsDesc, unfinishedDesc, workersDesc, quietDesc} {
+	for _, desc := range []*prometheus.Desc{upDesc, jobsDesc, unfinishedDesc, workersDesc, quietDesc, changeJobsDesc} {
 		ch <- desc
 	}
 }
@@ -58,7 +62,7 @@ func (d *Database) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 1)
-	for _, state := range []string{fleet.StateQueued, fleet.StateRunning, fleet.StatePaused, fleet.StateDone, fleet.StateIdle} {
+	for _, state := range fleet.States {
 		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(ov.Counts[state]), state)
 	}
 	ch <- prometheus.MustNewConstMetric(unfinishedDesc, prometheus.GaugeValue, float64(ov.UnfinishedOrders))
@@ -74,4 +78,9 @@ func (d *Database) Collect(ch chan<- prometheus.Metric) {
 		quiet = max(ov.Now.Sub(*ov.OldestProgressAt).Seconds(), 0)
 	}
 	ch <- prometheus.MustNewConstMetric(quietDesc, prometheus.GaugeValue, quiet)
+	for change, counts := range ov.Changes {
+		for _, state := range fleet.States {
+			ch <- prometheus.MustNewConstMetric(changeJobsDesc, prometheus.GaugeValue, float64(counts[state]), change, state)
+		}
+	}
 }

@@ -25,6 +25,7 @@ type View struct {
 // JobView is a job: [fleet.JobStatus] and its cells' text.
 type JobView struct {
 	fleet.JobStatus
+	KindText     string `json:"kind_text"`     // see [fleet.JobStatus.KindText]: "cancel", "undo of j1", "change hold_payment"
 	ProgressText string `json:"progress_text"` // "20/40"
 	Detail       string `json:"detail"`        // see [fleet.JobStatus.Detail]
 	DriftText    string `json:"drift_text"`    // the drift count, or "?" when the stored job cannot be read
@@ -45,7 +46,7 @@ func newView(title string, ov *fleet.Overview, after string) View {
 	v := View{Title: title, Now: ov.Now, Updated: ov.Now.Local().Format("15:04:05"), After: after,
 		Jobs: make([]JobView, 0, len(ov.Jobs)), Workers: make([]WorkerView, 0, len(ov.Workers))}
 	for _, j := range ov.Jobs {
-		jv := JobView{JobStatus: j, ProgressText: fmt.Sprintf("%d/%d", j.NextIndex, j.N), Detail: j.Detail(ov.Now),
+		jv := JobView{JobStatus: j, KindText: j.KindText(), ProgressText: fmt.Sprintf("%d/%d", j.NextIndex, j.N), Detail: j.Detail(ov.Now),
 			DriftText: "?", RateText: fleet.Rate(j.Rate), ETAText: j.ETA.String(), Bar: max(j.N, 1)}
 		if j.Drift != nil {
 			jv.DriftText = fmt.Sprint(*j.Drift)
@@ -76,7 +77,7 @@ func newView(title string, ov *fleet.Overview, after string) View {
 func summary(ov *fleet.Overview) string {
 	total := 0
 	var parts []string
-	for _, s := range []string{fleet.StateQueued, fleet.StateRunning, fleet.StatePaused, fleet.StateDone, fleet.StateIdle} {
+	for _, s := range fleet.States {
 		if n := ov.Counts[s]; n > 0 {
 			total += n
 			parts = append(parts, fmt.Sprintf("%d %s", n, s))

@@ -19,6 +19,7 @@ as $$
            'paused_by', s.paused_by,
            'pause_after', case when s.state in ('queued', 'running') then s.pause_after end,
            'kind', s.kind,
+           'change', s.change,
            'undoes', s.undoes,
            'undone_by', s.undone_by,
            'progressed_at', s.progressed_at,
@@ -39,7 +40,8 @@ as $$
                     end)
     from (select j.job_id, j.tenant, j.targets, j.next_index, j.chunk_size, c.n, q.visible_at, q.pause_reason,
                  q.paused_at, q.paused_by, q.pause_after,
-                 case when jc.job_id is not null then 'change' else coalesce(k.kind, 'cancel') end as kind, k.undoes, u.job_id as undone_by,
+                 case when jc.job_id is not null then 'change' else coalesce(k.kind, 'cancel') end as kind, jc.change,
+                 k.undoes, u.job_id as undone_by,
                  coalesce(nullif(r.application_name, ''), 'pid ' || r.pid) as running_in,
                  job_state(j.next_index, c.n, r.pid is not null, q.job_id is not null, q.paused) as state,
                  -- The recent rate in ids per second, from the oldest to the
@@ -65,8 +67,9 @@ $$;
 comment on function {{ .schema }}.job_rows(text, integer) is
 $c$The jobs after AFTER_JOB_ID (NULL: from the first), at most MAX_JOBS (NULL: all), in job_id order,
 one jsonb object each: {"job_id", "tenant", "next_index", "n", "chunk_size", "state", "running_in",
-"visible_at", "pause_reason", "paused_at", "paused_by", "pause_after", "kind", "undoes", "undone_by",
+"visible_at", "pause_reason", "paused_at", "paused_by", "pause_after", "kind", "change", "undoes", "undone_by",
 "progressed_at", "rate", "drift"}, as job_status describes them. progressed_at is when a fleet worker last saw the job move forward, and
 rate its recent rate in ids per second (NULL until two points of progress are known); both come
 from job_progress. kind is 'change' for a job of a declared change (register_change), whose
-drift is NULL here (report tells it). Read-only: it locks nothing.$c$;
+drift is NULL here (report tells it); change is that change's name (job_change), NULL for
+other jobs. Read-only: it locks nothing.$c$;

@@ -10,7 +10,7 @@ $$;
 comment on function {{ .schema }}.job_status() is
 $c$Every job with its fleet state, as a jsonb list ordered by job_id: [{"job_id", "tenant",
 "next_index", "n", "chunk_size", "state", "running_in", "visible_at", "pause_reason", "paused_at",
-"paused_by", "pause_after", "kind", "undoes", "undone_by", "progressed_at", "rate", "drift"}, ...]. state is done (next_index = n), running (a
+"paused_by", "pause_after", "kind", "change", "undoes", "undone_by", "progressed_at", "rate", "drift"}, ...]. state is done (next_index = n), running (a
 chunk of it is in flight right now, in the session running_in: a worker's id, or "pid N"; only
 the lock of a session whose role may run chunks counts, see running_chunks), paused (no worker
 starts a chunk of it until resume_job; pause_reason, paused_at and paused_by say why, when and by
@@ -18,7 +18,8 @@ whom; it wins over running), idle (unfinished but not queued: resume_job queues 
 from visible_at, which is later than now while it rests after a --rate or retry delay).
 pause_after, while queued or running, is how many more chunks the fleet runs before the job
 pauses itself (pause_job_after). kind is cancel (an ordinary job) or restore (an undo, made by
-register_undo); undoes names the job an undo undoes, undone_by the undo of a job.
+register_undo) or change (a job of a declared change, register_change, whose name is change;
+NULL for other jobs); undoes names the job an undo undoes, undone_by the undo of a job.
 progressed_at is when a fleet worker last saw the job move forward and rate its recent rate in
 ids per second (NULL until known). drift counts the committed orders that report() would call
 drifted or missing (NULL when the stored job cannot be read). Read-only: it locks nothing.$c$;

@@ -24,7 +24,7 @@ begin
        j as materialized (select j.job_id, j.next_index,
                                  case when jsonb_typeof(j.targets) = 'array' then jsonb_array_length(j.targets) end as n
                             from jobs as j),
-       f as (select job_state(j.next_index, j.n, r.key is not null, q.job_id is not null, q.paused) as state,
+       f as (select j.job_id, job_state(j.next_index, j.n, r.key is not null, q.job_id is not null, q.paused) as state,
                     greatest(j.n - j.next_index, 0) as remaining,
                     coalesce(p.at, q.visible_at) as progress_seen
                from j
@@ -35,7 +35,16 @@ begin
            'counts', coalesce((select jsonb_object_agg(g.state, g.jobs)
                                  from (select f.state, count(*) as jobs from f group by f.state) as g), '{}'::jsonb),
            'unfinished_orders', coalesce(sum(f.remaining) filter (where f.state <> 'done'), 0),
-           'oldest_progress_at', min(f.progress_seen) filter (where f.state in ('queued', 'running')))
+           'oldest_progress_at', min(f.progress_seen) filter (where f.state in ('queued', 'running')),
+           -- Every declared change, with its jobs by state (none: {}).
+           'changes', (select coalesce(jsonb_object_agg(c.name, coalesce(g.counts, '{}'::jsonb)), '{}'::jsonb)
+                         from changes as c
+                         left join (select s.change, jsonb_object_agg(s.state, s.jobs) as counts
+                                      from (select jc.change, f.state, count(*) as jobs
+                                              from job_change as jc
+                                              join f on f.job_id = jc.job_id
+                                             group by jc.change, f.state) as s
+                                     group by s.change) as g on g.change = c.name))
     into v_fleet
     from f;
 
@@ -48,10 +57,11 @@ end
 $$;
 comment on function {{ .schema }}.status_page(text, integer) is
 $c$The fleet at one moment, in one call: {"now", "jobs", "more", "workers", "counts",
-"unfinished_orders", "oldest_progress_at"}. jobs is job_rows(AFTER_JOB_ID, MAX_JOBS): at most
+"unfinished_orders", "oldest_progress_at", "changes"}. jobs is job_rows(AFTER_JOB_ID, MAX_JOBS): at most
 MAX_JOBS jobs (NULL: all; 0: none) after AFTER_JOB_ID (NULL: from the first), in job_id order;
 more says whether jobs follow the last one. workers is worker_status(). Over every job: counts
 is the number of jobs by state, unfinished_orders the approved orders of unfinished jobs not
 committed yet, and oldest_progress_at, of the queued and running jobs, the earliest time one
-was last seen moving forward (when it was queued, if never). Read-only. Errors: 22023 negative
+was last seen moving forward (when it was queued, if never). changes has every declared change's
+name, with the number of its jobs by state ({} when it has none). Read-only. Errors: 22023 negative
 max_jobs.$c$;

@@ -2,8 +2,8 @@
 -- shard's page at once (RUN ON ALL), put together on the router. A job is
 -- listed under the partition its tenant's calls go to, as in job_status;
 -- the page is the first MAX_JOBS of all shards' jobs in (job_id, shard)
--- order after AFTER_JOB_ID. counts, unfinished_orders and oldest_progress_at
--- add up (or take the earliest of) the shards' own.
+-- order after AFTER_JOB_ID. counts, unfinished_orders, oldest_progress_at
+-- and changes add up (or take the earliest of) the shards' own.
 create or replace function {{ .schema }}.shard_status_page(after_job_id text, max_jobs integer) returns setof jsonb
 language plproxy
 as $$
@@ -46,7 +46,14 @@ begin
                     from pages as pg
                    cross join lateral jsonb_array_elements(pg.page -> 'jobs') as j(e)
                    where 'p' || (hashtext(j.e ->> 'tenant') & (v_count - 1)) = pg.shard),
-         page as (select jb.job, jb.job_id, jb.n from jobs as jb order by jb.job_id, jb.n limit status_page.max_jobs)
+         page as (select jb.job, jb.job_id, jb.n from jobs as jb order by jb.job_id, jb.n limit status_page.max_jobs),
+         -- Each declared change's jobs by state, added up over the shards
+         -- (a change with no job on any shard: one row with a NULL state).
+         changes_by_state as (select c.key as change, x.key as state, sum(x.value::bigint) as jobs
+                                from pages as pg
+                               cross join lateral jsonb_each(pg.page -> 'changes') as c
+                                left join lateral jsonb_each_text(c.value) as x on true
+                               group by c.key, x.key)
     select jsonb_build_object(
              'now', now(),
              'jobs', coalesce((select jsonb_agg(pa.job order by pa.job_id, pa.n) from page as pa), '[]'::jsonb),
@@ -60,15 +67,22 @@ begin
                                            from pages as pg cross join lateral jsonb_each_text(pg.page -> 'counts') as x
                                           group by x.key) as c), '{}'::jsonb),
              'unfinished_orders', coalesce((select sum((pg.page ->> 'unfinished_orders')::bigint) from pages as pg), 0),
-             'oldest_progress_at', (select min((pg.page ->> 'oldest_progress_at')::timestamptz) from pages as pg)));
+             'oldest_progress_at', (select min((pg.page ->> 'oldest_progress_at')::timestamptz) from pages as pg),
+             'changes', coalesce((select jsonb_object_agg(ch.change, ch.counts)
+                                    from (select cs.change,
+                                                 coalesce(jsonb_object_agg(cs.state, cs.jobs) filter (where cs.state is not null),
+                                                          '{}'::jsonb) as counts
+                                            from changes_by_state as cs
+                                           group by cs.change) as ch), '{}'::jsonb)));
 end
 $$;
 comment on function {{ .schema }}.status_page(text, integer) is
 $c$The fleet of every shard at one moment, as status_page shows one server's: {"now", "jobs", "more",
-"workers", "counts", "unfinished_orders", "oldest_progress_at"}, asking every shard at once (RUN ON
+"workers", "counts", "unfinished_orders", "oldest_progress_at", "changes"}, asking every shard at once (RUN ON
 ALL). jobs are the first MAX_JOBS (NULL: all) of every shard's jobs after AFTER_JOB_ID, in (job_id,
 shard) order, each with "shard", the shard its tenant's calls go to; workers are every shard's,
-each with its "shard"; counts and unfinished_orders add up the shards' own, oldest_progress_at is
+each with its "shard"; counts, unfinished_orders and changes (every change declared on a shard,
+with its jobs by state) add up the shards' own, oldest_progress_at is
 their earliest. While two partitions share a database (halfway through a reshard), its jobs are
 listed once but counted once for each. Read-only. Errors: 22023 negative max_jobs; 08006 when a
 shard cannot be reached (the message names every shard that does not answer).$c$;

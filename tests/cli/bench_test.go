@@ -68,6 +68,33 @@ func TestBenchSmoke(t *testing.T) {
 	if report.DrainPeakRSSMB <= 0 {
 		t.Errorf("drain peak memory %.1f MB", report.DrainPeakRSSMB)
 	}
+	// The declared change beside the built-in cancellation, sizes 1 and
+	// 10, in this run: its four rows (one round trip per chunk each, every
+	// chunk of 10 but a job's last changing 10 rows) and its two goal rows.
+	declared := map[string]bench.Result{}
+	for _, x := range report.Results {
+		if x.Scenario == "declared change" {
+			declared[x.Variant] = x
+		}
+	}
+	for _, v := range []string{"built-in, size 1", "declared, size 1", "built-in, size 10", "declared, size 10"} {
+		x, ok := declared[v]
+		if !ok || x.Chunks == 0 || x.RoundTrips != 1 || x.MeanMs <= 0 || x.Orders < x.Chunks || x.Orders > 10*x.Chunks {
+			t.Errorf("declared change/%s: %+v (present: %t)", v, x, ok)
+		}
+	}
+	if len(declared) != 4 {
+		t.Errorf("declared change: rows %v, want 4", declared)
+	}
+	goals := 0
+	for _, g := range report.Ratios {
+		if strings.HasPrefix(g.Name, "declared change vs the built-in cancellation, time per chunk") && g.Goal == "<= 1.1" && g.Value > 0 {
+			goals++
+		}
+	}
+	if goals != 2 {
+		t.Errorf("%d goal rows of the declared change, want 2 (sizes 1 and 10): %+v", goals, report.Ratios)
+	}
 }
 
 // chunks bench without --dsn runs on a throwaway durable server of its own,

@@ -70,6 +70,22 @@ var changeShapes = []changeShape{{
 	key:     func(i int) driver.Key { return driver.TextKey(fmt.Sprintf("00000000-0000-0000-0000-%012d", i)) },
 	changed: "opted_out",
 	drift:   "update %[1]s.contacts set opted_out = false where id = '00000000-0000-0000-0000-000000000005'",
+}, {
+	// A text key, a numeric new price from each target (with more digits
+	// than a float64 holds: it must arrive exactly) and when on currency;
+	// rows in another currency are no targets.
+	name: "prices, text key",
+	table: `create table %[1]s.prices(sku text primary key, price numeric not null, currency text not null);
+	insert into %[1]s.prices select format('SKU-%%s', lpad(g::text, 3, '0')), g + 0.5, 'EUR' from generate_series(1, 60) g;
+	insert into %[1]s.prices select format('USD-%%s', lpad(g::text, 3, '0')), g + 0.5, 'USD' from generate_series(1, 5) g;`,
+	def:    `{"name": "reprice", "table": "%[1]s.prices", "key": "sku", "expect": ["price"], "when": {"currency": "EUR"}, "set_from_target": {"price": "new_price"}}`,
+	tenant: "catalog",
+	target: func(i int) string {
+		return fmt.Sprintf(`{"sku": "SKU-%03d", "price": %d.5, "new_price": %d.123456789012345678901}`, i, i, 2*i)
+	},
+	key:     func(i int) driver.Key { return driver.TextKey(fmt.Sprintf("SKU-%03d", i)) },
+	changed: "currency = 'EUR' and price = 2 * substr(sku, 5)::integer + 0.123456789012345678901",
+	drift:   "update %[1]s.prices set price = price + 1 where sku = 'SKU-005'",
 }}
 
 // A declared change end to end through the binary, on a user's table in a
@@ -77,8 +93,8 @@ var changeShapes = []changeShape{{
 // --change, a drain by two chunks worker processes with one SIGKILLed
 // inside a chunk, each row changed exactly once (change_audit, and the
 // table's own row trigger), then chunks report after a row drifted by hand.
-// Once with a bigint key (the report's int lists) and once with a uuid key
-// (its keys).
+// Once with a bigint key (the report's int lists), once with a uuid key
+// and once with a text key (its keys).
 func TestChangeEndToEnd(t *testing.T) {
 	t.Parallel()
 	for _, shape := range changeShapes {

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"syscall"
@@ -63,6 +65,27 @@ func TestCrashDrill(t *testing.T) {
 func TestUndoCrashDrill(t *testing.T) {
 	t.Parallel()
 	crashDrills(t, func(t *testing.T) *job { return seedUndo(t, newLab(t), drillTargets, drillChunkSize) })
+}
+
+// TestChangeCrashDrill is the crash-drill matrix on a job of a declared
+// change: the cancellation of a user's table of orders' shape, declared
+// with chunks change define and registered with chunks register --change;
+// after each kill and the resume, every row is changed exactly once by
+// change_audit (wantState reads it and the user's table).
+func TestChangeCrashDrill(t *testing.T) {
+	t.Parallel()
+	crashDrills(t, func(t *testing.T) *job {
+		l := newLab(t)
+		shop := userSchema(t, l, `create table %[1]s.tickets(id integer primary key, tenant text not null, qty integer not null,
+		  state text not null, revision integer not null)`)
+		def := filepath.Join(t.TempDir(), "change.json")
+		if err := os.WriteFile(def, []byte(fmt.Sprintf(`{"name": "cancel_ticket", "table": "%s.tickets", "key": "id", "tenant": "tenant",
+		  "version": "revision", "expect": ["qty"], "when": {"state": "pending"}, "set": {"state": "cancelled"}}`, shop)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		wantOK(t, l.Chunks(t, "change", "define", def))
+		return seedJobOf(t, l, shop+".tickets", "cancel_ticket", "festival", drillTargets, drillChunkSize)
+	})
 }
 
 // crashDrills runs the drill of each hook point at the first, a middle and

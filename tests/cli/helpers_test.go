@@ -147,13 +147,17 @@ type order struct {
 	Revision int64  `json:"revision"`
 }
 
-// auditRow is a row of job_audit (without job_id).
+// auditRow is a row of job_audit (without job_id), or of change_audit
+// for a job of a declared change: its key, version before and after, the
+// approved qty (its target's expect) and Written, the written column's
+// before and after ("" in job_audit, which has none).
 type auditRow struct {
 	Ordinal          int
 	ID               int64
 	PreviousRevision int64
 	NewRevision      int64
 	Qty              int64
+	Written          string
 }
 
 // dbState is everything a job's chunks write: the job's next_index, its
@@ -173,6 +177,9 @@ type job struct {
 	Targets   []driver.Target // normalized: in id order
 	orders    []order         // every order before the job ran, in id order
 	after     string          // the state the job leaves its orders in: cancelled, or pending for an undo
+	// table holds the orders: the lab's orders, or a user's table of the
+	// same shape for a job of the declared change named change.
+	table, change string
 }
 
 // seedJob inserts n pending orders of a tenant, with varied ids, revisions
@@ -181,7 +188,15 @@ type job struct {
 // targets listed in descending id order in the plan file.
 func seedJob(t testing.TB, l *lab, jobID string, n, chunkSize int) *job {
 	t.Helper()
-	j := &job{lab: l, ID: jobID, Tenant: "alien-desert", ChunkSize: chunkSize, after: "cancelled"}
+	return seedJobOf(t, l, "orders", "", jobID, n, chunkSize)
+}
+
+// seedJobOf is seedJob on table, a table of orders' shape, and the job is
+// one of the declared change named change (chunks register --change) when
+// change is not "".
+func seedJobOf(t testing.TB, l *lab, table, change, jobID string, n, chunkSize int) *job {
+	t.Helper()
+	j := &job{lab: l, ID: jobID, Tenant: "alien-desert", ChunkSize: chunkSize, after: "cancelled", table: table, change: change}
 	for i := range n {
 		target := driver.Target{ID: int64(101 + 3*i), Revision: int64(i % 5), Qty: int64(1 + (7*i)%20)}
 		j.Targets = append(j.Targets, target)
@@ -199,7 +214,7 @@ func seedJob(t testing.TB, l *lab, jobID string, n, chunkSize int) *job {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.Exec(t, `insert into orders (id, tenant, qty, state, revision)
+	l.Exec(t, `insert into `+table+` (id, tenant, qty, state, revision)
 		select id, tenant, qty, state, revision
 		from jsonb_to_recordset($1::jsonb) as x(id integer, tenant text, qty integer, state text, revision integer)`, string(rows))
 
@@ -215,7 +230,11 @@ func seedJob(t testing.TB, l *lab, jobID string, n, chunkSize int) *job {
 	if err := os.WriteFile(file, plan, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	wantJSON(t, l.Chunks(t, "register", "--json", file), registered{JobID: jobID, Created: true})
+	if change == "" {
+		wantJSON(t, l.Chunks(t, "register", "--json", file), registered{JobID: jobID, Created: true})
+	} else {
+		wantJSON(t, l.Chunks(t, "register", "--json", "--change", change, file), registered{JobID: jobID, Created: true, Change: change})
+	}
 	j.wantState(t, 0)
 	return j
 }
@@ -224,6 +243,7 @@ func seedJob(t testing.TB, l *lab, jobID string, n, chunkSize int) *job {
 type registered struct {
 	JobID   string `json:"job_id"`
 	Created bool   `json:"created"`
+	Change  string `json:"change,omitempty"` // with --change
 }
 
 // ids are the target ids of positions [from, to).
@@ -245,8 +265,12 @@ func (j *job) chunkEnd(from int) int {
 func (j *job) want(committed int) dbState {
 	s := dbState{NextIndex: committed, Audit: []auditRow{}}
 	done := map[int64]bool{}
+	written := ""
+	if j.change != "" {
+		written = `{"state": "pending"} {"state": "cancelled"}`
+	}
 	for i, target := range j.Targets[:committed] {
-		s.Audit = append(s.Audit, auditRow{i, target.ID, target.Revision, target.Revision + 1, target.Qty})
+		s.Audit = append(s.Audit, auditRow{i, target.ID, target.Revision, target.Revision + 1, target.Qty, written})
 		done[target.ID] = true
 	}
 	for _, o := range j.orders {
@@ -266,18 +290,24 @@ func (j *job) state(t testing.TB) dbState {
 	if err := conn.QueryRow(ctx, "select next_index from jobs where job_id = $1", j.ID).Scan(&s.NextIndex); err != nil {
 		t.Fatalf("next_index: %v", err)
 	}
-	rows, _ := conn.Query(ctx, `select ordinal, id, previous_revision, new_revision, qty
-		from job_audit where job_id = $1 order by ordinal`, j.ID)
-	audit, err := pgx.CollectRows(rows, pgx.RowToStructByPos[auditRow])
+	audit := `select ordinal, id, previous_revision, new_revision, qty, ''
+		from job_audit where job_id = $1 order by ordinal`
+	if j.change != "" {
+		audit = `select a.ordinal, a.key::bigint, a.version_before, a.version_after, (j.targets -> a.ordinal ->> 'qty')::bigint,
+		         a.before::text || ' ' || a.after::text
+		    from change_audit as a join jobs as j using (job_id) where a.job_id = $1 order by a.ordinal`
+	}
+	rows, _ := conn.Query(ctx, audit, j.ID)
+	audited, err := pgx.CollectRows(rows, pgx.RowToStructByPos[auditRow])
 	if err != nil {
 		t.Fatalf("job_audit: %v", err)
 	}
-	rows, _ = conn.Query(ctx, "select id, tenant, qty, state, revision from orders order by id")
+	rows, _ = conn.Query(ctx, "select id, tenant, qty, state, revision from "+j.table+" order by id")
 	orders, err := pgx.CollectRows(rows, pgx.RowToStructByPos[order])
 	if err != nil {
 		t.Fatalf("orders: %v", err)
 	}
-	s.Audit, s.Orders = audit, orders
+	s.Audit, s.Orders = audited, orders
 	return s
 }
 

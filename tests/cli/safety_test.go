@@ -36,7 +36,7 @@ func seedUndo(t testing.TB, l *lab, n, chunkSize int) *job {
 	j := seedJob(t, l, "festival", n, chunkSize)
 	j.drainToEnd(t, 0)
 	drifted := j.drift(t)
-	u := &job{lab: l, ID: "festival-undo", Tenant: j.Tenant, ChunkSize: chunkSize, after: "pending"}
+	u := &job{lab: l, ID: "festival-undo", Tenant: j.Tenant, ChunkSize: chunkSize, after: "pending", table: j.table}
 	var restored []int64
 	for _, target := range j.Targets {
 		if !slices.Contains(drifted[:], target.ID) {

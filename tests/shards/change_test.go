@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/fleet"
 )
 
 // register_change through a router (issue 25, item 7): the plan's tenant
@@ -59,7 +60,14 @@ func TestRouterRegisterChange(t *testing.T) {
 	if err != nil || fmt.Sprint(report.Committed, report.Matching) != "[1 3] [1 3]" || report.Keys != nil {
 		t.Fatalf("Report through the router: %+v, %v", report, err)
 	}
+	// Status through the router: the job with its change, and every
+	// change's jobs by state, added up over the shards.
+	ov, err := fleet.LoadOverview(ctx, c.router, "", 0)
 	home := c.shardOf(t, tenant)
+	if err != nil || len(ov.Jobs) != 1 || ov.Jobs[0].Change == nil || *ov.Jobs[0].Change != "hold" || ov.Jobs[0].Shard != home.name ||
+		fmt.Sprint(ov.Changes) != "map[hold:map[done:1]]" {
+		t.Fatalf("LoadOverview through the router: %+v, %v", ov, err)
+	}
 	for _, sh := range c.shards {
 		var status string
 		if err := sh.conn.QueryRow(ctx, "select string_agg(payment_id || ':' || status, ',' order by payment_id) from "+def.Table).Scan(&status); err != nil {

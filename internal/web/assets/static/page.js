@@ -21,6 +21,7 @@
     const link = cell(tr, "job").querySelector("a");
     link.setAttribute("href", "jobs/" + encodeURIComponent(j.job_id));
     text(link, j.job_id);
+    text(cell(tr, "kind"), j.kind_text);
     text(cell(tr, "tenant"), j.tenant);
     const bar = tr.querySelector("progress");
     bar.max = j.bar;

@@ -1,0 +1,89 @@
+package fleet
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/chunks-dev/chunks/internal/clitest"
+	"github.com/chunks-dev/chunks/internal/pgtest"
+)
+
+// The status page and the metrics show a job's declared change (issue 25,
+// "Status"): the page's kind cell, in the HTML served and in the rows the
+// script adds from api/status; chunks_change_jobs counts each declared
+// change's jobs by state, a change without jobs at 0, beside the gauges
+// that were there before, unchanged.
+func TestStatusPageShowsTheChange(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	shop := pgtest.NewSchemaName(t)
+	l.Exec(t, "create schema "+shop)
+	t.Cleanup(func() {
+		if _, err := l.Conn.Exec(ctx, "drop schema "+shop+" cascade"); err != nil {
+			t.Errorf("drop schema %s: %v", shop, err)
+		}
+	})
+	l.Exec(t, fmt.Sprintf(`create table %[1]s.payments(payment_id bigint primary key, status text not null, lock_version integer not null);
+	  insert into %[1]s.payments select g, 'captured', 0 from generate_series(1, 6) g`, shop))
+	for _, name := range []string{"hold", "unused"} {
+		l.Exec(t, "select define_change($1)", fmt.Sprintf(`{"name": %q, "table": "%s.payments", "key": "payment_id", "version": "lock_version",
+		  "when": {"status": "captured"}, "set": {"status": "on_hold"}}`, name, shop))
+	}
+	hold := func(jobID string, ids ...int) {
+		parts := make([]string, len(ids))
+		for i, id := range ids {
+			parts[i] = fmt.Sprintf(`{"payment_id": %d, "lock_version": 0}`, id)
+		}
+		l.Exec(t, "select register_change('hold', $1)", fmt.Sprintf(`{"job_id": %q, "tenant": "t", "chunk_size": 1, "allow_partial": true, "targets": [%s]}`,
+			jobID, strings.Join(parts, ", ")))
+	}
+	hold("h1", 1, 2)
+	hold("h2", 3)
+	l.Exec(t, "select run_chunk('h2')")
+	newJobs(t, l, "a", 2, 2)
+
+	p := clitest.Start(t, clitest.Options{Name: "serve"}, append(l.Globals(), "serve", "--http", "127.0.0.1:0", "--refresh", "200ms")...)
+	base := servedURL(t, p)
+	for path, parts := range map[string][]string{
+		"":           {`<th>job</th><th>kind</th><th>tenant</th>`, `<td class="kind">change hold</td>`, `<td class="kind">cancel</td>`},
+		"api/status": {`"job_id":"h1","tenant":"t"`, `"kind":"change","change":"hold"`, `"kind":"cancel","change":null`, `"kind_text":"change hold"`},
+	} {
+		if r := fetch(t, "GET", base+path); r.code != 200 || !clitest.ContainsAll(r.body, parts...) {
+			t.Errorf("GET /%s: %d, lacks one of %q:\n%s", path, r.code, parts, r.body)
+		}
+	}
+	fams := metrics(t, base+"metrics")
+	for _, c := range []struct {
+		change, state string
+		n             float64
+	}{{"hold", "queued", 1}, {"hold", "done", 1}, {"hold", "running", 0}, {"hold", "paused", 0}, {"hold", "idle", 0},
+		{"unused", "queued", 0}, {"unused", "done", 0}} {
+		if got := sample(t, fams, "chunks_change_jobs", "change", c.change, "state", c.state); got != c.n {
+			t.Errorf("chunks_change_jobs{change=%q,state=%q} %v, want %v", c.change, c.state, got, c.n)
+		}
+	}
+	if n := len(fams["chunks_change_jobs"].GetMetric()); n != 10 {
+		t.Errorf("chunks_change_jobs has %d series, want 10 (2 changes, 5 states)", n)
+	}
+	if got := sample(t, fams, "chunks_jobs", "state", "queued"); got != 2 {
+		t.Errorf("chunks_jobs{state=queued} %v, want 2", got)
+	}
+
+	// In a browser, a job registered after the page loaded gets its row
+	// from the template, with its change.
+	tab, console := browser(t)
+	do(t, tab, "open the page", chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="h1"]`)))
+	hold("h3", 4)
+	do(t, tab, "wait for h3", chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="h3"]`)))
+	for job, want := range map[string]string{"a": "cancel", "h1": "change hold", "h3": "change hold"} {
+		if got := eval[string](t, tab, fmt.Sprintf(`document.querySelector('#jobs tr[data-job=%q] .kind').textContent`, job)); got != want {
+			t.Errorf("%s's kind shows %q, want %q", job, got, want)
+		}
+	}
+	if msgs := console(); len(msgs) > 0 {
+		t.Errorf("the page's console: %q", msgs)
+	}
+}
