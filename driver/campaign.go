@@ -586,28 +586,50 @@ func CheckCampaign(ctx context.Context, db DB, name string, maxListed int) (Camp
 
 // CampaignUndo is what [UndoCampaign] did.
 type CampaignUndo struct {
-	Name    string  `json:"name"`
-	Undoes  string  `json:"undoes"`
-	Created bool    `json:"created"` // false: it already was the undo
-	Jobs    int     `json:"jobs"`
-	Targets int     `json:"targets"`
-	Drifted []int64 `json:"drifted,omitempty"` // committed orders changed since, left alone
-	Missing []int64 `json:"missing,omitempty"` // committed orders gone, left alone
+	Name    string `json:"name"`
+	Undoes  string `json:"undoes"`
+	Created bool   `json:"created"` // false: it already was the undo
+	Jobs    int    `json:"jobs"`
+	Targets int    `json:"targets"`
+	// Change is the declared change of a campaign of a change, whose undo
+	// jobs are jobs of the same change; empty for a campaign of orders.
+	Change  string  `json:"change,omitempty"`
+	Drifted []int64 `json:"drifted,omitempty"` // committed orders (a change's integer keys) changed since, left alone
+	Missing []int64 `json:"missing,omitempty"` // committed orders (a change's integer keys) gone, left alone
+	// Keys holds drifted and missing instead for a campaign of a declared
+	// change whose key is not an integer (the int lists are then empty),
+	// as [CampaignDrift].Keys does.
+	Keys *CampaignDriftKeys `json:"keys,omitempty" sql:"-"`
 }
 
 // UndoCampaign is campaign_undo: one undo campaign (undoName; "" means
 // NAME-undo) of register_undo jobs, one per job of the campaign with a
-// committed order still as it left it, in one transaction. The campaign
-// must be paused or finished.
+// committed order (or, for a campaign of a declared change, row) still as
+// it left it, in one transaction. The campaign must be paused or finished.
 func UndoCampaign(ctx context.Context, db DB, name, undoName string) (CampaignUndo, error) {
-	var u CampaignUndo
 	if err := checkName("name", name); err != nil {
-		return u, err
+		return CampaignUndo{}, err
 	}
 	var undo *string
 	if undoName != "" {
 		undo = &undoName
 	}
-	_, err := QueryJSON(ctx, db, &u, "campaign_undo", name, undo)
-	return u, err
+	var wire struct {
+		CampaignUndo
+		Drifted []Key `json:"drifted,omitempty"`
+		Missing []Key `json:"missing,omitempty"`
+	}
+	if _, err := QueryJSON(ctx, db, &wire, "campaign_undo", name, undo); err != nil {
+		return CampaignUndo{}, err
+	}
+	u := wire.CampaignUndo
+	// A campaign's keys are of one type: all integers, or none.
+	drifted, dRest := splitKeys(wire.Drifted)
+	missing, mRest := splitKeys(wire.Missing)
+	u.Drifted, u.Missing = drifted, missing
+	if dRest != nil || mRest != nil {
+		u.Drifted, u.Missing = []int64{}, []int64{}
+		u.Keys = &CampaignDriftKeys{Drifted: nonNil(wire.Drifted), Missing: nonNil(wire.Missing)}
+	}
+	return u, nil
 }

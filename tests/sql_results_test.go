@@ -78,13 +78,14 @@ func TestResultKeysMatchGoTypes(t *testing.T) {
 		{"campaign_report of a change", "select campaign_report('h')::text", nil, driver.CampaignDrift{}, nil},
 		{"campaign_status of a change", "select campaign_status('h')::text", nil, driver.CampaignProgress{}, nil},
 		{"campaign_pause", "select campaign_pause('c')::text", nil, driver.CampaignChange{}, nil},
-		{"campaign_undo", "select campaign_undo('c')::text", nil, driver.CampaignUndo{}, nil},
-		{"campaign_undo again", "select campaign_undo('c')::text", nil, driver.CampaignUndo{}, []string{"drifted", "missing"}},
+		{"campaign_undo", "select campaign_undo('c')::text", nil, driver.CampaignUndo{}, []string{"change"}}, // a change's campaign only
+		{"campaign_undo again", "select campaign_undo('c')::text", nil, driver.CampaignUndo{}, []string{"drifted", "missing", "change"}},
 		{"campaign_resume", "select campaign_resume('c')::text", nil, driver.CampaignChange{}, nil},
 		{"campaign_create", "select campaign_create('c2', 'acme', 2, array[101], array[3], array[2], 4)::text", nil,
 			driver.CampaignCreated{}, nil},
 		{"campaign_create_change", "select campaign_create_change('h2', 'hold_payment', '7', 2, $1, array['line 1'])::text",
 			[]any{paymentTargets(5)}, driver.CampaignCreated{}, nil},
+		{"campaign_undo of a change", "select campaign_undo('h')::text from campaign_pause('h')", nil, driver.CampaignUndo{}, nil},
 		{"grant_access", "select grant_access($1, 'viewer')::text", []any{viewer.Name}, driver.Granted{}, nil},
 	}
 	for _, c := range cases { // in order: the campaign's undo needs it paused
