@@ -112,7 +112,9 @@ func changed(l *driver.JobLineage) func(keys []driver.Key) string {
 	case l == nil:
 	case l.Kind == driver.KindRestore && l.Change != nil && l.Undoes != nil:
 		before := *l.Undoes
-		return func(keys []driver.Key) string { return "restored " + keyList(keys) + " to the values from before " + before }
+		return func(keys []driver.Key) string {
+			return "restored " + keyList(keys) + " to the values from before " + before
+		}
 	case l.Kind == driver.KindRestore:
 		return func(keys []driver.Key) string { return "restored " + keyList(keys) + " to pending" }
 	case l.Kind == driver.KindChange:
