@@ -139,7 +139,7 @@ func TestChangePayments(t *testing.T) {
 
 	// Drop is refused while a job of the change exists.
 	_, err = tryString(s.Conn, "select drop_change('hold_payment')::text")
-	wantExactPgError(t, err, "CH409", "change hold_payment: 1 jobs of it exist; a change is dropped only when none does")
+	wantExactPgError(t, err, "CH409", "change hold_payment: 1 job of it exists; a change is dropped only when none does")
 }
 
 // nothingDefined fails unless schema s has no declared change and no
