@@ -522,16 +522,21 @@ func CampaignReport(ctx context.Context, db DB, name string) (CampaignDrift, err
 	if _, err := QueryJSON(ctx, db, &wire, "campaign_report", name); err != nil {
 		return CampaignDrift{}, err
 	}
-	// A campaign's keys are of one type: all integers, or none.
 	r := wire.CampaignDrift
-	drifted, dRest := splitKeys(wire.Drifted)
-	missing, mRest := splitKeys(wire.Missing)
-	r.Drifted, r.Missing = drifted, missing
-	if dRest != nil || mRest != nil {
-		r.Drifted, r.Missing = []int64{}, []int64{}
-		r.Keys = &CampaignDriftKeys{Drifted: wire.Drifted, Missing: wire.Missing}
-	}
+	r.Drifted, r.Missing, r.Keys = splitDrift(wire.Drifted, wire.Missing)
 	return r, nil
+}
+
+// splitDrift is a campaign's drifted and missing keys, which are of one
+// type: all integers (the int lists, keys nil), or none (keys, the int
+// lists empty).
+func splitDrift(drifted, missing []Key) ([]int64, []int64, *CampaignDriftKeys) {
+	d, dRest := splitKeys(drifted)
+	m, mRest := splitKeys(missing)
+	if dRest != nil || mRest != nil {
+		return []int64{}, []int64{}, &CampaignDriftKeys{Drifted: nonNil(drifted), Missing: nonNil(missing)}
+	}
+	return d, m, nil
 }
 
 // PauseCampaign is campaign_pause: every job of the campaign paused, after
@@ -623,13 +628,6 @@ func UndoCampaign(ctx context.Context, db DB, name, undoName string) (CampaignUn
 		return CampaignUndo{}, err
 	}
 	u := wire.CampaignUndo
-	// A campaign's keys are of one type: all integers, or none.
-	drifted, dRest := splitKeys(wire.Drifted)
-	missing, mRest := splitKeys(wire.Missing)
-	u.Drifted, u.Missing = drifted, missing
-	if dRest != nil || mRest != nil {
-		u.Drifted, u.Missing = []int64{}, []int64{}
-		u.Keys = &CampaignDriftKeys{Drifted: nonNil(wire.Drifted), Missing: nonNil(wire.Missing)}
-	}
+	u.Drifted, u.Missing, u.Keys = splitDrift(wire.Drifted, wire.Missing)
 	return u, nil
 }
