@@ -65,7 +65,7 @@ func TestResultKeysMatchGoTypes(t *testing.T) {
 		{"inspect_job", "select inspect_job('done')::text", nil, driver.Job{}, []string{"change"}}, // a declared change's job only
 		{"report", "select report('done')::text", nil, driver.JobReport{}, nil},
 		{"check_plan", "select check_plan($1)::text", []any{plan("fresh", "acme", 1, 3, 2)}, driver.PlanCheck{}, nil},
-		{"register_undo", "select register_undo('done')::text", nil, driver.Undo{}, []string{"change"}}, // a declared change's job only
+		{"register_undo", "select register_undo('done')::text", nil, driver.Undo{}, []string{"change"}},   // a declared change's job only
 		{"job_lineage", "select job_lineage('done')::text", nil, driver.JobLineage{}, []string{"change"}}, // a declared change's job only
 		{"worker_status", "select worker_status()::text", nil, []fleet.WorkerStatus{}, []string{"[].shard"}},
 		{"job_status", "select job_status()::text", nil, []fleet.JobStatus{}, []string{"[].shard"}},
