@@ -522,16 +522,21 @@ func CampaignReport(ctx context.Context, db DB, name string) (CampaignDrift, err
 	if _, err := QueryJSON(ctx, db, &wire, "campaign_report", name); err != nil {
 		return CampaignDrift{}, err
 	}
-	// A campaign's keys are of one type: all integers, or none.
 	r := wire.CampaignDrift
-	drifted, dRest := splitKeys(wire.Drifted)
-	missing, mRest := splitKeys(wire.Missing)
-	r.Drifted, r.Missing = drifted, missing
-	if dRest != nil || mRest != nil {
-		r.Drifted, r.Missing = []int64{}, []int64{}
-		r.Keys = &CampaignDriftKeys{Drifted: wire.Drifted, Missing: wire.Missing}
-	}
+	r.Drifted, r.Missing, r.Keys = splitDrift(wire.Drifted, wire.Missing)
 	return r, nil
+}
+
+// splitDrift is a campaign's drifted and missing keys, which are of one
+// type: all integers (the int lists, keys nil), or none (keys, the int
+// lists empty).
+func splitDrift(drifted, missing []Key) ([]int64, []int64, *CampaignDriftKeys) {
+	d, dRest := splitKeys(drifted)
+	m, mRest := splitKeys(missing)
+	if dRest != nil || mRest != nil {
+		return []int64{}, []int64{}, &CampaignDriftKeys{Drifted: nonNil(drifted), Missing: nonNil(missing)}
+	}
+	return d, m, nil
 }
 
 // PauseCampaign is campaign_pause: every job of the campaign paused, after
@@ -586,28 +591,43 @@ func CheckCampaign(ctx context.Context, db DB, name string, maxListed int) (Camp
 
 // CampaignUndo is what [UndoCampaign] did.
 type CampaignUndo struct {
-	Name    string  `json:"name"`
-	Undoes  string  `json:"undoes"`
-	Created bool    `json:"created"` // false: it already was the undo
-	Jobs    int     `json:"jobs"`
-	Targets int     `json:"targets"`
-	Drifted []int64 `json:"drifted,omitempty"` // committed orders changed since, left alone
-	Missing []int64 `json:"missing,omitempty"` // committed orders gone, left alone
+	Name    string `json:"name"`
+	Undoes  string `json:"undoes"`
+	Created bool   `json:"created"` // false: it already was the undo
+	Jobs    int    `json:"jobs"`
+	Targets int    `json:"targets"`
+	// Change is the declared change of a campaign of a change, whose undo
+	// jobs are jobs of the same change; empty for a campaign of orders.
+	Change  string  `json:"change,omitempty"`
+	Drifted []int64 `json:"drifted,omitempty"` // committed orders (a change's integer keys) changed since, left alone
+	Missing []int64 `json:"missing,omitempty"` // committed orders (a change's integer keys) gone, left alone
+	// Keys holds drifted and missing instead for a campaign of a declared
+	// change whose key is not an integer (the int lists are then empty),
+	// as [CampaignDrift].Keys does.
+	Keys *CampaignDriftKeys `json:"keys,omitempty" sql:"-"`
 }
 
 // UndoCampaign is campaign_undo: one undo campaign (undoName; "" means
 // NAME-undo) of register_undo jobs, one per job of the campaign with a
-// committed order still as it left it, in one transaction. The campaign
-// must be paused or finished.
+// committed order (or, for a campaign of a declared change, row) still as
+// it left it, in one transaction. The campaign must be paused or finished.
 func UndoCampaign(ctx context.Context, db DB, name, undoName string) (CampaignUndo, error) {
-	var u CampaignUndo
 	if err := checkName("name", name); err != nil {
-		return u, err
+		return CampaignUndo{}, err
 	}
 	var undo *string
 	if undoName != "" {
 		undo = &undoName
 	}
-	_, err := QueryJSON(ctx, db, &u, "campaign_undo", name, undo)
-	return u, err
+	var wire struct {
+		CampaignUndo
+		Drifted []Key `json:"drifted,omitempty"`
+		Missing []Key `json:"missing,omitempty"`
+	}
+	if _, err := QueryJSON(ctx, db, &wire, "campaign_undo", name, undo); err != nil {
+		return CampaignUndo{}, err
+	}
+	u := wire.CampaignUndo
+	u.Drifted, u.Missing, u.Keys = splitDrift(wire.Drifted, wire.Missing)
+	return u, nil
 }

@@ -77,9 +77,10 @@ func (u Undo) MarshalJSON() ([]byte, error) {
 // JobLineage is a job's kind and its undo ([Lineage], SQL job_lineage).
 type JobLineage struct {
 	JobID    string  `json:"job_id"`
-	Kind     string  `json:"kind"`      // [KindCancel], [KindRestore] or [KindChange] (a change's job or its undo)
-	Undoes   *string `json:"undoes"`    // the job this undo undoes
-	UndoneBy *string `json:"undone_by"` // the undo of this job
+	Kind     string  `json:"kind"`             // [KindCancel], [KindChange] (a declared change's job) or [KindRestore] (an undo)
+	Change   *string `json:"change,omitempty"` // the declared change of a change's job or of its undo; nil for orders
+	Undoes   *string `json:"undoes"`           // the job this undo undoes
+	UndoneBy *string `json:"undone_by"`        // the undo of this job
 }
 
 // RegisterUndo builds the compensating job of the job and registers it as

@@ -51,8 +51,9 @@ type JobStatus struct {
 	PauseAfter *int `json:"pause_after"`
 	// Kind is the change the job applies: [driver.KindCancel],
 	// [driver.KindRestore] for an undo ([driver.JobRef.RegisterUndo]), or
-	// [driver.KindChange] for a job of a declared change ([driver.RegisterChange]),
-	// whose name is Change (nil for other jobs). Undoes names the job an
+	// [driver.KindChange] for a job of a declared change ([driver.RegisterChange]).
+	// Change is the name of the declared change of a change's job or of
+	// its undo (nil for other jobs). Undoes names the job an
 	// undo undoes; UndoneBy the undo of this job. Both are nil when there
 	// is none.
 	Kind     string  `json:"kind"`

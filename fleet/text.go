@@ -23,9 +23,12 @@ func (j JobStatus) Detail(now time.Time) string {
 }
 
 // KindText is a job's kind as chunks status and the status page show it:
-// cancel, "undo of JOB" or "change NAME" (a job of a declared change).
+// cancel, "undo of JOB", "change NAME" (a job of a declared change) or
+// "undo of JOB (change NAME)" (the undo of a job of a declared change).
 func (j JobStatus) KindText() string {
 	switch {
+	case j.Kind == driver.KindRestore && j.Undoes != nil && j.Change != nil:
+		return "undo of " + *j.Undoes + " (change " + *j.Change + ")"
 	case j.Kind == driver.KindRestore && j.Undoes != nil:
 		return "undo of " + *j.Undoes
 	case j.Change != nil:

@@ -42,7 +42,8 @@ func drainFleet(t *testing.T, s *pgtest.Schema) int {
 // changed exactly once (change_audit, the table's trigger); re-creating it
 // is a no-op, another approval a conflict naming the difference; check,
 // status and report judge by the change's rules, before and after drift
-// made by hand; campaign undo is refused.
+// made by hand; campaign undo restores the rows still as it left them
+// (undoChangeCampaign).
 func TestCampaignOfAChange(t *testing.T) {
 	t.Parallel()
 	for _, source := range []string{"query", "file"} {
@@ -126,10 +127,70 @@ func TestCampaignOfAChange(t *testing.T) {
 			if st, err := driver.CampaignStatus(ctx, s.Conn, "holds"); err != nil || st.Drift != 3 {
 				t.Fatalf("status after drift: %+v, %v", st, err)
 			}
-			_, err = driver.UndoCampaign(ctx, s.Conn, "holds", "")
-			wantDriverError(t, err, driver.ErrConflict, "conflict: campaign holds: is a campaign of the declared change hold_payment; campaign undo is not supported for it yet")
+			if source == "query" {
+				undoChangeCampaign(t, s, shop)
+			}
 		})
 	}
+}
+
+// undoChangeCampaign undoes the finished campaign holds of
+// TestCampaignOfAChange, whose rows 5 and 1000 drifted and 77 is gone: one
+// undo campaign of restore jobs of the change, one per job, drained by the
+// fleet's passes; every other row back to its before values (version + 1)
+// exactly once by change_audit and the table's trigger, the drifted ones
+// untouched; the undo's status and report by the change's rules; the same
+// undo again changes nothing, and an undo is not undone.
+func undoChangeCampaign(t *testing.T, s *pgtest.Schema, shop string) {
+	t.Helper()
+	s.Exec(t, "delete from "+shop+".payment_updates")
+	untouched := mustString(t, s.Conn, "select string_agg(p::text, ' ' order by payment_id) from "+shop+".payments p where payment_id in (5, 1000)")
+	u, err := driver.UndoCampaign(ctx, s.Conn, "holds", "")
+	if err != nil || !u.Created || u.Name != "holds-undo" || u.Undoes != "holds" || u.Change != "hold_payment" || u.Jobs != 167 ||
+		u.Targets != 9997 || fmt.Sprint(u.Drifted) != "[5 1000]" || fmt.Sprint(u.Missing) != "[77]" || u.Keys != nil {
+		t.Fatalf("campaign undo: %+v, %v", u, err)
+	}
+	sameJSON(t, "undo jobs", mustString(t, s.Conn, `select jsonb_build_array(count(*),
+	    count(*) filter (where k.kind = 'restore' and k.undoes = replace(cj.job_id, '-undo', '') and jc.change = 'hold_payment'),
+	    count(*) filter (where a.kind = 'restore' and a.recorded_from = 'register_undo'), count(q.job_id), min(cj.job_id), max(cj.job_id))::text
+	  from campaign_jobs cj join job_kind k using (job_id) join job_change jc using (job_id) join job_approval a using (job_id)
+	  left join job_queue q using (job_id) where cj.campaign = 'holds-undo'`), `[167, 167, 167, 16, "holds-undo-000001", "holds-undo-000167"]`)
+	if n := drainFleet(t, s); n != 1000 {
+		t.Fatalf("the fleet ran %d chunks of the undo, want 1000", n)
+	}
+	sameJSON(t, "undo audit", mustString(t, s.Conn, `select jsonb_build_array(count(*), count(distinct key),
+	    count(*) filter (where version_before = 4 and version_after = 5 and after = jsonb_build_object('status', 'captured', 'hold_reason', null)
+	                       and before = jsonb_build_object('status', 'on_hold', 'hold_reason', 'chargeback #' || key)),
+	    count(*) filter (where key in ('5', '77', '1000')))::text
+	  from change_audit a join campaign_jobs cj using (job_id) where cj.campaign = 'holds-undo'`), `[9997, 9997, 9997, 0]`)
+	sameJSON(t, "each undone row once", mustString(t, s.Conn, fmt.Sprintf(`select jsonb_build_array(count(*), min(n), max(n),
+	    count(*) filter (where payment_id in (5, 77, 1000)))::text
+	  from (select payment_id, sum(n) as n from %s.payment_updates group by 1) x`, shop)), `[9997, 1, 1, 0]`)
+	sameJSON(t, "rows", mustString(t, s.Conn, fmt.Sprintf(`select jsonb_build_array(count(*),
+	    count(*) filter (where status = 'captured' and hold_reason is null and lock_version = 5 and amount_cents = 100 * payment_id))::text
+	  from %s.payments`, shop)), `[9999, 9997]`)
+	if got := mustString(t, s.Conn, "select string_agg(p::text, ' ' order by payment_id) from "+shop+".payments p where payment_id in (5, 1000)"); got != untouched {
+		t.Fatalf("the drifted rows: %s, were %s", got, untouched)
+	}
+	st, err := driver.CampaignStatus(ctx, s.Conn, "holds-undo")
+	if err != nil || st.Targets != 9997 || st.Committed != 9997 || st.JobsDone != 167 || st.Drift != 0 || st.Remaining != 0 {
+		t.Fatalf("undo status: %+v, %v", st, err)
+	}
+	// The undo's report: matching is the row as restored; drift by hand.
+	s.Exec(t, "update "+shop+".payments set hold_reason = 'late' where payment_id = 2")
+	r, err := driver.CampaignReport(ctx, s.Conn, "holds-undo")
+	if err != nil || r.Targets != 9997 || r.Committed != 9997 || r.Matching != 9996 || r.DriftedCount != 1 || r.MissingCount != 0 ||
+		fmt.Sprint(r.Drifted) != "[2]" || fmt.Sprint(r.Missing) != "[]" {
+		t.Fatalf("undo report: %+v, %v", r, err)
+	}
+	again, err := driver.UndoCampaign(ctx, s.Conn, "holds", "")
+	if err != nil || again.Created || again.Name != "holds-undo" || again.Change != "hold_payment" || again.Jobs != 167 || again.Targets != 9997 {
+		t.Fatalf("campaign undo again: %+v, %v", again, err)
+	}
+	_, err = driver.UndoCampaign(ctx, s.Conn, "holds", "other-undo")
+	wantDriverError(t, err, driver.ErrConflict, "conflict: campaign holds: already undone by holds-undo")
+	_, err = driver.UndoCampaign(ctx, s.Conn, "holds-undo", "")
+	wantDriverError(t, err, driver.ErrConflict, "conflict: campaign holds-undo: is the undo of holds; an undo is not undone")
 }
 
 // wantDriverError fails unless err is of kind and says exactly msg.

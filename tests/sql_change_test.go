@@ -139,7 +139,7 @@ func TestChangePayments(t *testing.T) {
 
 	// Drop is refused while a job of the change exists.
 	_, err = tryString(s.Conn, "select drop_change('hold_payment')::text")
-	wantExactPgError(t, err, "CH409", "change hold_payment: 1 jobs of it exist; a change is dropped only when none does")
+	wantExactPgError(t, err, "CH409", "change hold_payment: 1 job of it exists; a change is dropped only when none does")
 }
 
 // nothingDefined fails unless schema s has no declared change and no
@@ -446,7 +446,7 @@ func TestChangeRegisterRefusals(t *testing.T) {
 	// Status and lineage say the job is a declared change's.
 	sameJSON(t, "job_status", mustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(x ->> 'job_id', x ->> 'kind', x ->> 'state', x -> 'drift'))::text from jsonb_array_elements(job_status()) x"),
 		`[["orders-job", "cancel", "idle", 0], ["p1", "change", "done", null]]`)
-	sameJSON(t, "job_lineage", mustString(t, s.Conn, "select job_lineage('p1')::text"), `{"job_id": "p1", "kind": "change", "undoes": null, "undone_by": null}`)
+	sameJSON(t, "job_lineage", mustString(t, s.Conn, "select job_lineage('p1')::text"), `{"job_id": "p1", "kind": "change", "change": "hold_payment", "undoes": null, "undone_by": null}`)
 	// inspect_job shows the targets as they are stored.
 	sameJSON(t, "inspect_job", mustString(t, s.Conn, "select (inspect_job('p1') -> 'targets')::text"), paymentTargets(1, 2))
 }

@@ -78,7 +78,8 @@ func TestChangeUndoPayments(t *testing.T) {
 	sameJSON(t, "the job's report", mustString(t, s.Conn, "select report('p1')::text"),
 		`{"approved": [1, 2, 3, 4], "committed": [1, 2, 3, 4], "remaining": [], "matching": [], "drifted": [1, 2, 3], "missing": [4]}`)
 	sameJSON(t, "job_lineage", mustString(t, s.Conn, "select jsonb_build_array(job_lineage('p1'), job_lineage('p1-undo'))::text"),
-		`[{"job_id": "p1", "kind": "change", "undoes": null, "undone_by": "p1-undo"}, {"job_id": "p1-undo", "kind": "change", "undoes": "p1", "undone_by": null}]`)
+		`[{"job_id": "p1", "kind": "change", "change": "hold_payment", "undoes": null, "undone_by": "p1-undo"},
+		  {"job_id": "p1-undo", "kind": "restore", "change": "hold_payment", "undoes": "p1", "undone_by": null}]`)
 
 	// Nothing left to undo: every committed row drifted or missing.
 	s.Exec(t, "select register_change('hold_payment', $1)", changePlan("p2", "7", paymentTargets(5), 1))

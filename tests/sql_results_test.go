@@ -65,8 +65,8 @@ func TestResultKeysMatchGoTypes(t *testing.T) {
 		{"inspect_job", "select inspect_job('done')::text", nil, driver.Job{}, []string{"change"}}, // a declared change's job only
 		{"report", "select report('done')::text", nil, driver.JobReport{}, nil},
 		{"check_plan", "select check_plan($1)::text", []any{plan("fresh", "acme", 1, 3, 2)}, driver.PlanCheck{}, nil},
-		{"register_undo", "select register_undo('done')::text", nil, driver.Undo{}, []string{"change"}}, // a declared change's job only
-		{"job_lineage", "select job_lineage('done')::text", nil, driver.JobLineage{}, nil},
+		{"register_undo", "select register_undo('done')::text", nil, driver.Undo{}, []string{"change"}},   // a declared change's job only
+		{"job_lineage", "select job_lineage('done')::text", nil, driver.JobLineage{}, []string{"change"}}, // a declared change's job only
 		{"worker_status", "select worker_status()::text", nil, []fleet.WorkerStatus{}, []string{"[].shard"}},
 		{"job_status", "select job_status()::text", nil, []fleet.JobStatus{}, []string{"[].shard"}},
 		{"status_page", "select status_page(null, null)::text", nil, fleet.Overview{},
@@ -78,13 +78,14 @@ func TestResultKeysMatchGoTypes(t *testing.T) {
 		{"campaign_report of a change", "select campaign_report('h')::text", nil, driver.CampaignDrift{}, nil},
 		{"campaign_status of a change", "select campaign_status('h')::text", nil, driver.CampaignProgress{}, nil},
 		{"campaign_pause", "select campaign_pause('c')::text", nil, driver.CampaignChange{}, nil},
-		{"campaign_undo", "select campaign_undo('c')::text", nil, driver.CampaignUndo{}, nil},
-		{"campaign_undo again", "select campaign_undo('c')::text", nil, driver.CampaignUndo{}, []string{"drifted", "missing"}},
+		{"campaign_undo", "select campaign_undo('c')::text", nil, driver.CampaignUndo{}, []string{"change"}}, // a change's campaign only
+		{"campaign_undo again", "select campaign_undo('c')::text", nil, driver.CampaignUndo{}, []string{"drifted", "missing", "change"}},
 		{"campaign_resume", "select campaign_resume('c')::text", nil, driver.CampaignChange{}, nil},
 		{"campaign_create", "select campaign_create('c2', 'acme', 2, array[101], array[3], array[2], 4)::text", nil,
 			driver.CampaignCreated{}, nil},
 		{"campaign_create_change", "select campaign_create_change('h2', 'hold_payment', '7', 2, $1, array['line 1'])::text",
 			[]any{paymentTargets(5)}, driver.CampaignCreated{}, nil},
+		{"campaign_undo of a change", "select campaign_undo('h')::text from campaign_pause('h')", nil, driver.CampaignUndo{}, nil},
 		{"grant_access", "select grant_access($1, 'viewer')::text", []any{viewer.Name}, driver.Granted{}, nil},
 	}
 	for _, c := range cases { // in order: the campaign's undo needs it paused

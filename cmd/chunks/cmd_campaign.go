@@ -237,13 +237,20 @@ func runCampaignReport(ctx context.Context, d deps, o *campaignOptions, out io.W
 	return printResult(ctx, d, out, func(ctx context.Context, conn *pgx.Conn) (driver.CampaignDrift, error) {
 		return driver.CampaignReport(ctx, conn, o.Name)
 	}, func(r driver.CampaignDrift) {
-		drifted, missing := ids(r.Drifted), ids(r.Missing)
-		if r.Keys != nil { // a declared change's keys that are not integers
-			drifted, missing = keyList(r.Keys.Drifted), keyList(r.Keys.Missing)
-		}
+		drifted, missing := driftLists(r.Drifted, r.Missing, r.Keys)
 		say(out, "campaign %s: %d targets, %d committed, %d remaining: %d matching, %d drifted %s, %d missing %s",
 			r.Name, r.Targets, r.Committed, r.Remaining, r.Matching, r.DriftedCount, drifted, r.MissingCount, missing)
 	})
+}
+
+// driftLists is a campaign's drifted and missing lists as words: the ids
+// (a declared change's integer keys), or keys, a declared change's keys
+// that are not integers, when not nil.
+func driftLists(drifted, missing []int64, keys *driver.CampaignDriftKeys) (string, string) {
+	if keys != nil {
+		return keyList(keys.Drifted), keyList(keys.Missing)
+	}
+	return ids(drifted), ids(missing)
 }
 
 // campaignPauseResumeCommand is chunks campaign pause or resume (verb),
@@ -351,7 +358,9 @@ func campaignUndoCommand() *cli.Command {
 		UsageText: "chunks campaign undo [--json] [--as UNDO] NAME",
 		Description: "Every job of NAME with committed orders still as it left them gets its undo (chunks undo's\n" +
 			"rules: drifted and missing orders are left alone), all recorded as campaign UNDO (default\n" +
-			"NAME-undo) in one transaction; the fleet restores them. Pause NAME first (chunks campaign pause).",
+			"NAME-undo) in one transaction; the fleet restores them. Pause NAME first (chunks campaign pause).\n" +
+			"A campaign of a declared change is undone the same way: its rows still as it left them get\n" +
+			"their values from before it back, by undo jobs of the same change.",
 		Flags:  []cli.Flag{&cli.StringFlag{Name: "as", Usage: "the undo campaign's name (default NAME-undo)"}},
 		Action: action(parseCampaignUndo, runCampaignUndo),
 	}
@@ -389,7 +398,13 @@ func runCampaignUndo(ctx context.Context, d deps, o *campaignUndoOptions, out io
 			say(out, "campaign %s already is the undo of %s; nothing changed", u.Name, o.Name)
 			return
 		}
+		// A declared change's undo restores rows, by key.
+		noun := "order"
+		if u.Change != "" {
+			noun = "row"
+		}
+		drifted, missing := driftLists(u.Drifted, u.Missing, u.Keys)
 		say(out, "registered undo campaign %s of %s: %s in %s; left alone: drifted %s, missing %s", u.Name, o.Name,
-			plural(u.Targets, "order"), plural(u.Jobs, "job"), ids(u.Drifted), ids(u.Missing))
+			plural(u.Targets, noun), plural(u.Jobs, "job"), drifted, missing)
 	})
 }

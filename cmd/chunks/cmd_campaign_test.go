@@ -181,7 +181,7 @@ func TestCampaignRun(t *testing.T) {
 // chunks campaign create --change: a campaign of a declared change from a
 // query whose columns are named as the change's target fields, and from
 // JSON Lines on stdin; its status, check, report (with a drifted and a
-// missing row) and the refusal of its undo; a query missing a field, with
+// missing row), its undo drained and reported; a query missing a field, with
 // an extra column or a wrong type is exit 2 naming the row and the field,
 // with nothing written.
 func TestCampaignOfAChangeRun(t *testing.T) {
@@ -243,11 +243,33 @@ func TestCampaignOfAChangeRun(t *testing.T) {
 	}
 	wantOut(t, chunksIn(t, l, "", "--json", "campaign", "report", "holds"),
 		`{"name":"holds","targets":3,"committed":3,"remaining":0,"matching":1,"drifted_count":1,"missing_count":1,"drifted":[2],"missing":[3]}`+"\n")
-	wantRunErr(t, runCampaignUndo, d, &campaignUndoOptions{Name: "holds"}, driver.ErrConflict,
-		"conflict: campaign holds: is a campaign of the declared change hold_payment; campaign undo is not supported for it yet")
 	if n := mustCount(t, l, "select count(*) from change_audit"); n != 3 {
 		t.Errorf("change_audit has %d rows, want 3", n)
 	}
+
+	// Its undo: the one row still as it left it gets its values back, by
+	// an undo job of the change; the drifted and missing ones are left alone.
+	if got, want := wantRun(t, runCampaignUndo, d, &campaignUndoOptions{Name: "holds"}),
+		"registered undo campaign holds-undo of holds: 1 row in 1 job; left alone: drifted 2, missing 3\n"; got != want {
+		t.Errorf("undo: got %q, want %q", got, want)
+	}
+	if r := chunksIn(t, l, "", "drain", "holds-undo-000001"); r.Code != 0 {
+		t.Fatalf("drain the undo: %v", r)
+	}
+	var rows string
+	if err := l.Conn.QueryRow(ctx, "select string_agg(format('%s %s %s %s', payment_id, status, coalesce(hold_reason, '-'), lock_version), ', ' order by payment_id) from "+
+		shop+".payments where payment_id <= 3").Scan(&rows); err != nil || rows != "1 captured - 5, 2 on_hold other 4" {
+		t.Errorf("rows after the undo: %s, %v; want 1 captured - 5, 2 on_hold other 4", rows, err)
+	}
+	if got, want := wantRun(t, runCampaignReport, d, &campaignOptions{Name: "holds-undo"}),
+		"campaign holds-undo: 1 targets, 1 committed, 0 remaining: 1 matching, 0 drifted none, 0 missing none\n"; got != want {
+		t.Errorf("undo report: got %q, want %q", got, want)
+	}
+	wantOut(t, chunksIn(t, l, "", "campaign", "undo", "holds"), "campaign holds-undo already is the undo of holds; nothing changed\n")
+	wantOut(t, chunksIn(t, l, "", "--json", "campaign", "undo", "holds"),
+		`{"name":"holds-undo","undoes":"holds","created":false,"jobs":1,"targets":1,"change":"hold_payment"}`+"\n")
+	wantExit(t, chunksIn(t, l, "", "campaign", "undo", "more"), 3, "chunks: conflict: campaign more: nothing to undo: no committed row of it is as it left it")
+	wantExit(t, chunksIn(t, l, "", "campaign", "undo", "holds-undo"), 3, "chunks: conflict: campaign holds-undo: is the undo of holds; an undo is not undone")
 }
 
 // mustCount is the number sql (a count) returns on l.

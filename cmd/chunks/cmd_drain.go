@@ -99,7 +99,7 @@ func runDrain(ctx context.Context, d deps, o *drainOptions, out io.Writer) error
 			return err
 		}
 	}
-	change := changed(driver.KindCancel)
+	change := changed(nil)
 	if !d.json {
 		if change, err = jobChange(ctx, d, job); err != nil {
 			return err

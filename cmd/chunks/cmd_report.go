@@ -46,7 +46,7 @@ func runReport(ctx context.Context, d deps, o *jobOptions, out io.Writer) error 
 		return printJSON(out, r)
 	}
 	noun := "order"
-	if lineage != nil && lineage.Kind == driver.KindChange {
+	if lineage != nil && lineage.Change != nil {
 		noun = "key"
 	}
 	printReport(out, o.Job.ID, noun, r)
@@ -82,7 +82,7 @@ func printReport(out io.Writer, jobID, noun string, r driver.JobReport) {
 func printLineage(out io.Writer, l *driver.JobLineage) {
 	switch {
 	case l == nil:
-	case l.Undoes != nil && l.Kind == driver.KindChange:
+	case l.Undoes != nil && l.Change != nil:
 		say(out, "job %s is the undo of %s: matching rows have their values from before %[2]s again", l.JobID, *l.Undoes)
 	case l.Undoes != nil:
 		say(out, "job %s is the undo of %s: matching orders are pending again, as they were before %[2]s", l.JobID, *l.Undoes)

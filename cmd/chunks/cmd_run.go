@@ -62,7 +62,7 @@ func (o *runOptions) Validate() error {
 // drill's hook, and says what it did.
 func runRun(ctx context.Context, d deps, o *runOptions, out io.Writer) error {
 	job := o.Job
-	change := changed(driver.KindCancel)
+	change := changed(nil)
 	if !d.json {
 		var err error
 		if change, err = jobChange(ctx, d, job); err != nil {
@@ -95,26 +95,29 @@ func runRun(ctx context.Context, d deps, o *runOptions, out io.Writer) error {
 // jobChange is what the job's chunks do, read on a connection of its own:
 // a job registered by chunks register cancels its orders, an undo
 // (chunks undo) restores them, a job of a declared change (chunks register
-// --change) changes the rows of its keys.
+// --change) changes the rows of its keys, and its undo restores them.
 func jobChange(ctx context.Context, d deps, job driver.JobRef) (func(keys []driver.Key) string, error) {
-	kind := driver.KindCancel // an unknown job: its chunk says so
-	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) error {
-		l, err := job.Lineage(ctx, conn)
-		if l != nil {
-			kind = l.Kind
-		}
+	var lineage *driver.JobLineage // an unknown job: its chunk says so
+	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
+		lineage, err = job.Lineage(ctx, conn)
 		return err
 	})
-	return changed(kind), err
+	return changed(lineage), err
 }
 
-// changed says what chunks of a job of kind did to the orders or rows
-// of the keys processed.
-func changed(kind string) func(keys []driver.Key) string {
-	switch kind {
-	case driver.KindRestore:
+// changed says what chunks of the job of lineage l (nil: a cancel job)
+// did to the orders or rows of the keys processed.
+func changed(l *driver.JobLineage) func(keys []driver.Key) string {
+	switch {
+	case l == nil:
+	case l.Kind == driver.KindRestore && l.Change != nil && l.Undoes != nil:
+		before := *l.Undoes
+		return func(keys []driver.Key) string {
+			return "restored " + keyList(keys) + " to the values from before " + before
+		}
+	case l.Kind == driver.KindRestore:
 		return func(keys []driver.Key) string { return "restored " + keyList(keys) + " to pending" }
-	case driver.KindChange:
+	case l.Kind == driver.KindChange:
 		return func(keys []driver.Key) string { return "changed " + keyList(keys) }
 	}
 	return func(keys []driver.Key) string { return "cancelled " + keyList(keys) }

@@ -19,7 +19,8 @@ func statusCommand() *cli.Command {
 		Usage:     "show every job: progress, queued / running / paused / done / idle, and drift",
 		UsageText: "chunks status [--dsn DSN] [--schema S] [--json]",
 		Description: "kind: cancel (a registered job), \"undo of JOB\" (chunks undo) or \"change NAME\" (a job of a\n" +
-			"declared change, chunks register --change NAME). progress is next_index/n.\n" +
+			"declared change, chunks register --change NAME; its undo is \"undo of JOB (change NAME)\").\n" +
+			"progress is next_index/n.\n" +
 			"state: queued (runnable; \"rests until\" a --rate or retry delay ends), running (a chunk of it\n" +
 			"is in flight, in the worker shown), paused (with who paused it, when and why; chunks resume\n" +
 			"JOB), done, or idle (unfinished but not queued; chunks resume JOB queues it). detail also\n" +

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/chunks-dev/chunks/driver"
@@ -80,6 +81,31 @@ func TestStatusShowsTheChange(t *testing.T) {
 	if len(st.Jobs) != 2 || st.Jobs[0].Change != nil || st.Jobs[1].Kind != driver.KindChange || st.Jobs[1].Change == nil || *st.Jobs[1].Change != "hold_payment" {
 		t.Errorf("--json: %+v", st.Jobs)
 	}
+
+	// Its undo is kind restore, as an orders job's undo is, and keeps the
+	// change's name: "undo of p1 (change hold_payment)".
+	wantOut(t, chunksIn(t, l, "", "pause", "p1"), "paused job p1: no worker starts a chunk of it until chunks resume p1\n")
+	wantOut(t, chunksIn(t, l, "", "undo", "--json", "p1"),
+		`{"job_id":"p1-undo","undoes":"p1","created":true,"change":"hold_payment","targets":[1,2],"drifted":[],"missing":[]}`+"\n")
+	if got, want := wantRun(t, runStatus, d, &noArgs{}), "│ p1-undo │ undo of p1 (change hold_payment) │ 7      │ 0/2      │ queued │"; !strings.Contains(got, want) {
+		t.Errorf("status of the undo: got\n%s\nwant a row %s", got, want)
+	}
+	st = statusJSON(t, d)
+	if len(st.Jobs) != 3 || st.Jobs[2].JobID != "p1-undo" || st.Jobs[2].Kind != driver.KindRestore || st.Jobs[2].Change == nil ||
+		*st.Jobs[2].Change != "hold_payment" || st.Jobs[2].Undoes == nil || *st.Jobs[2].Undoes != "p1" ||
+		st.Jobs[1].UndoneBy == nil || *st.Jobs[1].UndoneBy != "p1-undo" || st.Jobs[1].Kind != driver.KindChange {
+		t.Errorf("--json with the undo: %+v", st.Jobs)
+	}
+	for job, want := range map[string]driver.JobLineage{
+		"p1":      {JobID: "p1", Kind: driver.KindChange, Change: ptr("hold_payment"), UndoneBy: ptr("p1-undo")},
+		"p1-undo": {JobID: "p1-undo", Kind: driver.KindRestore, Change: ptr("hold_payment"), Undoes: ptr("p1")},
+		"j1":      {JobID: "j1", Kind: driver.KindCancel},
+	} {
+		if got, err := (driver.JobRef{ID: job}).Lineage(ctx, l.Conn); err != nil || got == nil || clitest.MustJSON(t, got) != clitest.MustJSON(t, want) {
+			t.Errorf("lineage of %s: %+v, %v; want %+v", job, got, err, want)
+		}
+	}
+	wantOut(t, chunksIn(t, l, "", "run", "p1-undo"), "job p1-undo: restored 1-2 to the values from before p1; next_index 2; the job is done\n")
 }
 
 // statusJSON is what chunks status --json prints.

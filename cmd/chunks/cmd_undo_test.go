@@ -75,7 +75,7 @@ func TestUndoChange(t *testing.T) {
 	wantRunOut(t, runUndo, d, o, "job p1-undo was already registered as the undo of p1; nothing changed (it restores 2 rows)\n"+left)
 	wantOut(t, chunksIn(t, l, "", "undo", "--json", "p1"),
 		`{"job_id":"p1-undo","undoes":"p1","created":false,"change":"hold_payment","targets":[1,2],"drifted":[3],"missing":[4]}`+"\n")
-	wantOut(t, chunksIn(t, l, "", "drain", "p1-undo"), "job p1-undo: 1 call changed 1-2; next_index 2; the job is done\n")
+	wantOut(t, chunksIn(t, l, "", "drain", "p1-undo"), "job p1-undo: 1 call restored 1-2 to the values from before p1; next_index 2; the job is done\n")
 	var got string
 	if err := l.Conn.QueryRow(ctx, "select string_agg(payment_id || ':' || status || ':' || coalesce(hold_reason, '-') || ':' || lock_version, ',' order by payment_id) from "+shop+".payments").Scan(&got); err != nil ||
 		got != "1:captured:-:5,2:captured:-:5,3:refunded:chargeback:4" {

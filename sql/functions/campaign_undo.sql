@@ -1,6 +1,9 @@
 -- Campaigns: the undo of a whole campaign, as one campaign of undo jobs
 -- (register_undo of every job of it that has committed orders still as it
--- left them), in one transaction.
+-- left them), in one transaction. A campaign of a declared change is undone
+-- by the same rules: register_undo of every job of it with a committed row
+-- still as it left it (report_change's matching), each a job of the change
+-- run by its inverse.
 create or replace function {{ .schema }}.campaign_undo(name text, undo_name text default null) returns jsonb
 language plpgsql volatile security definer
 set search_path = {{ .schema }}, pg_temp
@@ -17,11 +20,9 @@ declare
   v_drifted jsonb := '[]'::jsonb;
   v_missing jsonb := '[]'::jsonb;
   v_digest text;
+  v_change text := campaign_change(v_campaign.name);
+  v_noun text := case when v_change is null then 'order' else 'row' end;
 begin
-  if campaign_change(v_campaign.name) is not null then
-    raise exception 'campaign %: is a campaign of the declared change %; campaign undo is not supported for it yet',
-      v_campaign.name, campaign_change(v_campaign.name) using errcode = 'CH409';
-  end if;
   perform check_name(v_undo, 'undo_name');
   if length(v_undo) > 57 then
     raise exception 'undo_name: must be at most 57 characters (job ids add -NNNNNN), got %', length(v_undo) using errcode = '22023';
@@ -35,7 +36,8 @@ begin
       raise exception 'campaign %: already exists, and not as the undo of %', v_undo, v_campaign.name using errcode = 'CH409';
     end if;
     return jsonb_build_object('name', v_undo, 'undoes', v_campaign.name, 'created', false, 'jobs', v_existing.job_count,
-                              'targets', v_existing.target_count);
+                              'targets', v_existing.target_count)
+           || case when v_change is not null then jsonb_build_object('change', v_change) else '{}' end;
   end if;
   select c.name into v_existing.name from campaigns as c where c.undoes = v_campaign.name;
   if found then
@@ -44,19 +46,20 @@ begin
   -- The record first (campaign_jobs refers to it); its counts are set below.
   insert into campaigns (name, tenant, chunk_size, job_count, target_count, digest, queue_window, released, undoes)
   values (v_undo, v_campaign.tenant, v_campaign.chunk_size, 1, 1, '', v_campaign.queue_window, 0, v_campaign.name);
-  -- Every job with a committed order still as the campaign left it, in seq
-  -- order. register_undo refuses a job that can still make progress
-  -- unpaused: pause the campaign first (campaign_pause).
+  -- Every job with a committed order (a change's row) still as the campaign
+  -- left it, in seq order. register_undo refuses a job that can still make
+  -- progress unpaused: pause the campaign first (campaign_pause).
   for v_job in
     select cj.job_id
       from campaign_jobs as cj
       join jobs as j on j.job_id = cj.job_id
      where cj.campaign = v_campaign.name and j.next_index > 0
-       and exists (select from jsonb_array_elements(j.targets) with ordinality as x(e, ord)
-                     join orders as o on o.id = (x.e -> 'id')::integer
-                    where x.ord <= j.next_index
-                      and order_matches(o.tenant, o.qty, o.state, o.revision, j.tenant, (x.e -> 'revision')::bigint,
-                                        (x.e -> 'qty')::bigint, 'cancel'))
+       and case when v_change is not null then jsonb_array_length(report_change(cj.job_id) -> 'matching') > 0
+                else exists (select from jsonb_array_elements(j.targets) with ordinality as x(e, ord)
+                               join orders as o on o.id = (x.e -> 'id')::integer
+                              where x.ord <= j.next_index
+                                and order_matches(o.tenant, o.qty, o.state, o.revision, j.tenant, (x.e -> 'revision')::bigint,
+                                                  (x.e -> 'qty')::bigint, 'cancel')) end
      order by cj.seq
   loop
     v_res := register_undo(v_job.job_id, campaign_job_id(v_undo, v_seq));
@@ -67,15 +70,21 @@ begin
     v_seq := v_seq + 1;
   end loop;
   if v_seq = 0 then
-    raise exception 'campaign %: nothing to undo: no committed order of it is as it left it', v_campaign.name using errcode = 'CH409';
+    raise exception 'campaign %: nothing to undo: no committed % of it is as it left it', v_campaign.name, v_noun using errcode = 'CH409';
   end if;
+  -- The digest of the undo's approval: its targets, in its order (a
+  -- change's, as campaign_create_change's digest names the change).
   select encode(sha256(convert_to(v_campaign.tenant || '/' || v_campaign.chunk_size || '/'
-                                  || string_agg(x.e ->> 'id' || ':' || (x.e ->> 'revision') || ':' || (x.e ->> 'qty'), ','
-                                                order by (x.e -> 'id')::integer), 'UTF8')), 'hex')
+                                  || case when v_change is null
+                                          then string_agg(x.e ->> 'id' || ':' || (x.e ->> 'revision') || ':' || (x.e ->> 'qty'), ','
+                                                          order by (x.e -> 'id')::integer)
+                                          else max(jc.change || ':' || jc.digest) || '/'
+                                               || string_agg(x.e::text, ',' order by cj.seq, x.ord) end, 'UTF8')), 'hex')
     into v_digest
     from campaign_jobs as cj
     join jobs as j on j.job_id = cj.job_id
-   cross join lateral jsonb_array_elements(j.targets) as x(e)
+    left join job_change as jc on jc.job_id = cj.job_id
+   cross join lateral jsonb_array_elements(j.targets) with ordinality as x(e, ord)
    where cj.campaign = v_undo;
   update campaigns as c
      set job_count = v_seq, target_count = v_targets, digest = v_digest, released = least(c.queue_window, v_seq)
@@ -86,7 +95,8 @@ begin
    using campaign_jobs as cj
    where cj.campaign = v_undo and cj.seq >= v_campaign.queue_window and q.job_id = cj.job_id;
   return jsonb_build_object('name', v_undo, 'undoes', v_campaign.name, 'created', true, 'jobs', v_seq, 'targets', v_targets,
-                            'drifted', v_drifted, 'missing', v_missing);
+                            'drifted', v_drifted, 'missing', v_missing)
+         || case when v_change is not null then jsonb_build_object('change', v_change) else '{}' end;
 end
 $$;
 comment on function {{ .schema }}.campaign_undo(text, text) is
@@ -95,7 +105,10 @@ transaction: register_undo of every job of NAME with a committed order still as 
 (jobs UNDO_NAME-000001, ... in NAME's order, each kind 'restore'), recorded in campaigns
 (undoes = NAME) and campaign_jobs, with NAME's queue window. The campaign must be paused
 (campaign_pause) or finished, as register_undo requires of each job. Returns {"name",
-"undoes", "created", "jobs", "targets", "drifted", "missing"}; created is false when
-UNDO_NAME already is NAME's undo. Lock waits are bounded at 5 s.
+"undoes", "created", "jobs", "targets", "drifted", "missing"} (and "change" for a campaign of a
+declared change); created is false when UNDO_NAME already is NAME's undo. Lock waits are bounded at 5 s.
+A campaign of a declared change is undone by the same rules: every job of it with a committed
+row still as it left it (report_change's matching) gets its undo, a job of the same change
+that restores the rows' before values (register_change_undo); drifted and missing are keys.
 Errors: 22023 bad names; CH409 unknown campaign, an undo campaign, already undone, nothing to
 undo, or a job of it that can still make progress unpaused.$c$;

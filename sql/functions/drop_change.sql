@@ -17,7 +17,8 @@ begin
   end if;
   select count(*) into v_jobs from job_change as jc where jc.change = drop_change.name;
   if v_jobs > 0 then
-    raise exception 'change %: % jobs of it exist; a change is dropped only when none does', drop_change.name, v_jobs
+    raise exception 'change %: % of it %; a change is dropped only when none does', drop_change.name,
+      v_jobs || case when v_jobs = 1 then ' job' else ' jobs' end, case when v_jobs = 1 then 'exists' else 'exist' end
       using errcode = 'CH409';
   end if;
   execute format('drop function if exists %I.%I(text, text, integer, jsonb)', '{{ .schema }}', v_function);

@@ -40,7 +40,7 @@ as $$
                     end)
     from (select j.job_id, j.tenant, j.targets, j.next_index, j.chunk_size, c.n, q.visible_at, q.pause_reason,
                  q.paused_at, q.paused_by, q.pause_after,
-                 case when jc.job_id is not null then 'change' else coalesce(k.kind, 'cancel') end as kind, jc.change,
+                 coalesce(k.kind, case when jc.job_id is not null then 'change' else 'cancel' end) as kind, jc.change,
                  k.undoes, u.job_id as undone_by,
                  coalesce(nullif(r.application_name, ''), 'pid ' || r.pid) as running_in,
                  job_state(j.next_index, c.n, r.pid is not null, q.job_id is not null, q.paused) as state,
@@ -70,6 +70,6 @@ one jsonb object each: {"job_id", "tenant", "next_index", "n", "chunk_size", "st
 "visible_at", "pause_reason", "paused_at", "paused_by", "pause_after", "kind", "change", "undoes", "undone_by",
 "progressed_at", "rate", "drift"}, as job_status describes them. progressed_at is when a fleet worker last saw the job move forward, and
 rate its recent rate in ids per second (NULL until two points of progress are known); both come
-from job_progress. kind is 'change' for a job of a declared change (register_change), whose
-drift is NULL here (report tells it); change is that change's name (job_change), NULL for
-other jobs. Read-only: it locks nothing.$c$;
+from job_progress. kind is 'change' for a job of a declared change (register_change) and
+'restore' for its undo, as for an orders job's; their drift is NULL here (report tells it);
+change is that change's name (job_change), NULL for other jobs. Read-only: it locks nothing.$c$;

@@ -18,8 +18,8 @@ whom; it wins over running), idle (unfinished but not queued: resume_job queues 
 from visible_at, which is later than now while it rests after a --rate or retry delay).
 pause_after, while queued or running, is how many more chunks the fleet runs before the job
 pauses itself (pause_job_after). kind is cancel (an ordinary job) or restore (an undo, made by
-register_undo) or change (a job of a declared change, register_change, whose name is change;
-NULL for other jobs); undoes names the job an undo undoes, undone_by the undo of a job.
+register_undo) or change (a job of a declared change, register_change); change is the name of
+the declared change of a change's job or its undo (NULL for other jobs); undoes names the job an undo undoes, undone_by the undo of a job.
 progressed_at is when a fleet worker last saw the job move forward and rate its recent rate in
 ids per second (NULL until known). drift counts the committed orders that report() would call
 drifted or missing (NULL when the stored job cannot be read). Read-only: it locks nothing.$c$;

@@ -15,7 +15,8 @@ import (
 // "Status"): the page's kind cell, in the HTML served and in the rows the
 // script adds from api/status; chunks_change_jobs counts each declared
 // change's jobs by state, a change without jobs at 0, beside the gauges
-// that were there before, unchanged.
+// that were there before, unchanged; the undo of a change's job shows as
+// "undo of JOB (change NAME)".
 func TestStatusPageShowsTheChange(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
@@ -72,13 +73,25 @@ func TestStatusPageShowsTheChange(t *testing.T) {
 		t.Errorf("chunks_jobs{state=queued} %v, want 2", got)
 	}
 
+	// The undo of a change's job is kind restore, as an orders job's undo
+	// is, with the change's name.
+	l.Exec(t, "select register_undo('h2')")
+	for path, parts := range map[string][]string{
+		"":           {`<td class="kind">undo of h2 (change hold)</td>`},
+		"api/status": {`"kind":"restore","change":"hold","undoes":"h2"`, `"kind_text":"undo of h2 (change hold)"`},
+	} {
+		if r := fetch(t, "GET", base+path); r.code != 200 || !clitest.ContainsAll(r.body, parts...) {
+			t.Errorf("GET /%s with the undo: %d, lacks one of %q:\n%s", path, r.code, parts, r.body)
+		}
+	}
+
 	// In a browser, a job registered after the page loaded gets its row
 	// from the template, with its change.
 	tab, console := browser(t)
 	do(t, tab, "open the page", chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="h1"]`)))
 	hold("h3", 4)
 	do(t, tab, "wait for h3", chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="h3"]`)))
-	for job, want := range map[string]string{"a": "cancel", "h1": "change hold", "h3": "change hold"} {
+	for job, want := range map[string]string{"a": "cancel", "h1": "change hold", "h3": "change hold", "h2-undo": "undo of h2 (change hold)"} {
 		if got := eval[string](t, tab, fmt.Sprintf(`document.querySelector('#jobs tr[data-job=%q] .kind').textContent`, job)); got != want {
 			t.Errorf("%s's kind shows %q, want %q", job, got, want)
 		}
