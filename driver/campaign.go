@@ -17,12 +17,15 @@ import (
 )
 
 // Campaign limits: how much input a campaign reads, and how many targets it
-// may approve. The SQL function campaign_create holds the same target bound.
+// may approve. The SQL function limits() holds the same target, name and
+// queue-window bounds (tests/limits_test.go compares them).
 const (
 	MaxCampaignInput   = 128 << 20 // bytes of a campaign file
 	MaxCampaignTargets = 1_000_000
 	MaxCampaignNameLen = MaxNameLen - 7 // job ids add -NNNNNN
 	DefaultQueueWindow = 16             // a campaign's jobs in the fleet's queue at once
+	MinQueueWindow     = 1              // the smallest queue window
+	MaxQueueWindow     = 10000          // the largest queue window
 	maxCampaignLine    = 4096           // bytes of one entry: a JSON Lines line, an element of the array
 )
 
@@ -375,8 +378,8 @@ func (s CampaignSpec) check() (CampaignSpec, error) {
 	if s.QueueWindow == 0 {
 		s.QueueWindow = DefaultQueueWindow
 	}
-	if s.QueueWindow < 1 || s.QueueWindow > 10000 {
-		return s, Invalidf("queue_window: must be between 1 and 10000, got %d", s.QueueWindow)
+	if s.QueueWindow < MinQueueWindow || s.QueueWindow > MaxQueueWindow {
+		return s, Invalidf("queue_window: must be between %d and %d, got %d", MinQueueWindow, MaxQueueWindow, s.QueueWindow)
 	}
 	return s, nil
 }

@@ -32,8 +32,8 @@ var router embed.FS
 // Router is the router's tern code package: install.sql and one file per
 // routed call, templated on {{ .schema }} (the router's schema),
 // {{ .shard_schema }} (the shards' chunks schema) and {{ .cluster }} (the
-// PL/Proxy cluster). It holds validate.sql of [Functions] too, the same
-// file, for the routing functions' input checks.
+// PL/Proxy cluster). It holds limits.sql and validate.sql of [Functions]
+// too, the same files, for the routing functions' input checks.
 func Router() fs.FS {
 	files := fstest.MapFS{}
 	add := func(fsys embed.FS, name string) {
@@ -50,6 +50,7 @@ func Router() fs.FS {
 	for _, e := range entries {
 		add(router, "router/"+e.Name())
 	}
+	add(functions, "functions/limits.sql")
 	add(functions, "functions/validate.sql")
 	return files
 }

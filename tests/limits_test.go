@@ -126,6 +126,17 @@ func TestLimits(t *testing.T) {
 		if want := [5]int{64, 64, 1, 10, 64}; got != want {
 			t.Fatalf("MaxNameLen, MaxTargets, MinChunkSize, MaxChunkSize, MaxMaxChunks = %v, want %v", got, want)
 		}
+		// The one Go value the SQL face is compared with (TestLimitsSQLIsGo)
+		// holds the same numbers, and the target ranges the edges below use.
+		want := driver.Limits{NameMaxLength: 64, TargetsMax: 64, ChunkSizeMin: 1, ChunkSizeMax: 10, MaxChunksMax: 64,
+			InputMaxBytes: 1 << 20, CampaignTargetsMax: 1000000, CampaignNameMaxLength: 57, QueueWindowMin: 1, QueueWindowMax: 10000,
+			Target: map[string]driver.Range{}}
+		for _, f := range limTargetRanges {
+			want.Target[f.field] = driver.Range{Min: f.lo, Max: f.hi}
+		}
+		if got := driver.ContractLimits(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("ContractLimits() = %+v, want %+v", got, want)
+		}
 	})
 	s := pgtest.NewSchema(t)
 	var accepted, refused int
@@ -224,4 +235,55 @@ func limRegister(t *testing.T, conn *pgx.Conn, raw, jobID string) (string, error
 func limField(msg string) string {
 	field, _, _ := strings.Cut(msg, ": ")
 	return field
+}
+
+// The SQL face's one definition of the limits, limits(), read on a real
+// server, is the Go driver's ContractLimits() key for key: a key on one side
+// only, or a number that differs, fails. limit_of, which every SQL check
+// reads the numbers through, gives each of them.
+func TestLimitsSQLIsGo(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	raw := mustString(t, s.Conn, "select limits()::text")
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var sqlLimits driver.Limits
+	if err := dec.Decode(&sqlLimits); err != nil {
+		t.Fatalf("limits() %s: %v", raw, err)
+	}
+	goLimits := driver.ContractLimits()
+	if !reflect.DeepEqual(sqlLimits, goLimits) {
+		t.Fatalf("limits() is %+v\ndriver.ContractLimits() is %+v", sqlLimits, goLimits)
+	}
+	// Every key of the Go value is in limits(), and limit_of reads it.
+	var goKeys map[string]json.RawMessage
+	data, err := json.Marshal(goLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &goKeys); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{}
+	for key, v := range goKeys {
+		if key == "target" {
+			continue
+		}
+		var n int64
+		if err := json.Unmarshal(v, &n); err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		want[key] = n
+	}
+	for field, r := range goLimits.Target {
+		want[field+"_min"], want[field+"_max"] = r.Min, r.Max
+	}
+	for key, n := range want {
+		if got := mustString(t, s.Conn, "select limit_of($1)::text", key); got != fmt.Sprint(n) {
+			t.Errorf("limit_of(%q) = %s, want %d (driver.ContractLimits())", key, got, n)
+		}
+	}
+	if got := mustString(t, s.Conn, "select count(*)::text from jsonb_object_keys(limits())"); got != fmt.Sprint(len(goKeys)) {
+		t.Errorf("limits() has %s keys, driver.Limits %d", got, len(goKeys))
+	}
 }

@@ -18,12 +18,7 @@ declare
   v_result jsonb;
 begin
   perform check_campaign_spec(campaign_create.name, campaign_create.tenant, campaign_create.chunk_size, campaign_create.queue_window);
-  if v_n = 0 then
-    raise exception 'targets: the approval is empty' using errcode = '22023';
-  end if;
-  if v_n > 1000000 then
-    raise exception 'targets: at most 1000000 per campaign, got %', v_n using errcode = '22023';
-  end if;
+  perform check_campaign_targets(v_n);
   if coalesce(cardinality(campaign_create.revisions), 0) <> v_n or coalesce(cardinality(campaign_create.qtys), 0) <> v_n then
     raise exception 'targets: ids, revisions and qtys must have the same length, got %, %, %', v_n,
       coalesce(cardinality(campaign_create.revisions), 0), coalesce(cardinality(campaign_create.qtys), 0)
@@ -32,14 +27,11 @@ begin
   -- The first bad value, by index (0-based, as the file's entries are).
   select u.ord - 1 as i, u.id, u.revision, u.qty into v_bad
     from unnest(campaign_create.ids, campaign_create.revisions, campaign_create.qtys) with ordinality as u(id, revision, qty, ord)
-   where u.id is null or u.id < 1 or u.revision is null or u.revision not between 0 and 2147483646
-      or u.qty is null or u.qty not between 1 and 1000
+   where not target_in_range(u.id, u.revision, u.qty)
    order by u.ord limit 1;
   if found then
     raise exception 'targets[%]: %', v_bad.i,
-      case when v_bad.id is null or v_bad.id < 1 then format('id: must be between 1 and 2147483647, got %s', coalesce(v_bad.id::text, 'null'))
-           when v_bad.revision is null or v_bad.revision not between 0 and 2147483646 then format('revision: must be between 0 and 2147483646, got %s', coalesce(v_bad.revision::text, 'null'))
-           else format('qty: must be between 1 and 1000, got %s', coalesce(v_bad.qty::text, 'null')) end
+      coalesce(range_problem('id', v_bad.id), range_problem('revision', v_bad.revision), range_problem('qty', v_bad.qty))
       using errcode = '22023';
   end if;
   select d.id, d.first, d.second into v_bad
@@ -53,8 +45,7 @@ begin
       using errcode = '22023';
   end if;
 
-  -- Every job holds a whole number of chunks, at most 64 targets.
-  v_per_job := 64 - 64 % campaign_create.chunk_size;
+  v_per_job := campaign_job_size(campaign_create.chunk_size);
   v_jobs := (v_n + v_per_job - 1) / v_per_job;
   select encode(sha256(convert_to(campaign_create.tenant || '/' || campaign_create.chunk_size || '/'
                                   || string_agg(u.id || ':' || u.revision || ':' || u.qty, ',' order by u.id), 'UTF8')), 'hex')

@@ -39,12 +39,7 @@ begin
       using errcode = '22023';
   end if;
   v_n := jsonb_array_length(campaign_create_change.targets);
-  if v_n = 0 then
-    raise exception 'targets: the approval is empty' using errcode = '22023';
-  end if;
-  if v_n > 1000000 then
-    raise exception 'targets: at most 1000000 per campaign, got %', v_n using errcode = '22023';
-  end if;
+  perform check_campaign_targets(v_n);
   if campaign_create_change.labels is not null and cardinality(campaign_create_change.labels) <> v_n then
     raise exception 'labels: must name each of the % targets, got %', v_n, cardinality(campaign_create_change.labels)
       using errcode = '22023';
@@ -74,8 +69,7 @@ begin
   execute format('select jsonb_agg(o order by (o ->> $2)::%s) from jsonb_array_elements($1) as o', v_key_type)
     into v_sorted using v_items, v_key;
 
-  -- Every job holds a whole number of chunks, at most 64 targets.
-  v_per_job := 64 - 64 % campaign_create_change.chunk_size;
+  v_per_job := campaign_job_size(campaign_create_change.chunk_size);
   v_jobs := (v_n + v_per_job - 1) / v_per_job;
   select encode(sha256(convert_to(campaign_create_change.tenant || '/' || campaign_create_change.chunk_size || '/'
                                   || v_change.name || ':' || v_change.digest || '/'

@@ -1,3 +1,14 @@
+-- Campaigns: how many targets a job of a campaign at CHUNK_SIZE holds: a
+-- whole number of chunks, at most limits()' targets_max (64; 60 at chunk
+-- size 10). Inlined and folded.
+create or replace function {{ .schema }}.campaign_job_size(chunk_size integer) returns integer
+language sql immutable parallel safe
+as $$
+  select ({{ .schema }}.limit_of('targets_max') - {{ .schema }}.limit_of('targets_max') % chunk_size)::integer
+$$;
+comment on function {{ .schema }}.campaign_job_size(integer) is
+  'chunks helper: the targets of each job of a campaign at CHUNK_SIZE: a whole number of chunks, at most limits()'' targets_max. Inlined.';
+
 -- Campaigns: the jobs of campaign NAME, already recorded in campaigns
 -- (campaign_create, campaign_create_change), written set-based: TARGETS,
 -- sorted, go into jobs NAME-000001, ... of a whole number of chunks, at
@@ -11,8 +22,7 @@ language plpgsql volatile security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare
-  -- Every job holds a whole number of chunks, at most 64 targets.
-  v_per_job integer := 64 - 64 % campaign_record_jobs.chunk_size;
+  v_per_job integer := campaign_job_size(campaign_record_jobs.chunk_size);
   v_jobs integer := (jsonb_array_length(campaign_record_jobs.targets) + v_per_job - 1) / v_per_job;
 begin
   insert into jobs (job_id, tenant, targets, chunk_size, next_index)

@@ -11,7 +11,7 @@ set lock_timeout = '5s'
 as $$
 declare
   v_campaign campaigns := lock_campaign(campaign_undo.name);
-  v_undo text := coalesce(campaign_undo.undo_name, left(campaign_undo.name, 52) || '-undo');
+  v_undo text := coalesce(campaign_undo.undo_name, left(campaign_undo.name, limit_of('campaign_name_max_length')::integer - length('-undo')) || '-undo');
   v_existing campaigns;
   v_seq integer := 0;
   v_targets integer := 0;
@@ -24,8 +24,9 @@ declare
   v_noun text := case when v_change is null then 'order' else 'row' end;
 begin
   perform check_name(v_undo, 'undo_name');
-  if length(v_undo) > 57 then
-    raise exception 'undo_name: must be at most 57 characters (job ids add -NNNNNN), got %', length(v_undo) using errcode = '22023';
+  if length(v_undo) > limit_of('campaign_name_max_length') then
+    raise exception 'undo_name: must be at most % characters (job ids add -NNNNNN), got %', limit_of('campaign_name_max_length'),
+      length(v_undo) using errcode = '22023';
   end if;
   if v_campaign.undoes is not null then
     raise exception 'campaign %: is the undo of %; an undo is not undone', v_campaign.name, v_campaign.undoes using errcode = 'CH409';

@@ -2,6 +2,7 @@
 -- tern code install sql/functions -c tern.conf   (or: chunks migrate)
 -- CREATE OR REPLACE keeps each function's oid and any privileges a DBA granted,
 -- so an upgrade replaces bodies and touches no data.
+{{ template "limits.sql" . }}
 {{ template "validate.sql" . }}
 {{ template "approval.sql" . }}
 {{ template "state_before.sql" . }}

@@ -11,9 +11,9 @@ set search_path = {{ .schema }}, pg_temp
 as $$
   select case
     when jsonb_typeof(job_problem.targets) is distinct from 'array'
-      then 'stored targets is not a list of 1 to 64 targets'
-    when jsonb_array_length(job_problem.targets) not between 1 and 64
-      then 'stored targets is not a list of 1 to 64 targets'
+      then format('stored targets is not a list of 1 to %s targets', limit_of('targets_max'))
+    when jsonb_array_length(job_problem.targets) not between 1 and limit_of('targets_max')
+      then format('stored targets is not a list of 1 to %s targets', limit_of('targets_max'))
     else (select c.problem
        from (select coalesce(t.pos, a.ordinal) as pos,
                     case

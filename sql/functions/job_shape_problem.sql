@@ -13,10 +13,12 @@ returns text
 language sql stable parallel safe
 as $$
   select case
-    when not {{ .schema }}.targets_look_normal(targets) or jsonb_array_length(targets) > 64 then
+    when not {{ .schema }}.targets_look_normal(targets) or jsonb_array_length(targets) > {{ .schema }}.limit_of('targets_max') then
       coalesce({{ .schema }}.job_problem(job_id, targets, next_index), 'the stored job is not sound')
-    when tenant !~ '^[A-Za-z0-9_-]{1,64}$' then format('stored tenant %s is not valid', {{ .schema }}.excerpt(tenant, true))
-    when chunk_size not between 1 and 10 then format('stored chunk_size %s is not between 1 and 10', chunk_size)
+    when not {{ .schema }}.is_name(tenant) then format('stored tenant %s is not valid', {{ .schema }}.excerpt(tenant, true))
+    when not {{ .schema }}.in_range('chunk_size', chunk_size) then
+      format('stored chunk_size %s is not between %s and %s', chunk_size, {{ .schema }}.limit_of('chunk_size_min'),
+             {{ .schema }}.limit_of('chunk_size_max'))
     when next_index > jsonb_array_length(targets) then
       format('next_index %s is beyond the %s targets', next_index, jsonb_array_length(targets))
     when next_index % chunk_size <> 0 and next_index <> jsonb_array_length(targets) then

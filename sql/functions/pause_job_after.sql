@@ -16,8 +16,8 @@ declare
   v_was_paused boolean;
 begin
   perform check_name(pause_job_after.job_id, 'job_id');
-  if pause_job_after.after is null or pause_job_after.after not between 1 and 64 then
-    raise exception 'after: must be between 1 and 64 chunks, got %', coalesce(pause_job_after.after::text, 'null')
+  if pause_job_after.after is null or pause_job_after.after not between 1 and limit_of('targets_max') then
+    raise exception 'after: must be between 1 and % chunks, got %', limit_of('targets_max'), coalesce(pause_job_after.after::text, 'null')
       using errcode = '22023';
   end if;
   -- Locks in run_next_chunk's order, as pause_job: the queue row (this

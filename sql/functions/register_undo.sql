@@ -29,9 +29,9 @@ begin
   perform check_name(register_undo.job_id, 'job_id');
   if v_new is null then
     -- The default id: JOB_ID-undo, when that fits the 64-character limit.
-    if length(register_undo.job_id) > 64 - length(v_suffix) then
-      raise exception 'new_job_id: job % is % characters, too long to name its undo %-undo (at most 64): give the undo''s id',
-        register_undo.job_id, length(register_undo.job_id), register_undo.job_id using errcode = '22023';
+    if length(register_undo.job_id) > limit_of('name_max_length') - length(v_suffix) then
+      raise exception 'new_job_id: job % is % characters, too long to name its undo %-undo (at most %): give the undo''s id',
+        register_undo.job_id, length(register_undo.job_id), register_undo.job_id, limit_of('name_max_length') using errcode = '22023';
     end if;
     v_new := register_undo.job_id || v_suffix;
   end if;
@@ -144,7 +144,7 @@ begin
     select format('order %s: revision is %s, the largest an order can have: it cannot be restored', t.id, t.revision)
       into v_problem
       from jsonb_to_recordset(v_targets) as t(id bigint, revision bigint)
-     where t.revision > 2147483646
+     where t.revision > limit_of('revision_max')
      order by t.id
      limit 1;
     if v_problem is not null then

@@ -32,9 +32,12 @@ declare
 begin
   v_n := case when jsonb_typeof(run_change_chunk.targets) = 'array' then jsonb_array_length(run_change_chunk.targets) end;
   v_problem := case
-    when v_n is null or v_n not between 1 and 64 then 'the stored job is not sound: its targets are not a list of 1 to 64 targets'
-    when run_change_chunk.tenant !~ '^[A-Za-z0-9_-]{1,64}$' then format('stored tenant %s is not valid', excerpt(run_change_chunk.tenant, true))
-    when run_change_chunk.chunk_size not between 1 and 10 then format('stored chunk_size %s is not between 1 and 10', run_change_chunk.chunk_size)
+    when v_n is null or v_n not between 1 and limit_of('targets_max') then
+      format('the stored job is not sound: its targets are not a list of 1 to %s targets', limit_of('targets_max'))
+    when not is_name(run_change_chunk.tenant) then format('stored tenant %s is not valid', excerpt(run_change_chunk.tenant, true))
+    when not in_range('chunk_size', run_change_chunk.chunk_size) then
+      format('stored chunk_size %s is not between %s and %s', run_change_chunk.chunk_size, limit_of('chunk_size_min'),
+             limit_of('chunk_size_max'))
     when run_change_chunk.next_index not between 0 and v_n then
       format('next_index %s is beyond the %s targets', run_change_chunk.next_index, v_n)
     when run_change_chunk.next_index % run_change_chunk.chunk_size <> 0 and run_change_chunk.next_index <> v_n then

@@ -79,8 +79,7 @@ begin
          array_agg(c.qty::integer order by c.pos) filter (where c.ok and c.pos >= v_job.next_index and c.pos < v_end)
     into v_bad, v_audit_rows, v_ids, v_revisions, v_qtys
     from (select t.pos, t.id, t.revision, t.qty,
-                 t.id between 1 and 2147483647 and t.revision between 0 and 2147483646
-                 and t.qty between 1 and 1000 and (t.prev is null or t.id > t.prev)
+                 target_in_range(t.id, t.revision, t.qty) and (t.prev is null or t.id > t.prev)
                  and case
                        when t.pos < v_job.next_index then
                          a.ordinal is not null and a.id = t.id and a.previous_revision = t.revision

@@ -38,8 +38,8 @@ begin
   if jsonb_typeof(v_chunk_size) <> 'number' or scale(v_chunk_size::numeric) <> 0 then
     raise exception 'chunk_size: must be an integer, got %', excerpt(v_chunk_size::text, false) using errcode = '22023';
   end if;
-  if v_chunk_size::numeric not between 1 and 10 then
-    raise exception 'chunk_size: must be between 1 and 10, got %', excerpt(v_chunk_size::text, false) using errcode = '22023';
+  if not in_range('chunk_size', v_chunk_size::numeric) then
+    raise exception '%', range_problem('chunk_size', v_chunk_size::numeric) using errcode = '22023';
   end if;
   if valid_plan.plan -> 'allow_partial' <> 'true'::jsonb then
     raise exception 'allow_partial: must be true (each chunk commits on its own), got %', excerpt((valid_plan.plan -> 'allow_partial')::text, false)

@@ -19,27 +19,52 @@ $$;
 comment on function {{ .schema }}.excerpt(text, boolean) is
   'chunks helper: VALUE as an error message shows it: whole up to 64 characters, else its first 64, … and its length; QUOTED as a JSON string.';
 
+-- Whether VALUE is a name (job_id, tenant): 1 to limits()' name_max_length
+-- ASCII letters, digits, _ or -. Inlined, its pattern folded to a constant.
+create or replace function {{ .schema }}.is_name(value text) returns boolean
+language sql immutable parallel safe
+as $$
+  select value ~ ('^[A-Za-z0-9_-]{1,' || {{ .schema }}.limit_of('name_max_length')::text || '}$')
+$$;
+comment on function {{ .schema }}.is_name(text) is
+  'chunks helper: whether VALUE is 1 to limits()'' name_max_length ASCII letters, digits, _ or - (NULL for NULL). Inlined.';
+
+-- The explainer of in_range: NULL when VALUE lies within limits()' range
+-- NAME, else 'NAME: must be between MIN and MAX, got VALUE' (an excerpt;
+-- null for NULL). Callers prefix where it is (targets[3].). STABLE as
+-- format() is, so it inlines.
+create or replace function {{ .schema }}.range_problem(name text, value anyelement) returns text
+language sql stable parallel safe
+as $$
+  select case when not coalesce({{ .schema }}.in_range(name, value), false) then
+    format('%s: must be between %s and %s, got %s', name, {{ .schema }}.limit_of(name || '_min'),
+           {{ .schema }}.limit_of(name || '_max'), {{ .schema }}.excerpt(value::text, false))
+  end
+$$;
+comment on function {{ .schema }}.range_problem(text, anyelement) is
+  'chunks helper: NULL when VALUE lies within limits()'' range NAME, else ''NAME: must be between MIN and MAX, got VALUE''. Inlined.';
+
 create or replace function {{ .schema }}.check_name(value text, field text) returns void
 language plpgsql immutable security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
 begin
   if check_name.value is null then
-    raise exception '%: must be 1 to 64 ASCII letters, digits, _ or -, got null', check_name.field
-      using errcode = '22023';
+    raise exception '%: must be 1 to % ASCII letters, digits, _ or -, got null', check_name.field,
+      limit_of('name_max_length') using errcode = '22023';
   end if;
-  if length(check_name.value) > 64 then
-    raise exception '%: must be 1 to 64 ASCII letters, digits, _ or -, got % characters',
-      check_name.field, length(check_name.value) using errcode = '22023';
+  if length(check_name.value) > limit_of('name_max_length') then
+    raise exception '%: must be 1 to % ASCII letters, digits, _ or -, got % characters',
+      check_name.field, limit_of('name_max_length'), length(check_name.value) using errcode = '22023';
   end if;
-  if check_name.value !~ '^[A-Za-z0-9_-]{1,64}$' then
-    raise exception '%: must be 1 to 64 ASCII letters, digits, _ or -, got %',
-      check_name.field, excerpt(check_name.value, true) using errcode = '22023';
+  if not is_name(check_name.value) then
+    raise exception '%: must be 1 to % ASCII letters, digits, _ or -, got %',
+      check_name.field, limit_of('name_max_length'), excerpt(check_name.value, true) using errcode = '22023';
   end if;
 end
 $$;
 comment on function {{ .schema }}.check_name(text, text) is
-  'chunks helper: raises 22023 naming FIELD unless VALUE is 1 to 64 ASCII letters, digits, _ or -.';
+  'chunks helper: raises 22023 naming FIELD unless VALUE is 1 to 64 (limits()'' name_max_length) ASCII letters, digits, _ or -.';
 
 -- One target entry, judged without raising: NULL when it is valid, else the
 -- reason, prefixed with FIELD[POS]. A plain SQL expression so the planner
@@ -59,16 +84,16 @@ as $$
       format('%s[%s]: must have exactly the keys id, revision, qty, got %s', field, pos, {{ .schema }}.excerpt(e::text, false))
     when jsonb_typeof(e -> 'id') <> 'number' or scale((e -> 'id')::numeric) <> 0 then
       format('%s[%s].id: must be an integer, got %s', field, pos, {{ .schema }}.excerpt((e -> 'id')::text, false))
-    when (e -> 'id')::numeric not between 1 and 2147483647 then
-      format('%s[%s].id: must be between 1 and 2147483647, got %s', field, pos, {{ .schema }}.excerpt((e -> 'id')::text, false))
+    when not {{ .schema }}.in_range('id', (e -> 'id')::numeric) then
+      format('%s[%s].%s', field, pos, {{ .schema }}.range_problem('id', (e -> 'id')::numeric))
     when jsonb_typeof(e -> 'revision') <> 'number' or scale((e -> 'revision')::numeric) <> 0 then
       format('%s[%s].revision: must be an integer, got %s', field, pos, {{ .schema }}.excerpt((e -> 'revision')::text, false))
-    when (e -> 'revision')::numeric not between 0 and 2147483646 then
-      format('%s[%s].revision: must be between 0 and 2147483646, got %s', field, pos, {{ .schema }}.excerpt((e -> 'revision')::text, false))
+    when not {{ .schema }}.in_range('revision', (e -> 'revision')::numeric) then
+      format('%s[%s].%s', field, pos, {{ .schema }}.range_problem('revision', (e -> 'revision')::numeric))
     when jsonb_typeof(e -> 'qty') <> 'number' or scale((e -> 'qty')::numeric) <> 0 then
       format('%s[%s].qty: must be an integer, got %s', field, pos, {{ .schema }}.excerpt((e -> 'qty')::text, false))
-    when (e -> 'qty')::numeric not between 1 and 1000 then
-      format('%s[%s].qty: must be between 1 and 1000, got %s', field, pos, {{ .schema }}.excerpt((e -> 'qty')::text, false))
+    when not {{ .schema }}.in_range('qty', (e -> 'qty')::numeric) then
+      format('%s[%s].%s', field, pos, {{ .schema }}.range_problem('qty', (e -> 'qty')::numeric))
   end
 $$;
 comment on function {{ .schema }}.target_problem(jsonb, text, bigint) is
@@ -82,17 +107,17 @@ set search_path = {{ .schema }}, pg_temp
 as $$
 begin
   if jsonb_typeof(check_target_list.items) is distinct from 'array' then
-    raise exception '%: must be a list of 1 to 64 targets, got %', check_target_list.field,
+    raise exception '%: must be a list of 1 to % targets, got %', check_target_list.field, limit_of('targets_max'),
       coalesce(jsonb_typeof(check_target_list.items), 'null') using errcode = '22023';
   end if;
-  if jsonb_array_length(check_target_list.items) not between 1 and 64 then
-    raise exception '%: must be a list of 1 to 64 targets, got %', check_target_list.field,
+  if jsonb_array_length(check_target_list.items) not between 1 and limit_of('targets_max') then
+    raise exception '%: must be a list of 1 to % targets, got %', check_target_list.field, limit_of('targets_max'),
       jsonb_array_length(check_target_list.items) using errcode = '22023';
   end if;
 end
 $$;
 comment on function {{ .schema }}.check_target_list(jsonb, text) is
-  'chunks helper: raises 22023 naming FIELD unless ITEMS is a list of 1 to 64 targets.';
+  'chunks helper: raises 22023 naming FIELD unless ITEMS is a list of 1 to 64 (limits()'' targets_max) targets.';
 
 -- A valid target list, normalized into a new list sorted by id ascending.
 create or replace function {{ .schema }}.normalized_targets(items jsonb, field text) returns jsonb

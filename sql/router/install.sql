@@ -15,7 +15,9 @@
 -- at once, all_call.sql. A new routed call is one more file and one more
 -- line below.
 --
--- validate.sql is the chunks code package's own (check_name, excerpt).
+-- limits.sql and validate.sql are the chunks code package's own (limits,
+-- check_name, excerpt).
+{{ template "limits.sql" . }}
 {{ template "validate.sql" . }}
 {{ template "shards.sql" . }}
 {{ template "shard_of.sql" . }}
