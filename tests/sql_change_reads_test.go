@@ -12,8 +12,8 @@ import (
 // index, never a scan of the whole table. Counted by the transaction's own
 // statistics (pg_stat_xact_user_tables) on a table of 5,000 rows: each of
 // a chunk's three statements (lock and compare, before values, update)
-// looks up each of the chunk's keys (one index scan a key), and a scan of
-// the table would fetch thousands.
+// fetches the chunk's rows by its keys, and a scan of the table would
+// fetch thousands.
 func TestChangeChunkReadsOnlyItsRows(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
@@ -29,7 +29,8 @@ func TestChangeChunkReadsOnlyItsRows(t *testing.T) {
 		  'targets', (select jsonb_agg(jsonb_build_object('id', $1::int * 100 + i, 'revision', 3, 'qty', 2)) from generate_series(1, 64) i)))`, size)
 	}
 	s.Exec(t, "analyze "+tickets)
-	// What one transaction read of the table: sequential scans, index scans, rows fetched by them.
+	// What one statement read of the table: sequential scans, and rows fetched by index scans
+	// (the number of index scans is left out: PostgreSQL 17 makes one of a whole = any list).
 	reads := func(what, sql string) string {
 		t.Helper()
 		tx, err := s.Conn.Begin(ctx)
@@ -43,10 +44,10 @@ func TestChangeChunkReadsOnlyItsRows(t *testing.T) {
 		}()
 		// The backend's counts not yet flushed include earlier
 		// transactions' (PostgreSQL 15+): the difference is this statement's.
-		count := func() (n [3]int64) {
+		count := func() (n [2]int64) {
 			t.Helper()
-			if err := tx.QueryRow(ctx, `select seq_scan, idx_scan, idx_tup_fetch from pg_stat_xact_user_tables where relid = $1::regclass`,
-				tickets).Scan(&n[0], &n[1], &n[2]); err != nil {
+			if err := tx.QueryRow(ctx, `select seq_scan, idx_tup_fetch from pg_stat_xact_user_tables where relid = $1::regclass`,
+				tickets).Scan(&n[0], &n[1]); err != nil {
 				t.Fatalf("%s: %v", what, err)
 			}
 			return n
@@ -56,15 +57,15 @@ func TestChangeChunkReadsOnlyItsRows(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 		after := count()
-		return fmt.Sprintf("seq_scan %d, idx_scan %d, idx_tup_fetch %d", after[0]-before[0], after[1]-before[1], after[2]-before[2])
+		return fmt.Sprintf("seq_scan %d, idx_tup_fetch %d", after[0]-before[0], after[1]-before[1])
 	}
 	for _, c := range []struct{ what, sql, want string }{
-		{"a chunk of 1", "select run_chunk('j1')", "seq_scan 0, idx_scan 3, idx_tup_fetch 3"},
-		{"a chunk of 10", "select run_chunk('j10')", "seq_scan 0, idx_scan 30, idx_tup_fetch 30"},
+		{"a chunk of 1", "select run_chunk('j1')", "seq_scan 0, idx_tup_fetch 3"},
+		{"a chunk of 10", "select run_chunk('j10')", "seq_scan 0, idx_tup_fetch 30"},
 		{"check_change of 64", `select check_change('cancel_ticket', jsonb_build_object('job_id', 'c', 'tenant', 'acme',
 		  'chunk_size', 10, 'allow_partial', true,
 		  'targets', (select jsonb_agg(jsonb_build_object('id', 4000 + i, 'revision', 3, 'qty', 2)) from generate_series(1, 64) i)))`,
-			"seq_scan 0, idx_scan 64, idx_tup_fetch 64"},
+			"seq_scan 0, idx_tup_fetch 64"},
 	} {
 		if got := reads(c.what, c.sql); got != c.want {
 			t.Errorf("%s read %s of %s, want %s", c.what, got, tickets, c.want)
@@ -74,7 +75,7 @@ func TestChangeChunkReadsOnlyItsRows(t *testing.T) {
 	s.Exec(t, "select run_chunk('j10')")
 	s.Exec(t, "select pause_job('j10')")
 	s.Exec(t, "select register_undo('j10', 'u10')")
-	if got := reads("an undo's chunk of 10", "select run_chunk('u10')"); got != "seq_scan 0, idx_scan 30, idx_tup_fetch 30" {
-		t.Errorf("an undo's chunk of 10 read %s of %s, want seq_scan 0, idx_scan 30, idx_tup_fetch 30", got, tickets)
+	if got := reads("an undo's chunk of 10", "select run_chunk('u10')"); got != "seq_scan 0, idx_tup_fetch 30" {
+		t.Errorf("an undo's chunk of 10 read %s of %s, want seq_scan 0, idx_tup_fetch 30", got, tickets)
 	}
 }
