@@ -25,7 +25,7 @@ set search_path = {{ .schema }}, pg_temp
 as %L$f$, v_fn, format($b$
   -- Each target against its row now, in its chunk's words; nothing locked.
   with %1$s,
-  current as (select %2$s from %3$s as r where r.%4$I in (select t.%4$I from t))
+  current as (select %2$s from %3$s as r where r.%4$I = any (array(select t.%4$I from t)))
   select coalesce(jsonb_agg(jsonb_build_object('key', to_jsonb(t.%4$I), 'problem', %5$s) order by t."?ordinal"), '[]')
     from t left join current as l on l.%4$I = t.%4$I
 $b$, v_parts.targets_cte, v_parts.compared, (change_check_sql.definition ->> 'table')::regclass, v_key, v_parts.problem));

@@ -9,6 +9,10 @@
 -- with %I, every type is format_type's, every constant a quoted literal
 -- cast to its column's type: nothing of the definition is ever SQL text.
 -- No EXECUTE in the generated body: its statements are planned once.
+-- The table is read by "key = any (array(select key from t))", an index
+-- condition for any number of targets: a join with t, which the planner
+-- guesses at 100 rows, was planned as a hash join over a scan of the whole
+-- table (a chunk of one target read all 5,000 rows of a small table).
 -- With RESTORE, the inverse used by an undo (register_undo):
 -- apply_<name>(job_id, tenant, first_ordinal, targets, restore boolean),
 -- whose targets are {key, version?, "?after", "?before"} (the values the
@@ -75,7 +79,7 @@ begin%13$s
   locked as materialized (
     select %3$s
       from %4$s as r
-     where r.%5$I in (select t.%5$I from t)
+     where r.%5$I = any (array(select t.%5$I from t))
      order by r.%5$I
        for update of r
   )
@@ -95,13 +99,13 @@ begin%13$s
   b as materialized (
     select %7$s
       from %4$s as r
-     where r.%5$I in (select t.%5$I from t)
+     where r.%5$I = any (array(select t.%5$I from t))
   ),
   u as (
     update %4$s as r
        set %8$s
       from t
-     where r.%5$I = t.%5$I%9$s
+     where r.%5$I = any (array(select t.%5$I from t)) and r.%5$I = t.%5$I%9$s
     returning %7$s
   )
   insert into {{ .schema }}.change_audit (job_id, ordinal, key, version_before, version_after, before, after)
