@@ -37,7 +37,7 @@ import (
 //     orders 41-50, pending too, in the working directory;
 //   - schema shop with the user's table shop.payments (payments 1-4 of
 //     merchant 42, captured, lock_version 0), the declared change
-//     hold_payment on it (hold_payment.json, README "Your own tables")
+//     hold_payment on it (hold_payment.json, docs/your-own-tables.md)
 //     defined in lab, and holds-1.json, a plan of a job of it over
 //     payments 1 and 2, in the working directory;
 //   - roles chunks_owner, alice, fleet and grafana;

@@ -12,15 +12,15 @@ import (
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
-// README "Your own tables", from the CLI: the definition and the plan as
-// the README shows them, and its command lines run by sh as written (on a
+// docs/your-own-tables.md, from the CLI: the definition and the plan as
+// the guide shows them, and its command lines run by sh as written (on a
 // shop.payments of this test's own schema), each printing what its comment
 // says (… stands for the rest; "exit N, on stderr:" for a failure).
 func TestChangeREADMECLI(t *testing.T) {
 	t.Parallel()
-	blocks := pgtest.ReadmeBlocks(t, filepath.Join("..", "..", "README.md"), "<!-- tests TestChangeREADMECLI")
+	blocks := pgtest.DocBlocks(t, "<!-- tests TestChangeREADMECLI", "your-own-tables.md")
 	if len(blocks) != 3 {
-		t.Fatalf("README: %d blocks marked for TestChangeREADMECLI, want 3 (hold_payment.json, holds-1.json, session)", len(blocks))
+		t.Fatalf("docs: %d blocks marked for TestChangeREADMECLI, want 3 (hold_payment.json, holds-1.json, session)", len(blocks))
 	}
 	l := newLab(t)
 	shop := userSchema(t, l, `create table %[1]s.payments(payment_id bigint primary key, merchant_id integer not null,
@@ -37,7 +37,7 @@ func TestChangeREADMECLI(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(blocks[2]), "\n") {
 		command, comment, ok := strings.Cut(line, "#")
 		if !ok {
-			t.Fatalf("README line without its comment: %q", line)
+			t.Fatalf("guide line without its comment: %q", line)
 		}
 		comment = strings.ReplaceAll(strings.TrimSpace(comment), "shop.payments", shop+".payments")
 		wantCode := 0
@@ -45,7 +45,7 @@ func TestChangeREADMECLI(t *testing.T) {
 			code, says, _ := strings.Cut(rest, ", on stderr: ")
 			var err error
 			if wantCode, err = strconv.Atoi(code); err != nil {
-				t.Fatalf("README comment %q: %v", comment, err)
+				t.Fatalf("guide comment %q: %v", comment, err)
 			}
 			comment = says
 		}
@@ -77,7 +77,7 @@ func TestChangeREADMECLI(t *testing.T) {
 		ran++
 	}
 	if ran != 8 {
-		t.Errorf("ran %d README command lines, want 8", ran)
+		t.Errorf("ran %d guide command lines, want 8", ran)
 	}
 }
 
