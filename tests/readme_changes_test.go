@@ -17,10 +17,7 @@ import (
 // of driver.ChangeDefinition, in order.
 func TestREADMEYourOwnTables(t *testing.T) {
 	t.Parallel()
-	blocks := pgtest.DocBlocks(t, "<!-- tests TestREADMEYourOwnTables", "your-own-tables.md")
-	if len(blocks) != 2 {
-		t.Fatalf("docs: %d blocks marked for TestREADMEYourOwnTables, want 2 (session, fields)", len(blocks))
-	}
+	blocks := pgtest.WantDocBlocks(t, 2, "session, fields", "<!-- tests TestREADMEYourOwnTables", "your-own-tables.md")
 	session, fields := blocks[0], blocks[1]
 
 	var documented []string

@@ -45,3 +45,14 @@ func DocBlocks(t testing.TB, marker string, guides ...string) []string {
 	}
 	return blocks
 }
+
+// WantDocBlocks is DocBlocks, failing the test unless there are exactly
+// want blocks (what names them, for the message).
+func WantDocBlocks(t testing.TB, want int, what, marker string, guides ...string) []string {
+	t.Helper()
+	blocks := DocBlocks(t, marker, guides...)
+	if len(blocks) != want {
+		t.Fatalf("docs: %d blocks marked %q in %v, want %d (%s)", len(blocks), marker, guides, want, what)
+	}
+	return blocks
+}

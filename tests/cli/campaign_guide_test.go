@@ -24,10 +24,7 @@ func TestCampaignGuide(t *testing.T) {
 		_, err := exec.LookPath(tool)
 		pgtest.RequireTool(t, err, tool+" (docs/campaigns.md uses it)", map[string]string{"psql": "postgresql-client", "jq": "jq"}[tool])
 	}
-	blocks := pgtest.DocBlocks(t, "<!-- tests TestCampaignGuide", "campaigns.md")
-	if len(blocks) != 2 {
-		t.Fatalf("docs: %d blocks marked for TestCampaignGuide, want 2 (data, session)", len(blocks))
-	}
+	blocks := pgtest.WantDocBlocks(t, 2, "data, session", "<!-- tests TestCampaignGuide", "campaigns.md")
 	l := newLab(t)
 	ours := strings.NewReplacer("--schema lab", "--schema "+l.Name, "lab.orders", l.Name+".orders", "search_path = lab", "search_path = "+l.Name)
 	env := shellEnv("CHUNKS_DSN=" + l.ChunksDSN)

@@ -16,10 +16,7 @@ func TestCLIGuide(t *testing.T) {
 	if _, err := exec.LookPath("psql"); err != nil {
 		cannotRun(t, "psql is not installed (Debian package postgresql-client)")
 	}
-	blocks := pgtest.DocBlocks(t, "<!-- tests TestCLIGuide", "cli-guide.md")
-	if len(blocks) != 2 {
-		t.Fatalf("docs: %d blocks marked for TestCLIGuide, want 2 (data, walk)", len(blocks))
-	}
+	blocks := pgtest.WantDocBlocks(t, 2, "data, walk", "<!-- tests TestCLIGuide", "cli-guide.md")
 	l := newLab(t)
 	dir := t.TempDir()
 	env := shellEnv("CHUNKS_DSN="+l.ChunksDSN, "CHUNKS_SCHEMA="+l.Name)

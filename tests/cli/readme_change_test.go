@@ -15,10 +15,7 @@ import (
 // says (… stands for the rest; "exit N, on stderr:" for a failure).
 func TestChangeREADMECLI(t *testing.T) {
 	t.Parallel()
-	blocks := pgtest.DocBlocks(t, "<!-- tests TestChangeREADMECLI", "your-own-tables.md")
-	if len(blocks) != 3 {
-		t.Fatalf("docs: %d blocks marked for TestChangeREADMECLI, want 3 (hold_payment.json, holds-1.json, session)", len(blocks))
-	}
+	blocks := pgtest.WantDocBlocks(t, 3, "hold_payment.json, holds-1.json, session", "<!-- tests TestChangeREADMECLI", "your-own-tables.md")
 	l := newLab(t)
 	shop := userSchema(t, l, `create table %[1]s.payments(payment_id bigint primary key, merchant_id integer not null,
 	  status text not null, amount_cents integer not null, hold_reason text, lock_version integer not null);

@@ -26,10 +26,7 @@ func TestREADMERoles(t *testing.T) {
 	t.Parallel()
 	_, err := exec.LookPath("psql")
 	pgtest.RequireTool(t, err, "psql", "postgresql-client")
-	blocks := pgtest.DocBlocks(t, "<!-- tests TestREADMERoles", "psql.md", "roles.md")
-	if len(blocks) != 6 {
-		t.Fatalf("docs: %d blocks marked for TestREADMERoles, want 6 (psql session, set-up, operator, viewer, CLI, privileges)", len(blocks))
-	}
+	blocks := pgtest.WantDocBlocks(t, 6, "psql session, set-up, operator, viewer, CLI, privileges", "<!-- tests TestREADMERoles", "psql.md", "roles.md")
 	session, setup, operator, viewer, cliBlock, privileges := blocks[0], blocks[1], blocks[2], blocks[3], blocks[4], blocks[5]
 
 	srv := ownServer(t)

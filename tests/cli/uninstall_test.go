@@ -14,10 +14,7 @@ import (
 // schema is gone and each role holds nothing of it, so DROP ROLE works.
 func TestUninstall(t *testing.T) {
 	t.Parallel()
-	blocks := pgtest.DocBlocks(t, "<!-- tests TestUninstall", "installing-and-upgrading.md")
-	if len(blocks) != 1 {
-		t.Fatalf("docs: %d blocks marked for TestUninstall, want 1", len(blocks))
-	}
+	blocks := pgtest.WantDocBlocks(t, 1, "the block", "<!-- tests TestUninstall", "installing-and-upgrading.md")
 	l := newLab(t)
 	alice, grafana := pgtest.NewRole(t, pgtest.DSN(), "alice"), pgtest.NewRole(t, pgtest.DSN(), "grafana")
 	wantOK(t, l.Chunks(t, "grant", "--operator", alice.Name, "--viewer", grafana.Name))

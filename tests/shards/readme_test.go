@@ -24,10 +24,7 @@ func TestREADMERouter(t *testing.T) {
 	requirePlproxy(t)
 	_, err := exec.LookPath("psql")
 	pgtest.RequireTool(t, err, "psql", "postgresql-client")
-	blocks := pgtest.DocBlocks(t, "<!-- tests/shards TestREADMERouter", "beyond-one-server.md")
-	if len(blocks) != 3 {
-		t.Fatalf("docs: %d blocks marked for TestREADMERouter, want 3 (set-up, session, CLI)", len(blocks))
-	}
+	blocks := pgtest.WantDocBlocks(t, 3, "set-up, session, CLI", "<!-- tests/shards TestREADMERouter", "beyond-one-server.md")
 	setup, session, cliBlock := blocks[0], blocks[1], blocks[2]
 
 	dsn := routerServer.DSN() // key=value, like the demo's export CHUNKS_DSN=... line
