@@ -36,7 +36,7 @@ type CampaignSpec struct {
 	ChunkSize   int
 	QueueWindow int // jobs of it queued at once (fairness); 0 means DefaultQueueWindow
 	// Change is the declared change whose targets the campaign approves
-	// (README "Your own tables"): its targets are then [CampaignTargets].Objects.
+	// (docs/your-own-tables.md): its targets are then [CampaignTargets].Objects.
 	// "" is a campaign of orders.
 	Change string
 }

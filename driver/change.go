@@ -12,7 +12,7 @@ import (
 )
 
 // ChangeDefinition is a declared change of one of the user's own tables
-// (README "Your own tables"), as define_change takes it: data, never SQL.
+// (docs/your-own-tables.md), as define_change takes it: data, never SQL.
 // The server checks it against the catalog; the json names are the
 // interface.
 type ChangeDefinition struct {

@@ -2,7 +2,7 @@ package driver
 
 import "context"
 
-// Access is what a role may do with chunks (README "Roles"): see [Grant].
+// Access is what a role may do with chunks (docs/roles.md): see [Grant].
 type Access string
 
 const (

@@ -64,8 +64,8 @@ type MigrateOptions struct {
 	// functions, which are SECURITY DEFINER and so act with Owner's rights
 	// for every operator and viewer. The role that runs Migrate must then be
 	// a superuser or a member of Owner, and be allowed to change the owner
-	// of what it does not own. Owner should not be a superuser: see the
-	// README's "Roles".
+	// of what it does not own. Owner should not be a superuser: see
+	// docs/roles.md.
 	Owner string
 }
 
@@ -80,7 +80,7 @@ type MigrateOptions struct {
 // collide in the catalog otherwise). Nothing is created outside schema. A
 // schema that holds a chunks router (package router) is refused.
 //
-// Everything in schema belongs to the schema's owner (README "Roles"): the
+// Everything in schema belongs to the schema's owner (docs/roles.md): the
 // role that runs Migrate when it creates the schema, else whoever owns it
 // already. What the role running Migrate creates or owns there (tables,
 // sequences, functions) is handed to that owner in the same transaction, so

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -12,16 +11,13 @@ import (
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
-// README "Your own tables": the SQL session, from define to undo, runs as
+// docs/your-own-tables.md: the SQL session, from define to undo, runs as
 // shown (on a shop.payments of this test's own schema), each result it shows in a
 // comment is the result, and the table of fields names exactly the fields
 // of driver.ChangeDefinition, in order.
 func TestREADMEYourOwnTables(t *testing.T) {
 	t.Parallel()
-	blocks := pgtest.ReadmeBlocks(t, filepath.Join("..", "README.md"), "<!-- tests TestREADMEYourOwnTables")
-	if len(blocks) != 2 {
-		t.Fatalf("README: %d blocks marked for TestREADMEYourOwnTables, want 2 (session, fields)", len(blocks))
-	}
+	blocks := pgtest.WantDocBlocks(t, 2, "session, fields", "<!-- tests TestREADMEYourOwnTables", "your-own-tables.md")
 	session, fields := blocks[0], blocks[1]
 
 	var documented []string
@@ -38,7 +34,7 @@ func TestREADMEYourOwnTables(t *testing.T) {
 		tags = append(tags, name)
 	}
 	if !slices.Equal(documented, tags) {
-		t.Errorf("README's fields %v, driver.ChangeDefinition's %v", documented, tags)
+		t.Errorf("the guide's fields %v, driver.ChangeDefinition's %v", documented, tags)
 	}
 
 	s := pgtest.NewSchema(t)
@@ -65,14 +61,14 @@ func TestREADMEYourOwnTables(t *testing.T) {
 			sameJSON(t, sql, mustString(t, s.Conn, "select ("+sql+")::text"), want)
 		case strings.HasPrefix(want, "true"):
 			if got := mustString(t, s.Conn, "select ("+sql+")::text"); got != "true" {
-				t.Errorf("%s: %s, the README says true", sql, got)
+				t.Errorf("%s: %s, the guide says true", sql, got)
 			}
 		default:
 			s.Exec(t, sql)
 		}
 	}
 	if ran != 10 {
-		t.Fatalf("ran %d statements of the README's session, want 10", ran)
+		t.Fatalf("ran %d statements of the guide's session, want 10", ran)
 	}
 	// 5 drifted by hand and was left alone; 7 has its values back, version + 1.
 	sameJSON(t, "payments", mustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(payment_id, status, hold_reason, lock_version) order by payment_id)::text from "+shop+".payments"),

@@ -14,7 +14,7 @@ import (
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
-// roles is a schema installed the way the README's "Roles" recommends:
+// roles is a schema installed the way docs/roles.md recommends:
 // owned by a role that is not a superuser (chunks migrate --owner), with an
 // operator and a viewer granted by that owner. The test's superuser stands
 // for the application: it writes orders.
@@ -50,7 +50,7 @@ func newRoles(t testing.TB) *roles {
 	dsn := pgtest.WithSearchPath(pgtest.DSN(), name)
 	r.Schema = &pgtest.Schema{Name: name, DSN: dsn, Conn: pgtest.Connect(t, dsn)}
 	r.operator, r.viewer = pgtest.NewRole(t, pgtest.DSN(), "operator"), pgtest.NewRole(t, pgtest.DSN(), "viewer")
-	owner := r.connect(t, r.owner) // the owner grants, as the README has it
+	owner := r.connect(t, r.owner) // the owner grants, as docs/roles.md has it
 	if _, err := driver.Grant(ctx, owner, r.operator.Name, driver.Operator); err != nil {
 		t.Fatalf("grant operator: %v", err)
 	}

@@ -46,7 +46,7 @@ var inlined = map[string]struct{ call, shows string }{
 // search_path nor a lookalike object in pg_temp can change what it reads or
 // calls; the functions an operator or a viewer may call (access_functions)
 // are SECURITY DEFINER, every other one runs with its caller's rights; and
-// PUBLIC may execute none of them (README "Roles").
+// PUBLIC may execute none of them (docs/roles.md).
 func TestSQLFunctionCatalog(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
@@ -146,7 +146,7 @@ func TestSQLFunctionCatalog(t *testing.T) {
 	  "run_chunk/2": "tenant text, job_id text -> jsonb v",
 	  "report/1": "job_id text -> jsonb s",
 	  "report/2": "tenant text, job_id text -> jsonb s"}`)
-	// And those of the operator's safety functions (README "Safety").
+	// And those of the operator's safety functions (docs/safety.md).
 	sameJSON(t, "safety signatures", mustString(t, s.Conn, `select jsonb_object_agg(p.proname || '/' || p.pronargs,
 	    pg_get_function_arguments(p.oid) || ' -> ' || pg_get_function_result(p.oid) || ' ' || p.provolatile::text)::text
 	  from pg_proc p where p.pronamespace = $1::regnamespace

@@ -11,7 +11,7 @@ import (
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
-// README "Decisions where the contract is silent" (one job API): on one
+// docs/limits-and-decisions.md "Decisions where the contract is silent" (one job API): on one
 // server, a job operation with a tenant runs the same SQL as through a
 // router, run_chunk(tenant, job_id), ...: the right tenant works, another
 // tenant is refused as the router refuses it, and nothing is written.

@@ -190,13 +190,21 @@ func parseCampaign(c *cli.Context) (*campaignOptions, error) {
 // Validate checks the campaign's name.
 func (o *campaignOptions) Validate() error { return driver.CheckCampaignName(o.Name) }
 
+// campaignExample is the Example section of a campaign subcommand's help:
+// the campaign spring made from targets.jsonl, then lines.
+func campaignExample(lines ...string) string {
+	create := "chunks --schema lab campaign create --tenant alien-desert --chunk-size 10 --allow-partial spring targets.jsonl"
+	return "\n\nExample:\n  " + strings.Join(append([]string{create}, lines...), "\n  ")
+}
+
 func campaignStatusCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "status",
 		Usage:     "targets, committed, remaining, jobs by state, rate, ETA and drift of a campaign",
 		UsageText: "chunks campaign status [--json] NAME",
 		Description: "One query over the campaign's own jobs. jobs waiting are not yet in the fleet's queue: each\n" +
-			"job of the campaign that finishes releases the next. rate is the average since creation.",
+			"job of the campaign that finishes releases the next. rate is the average since creation." +
+			campaignExample("chunks --schema lab campaign status spring", "chunks --schema lab --json campaign status spring"),
 		Action: action(parseCampaign, runCampaignStatus),
 	}
 }
@@ -226,7 +234,8 @@ func campaignReportCommand() *cli.Command {
 		Usage:     "matching, drifted and missing orders of a campaign",
 		UsageText: "chunks campaign report [--json] NAME",
 		Description: "report's rules over every job of the campaign, in one query. With --json, drifted and\n" +
-			"missing are id lists.",
+			"missing are id lists." +
+			campaignExample("chunks --schema lab drain spring-000001", "chunks --schema lab campaign report spring"),
 		Action: action(parseCampaign, runCampaignReport),
 	}
 }
@@ -257,11 +266,12 @@ func driftLists(drifted, missing []int64, keys *driver.CampaignDriftKeys) (strin
 // whose logic is run.
 func campaignPauseResumeCommand(verb string, run runFunc[*campaignOptions], usage string) *cli.Command {
 	return &cli.Command{
-		Name:        verb,
-		Usage:       usage,
-		UsageText:   "chunks campaign " + verb + " [--json] NAME",
-		Description: "Acts on every job of the campaign in one transaction; waits for its chunks in flight (up to 5 s).",
-		Action:      action(parseCampaign, run),
+		Name:      verb,
+		Usage:     usage,
+		UsageText: "chunks campaign " + verb + " [--json] NAME",
+		Description: "Acts on every job of the campaign in one transaction; waits for its chunks in flight (up to 5 s)." +
+			campaignExample("chunks --schema lab campaign pause spring", "chunks --schema lab campaign resume spring"),
+		Action: action(parseCampaign, run),
 	}
 }
 
@@ -298,7 +308,8 @@ func campaignCheckCommand() *cli.Command {
 		Usage:     "preflight: would every target not yet committed take its change now?",
 		UsageText: "chunks campaign check [--json] [--max-listed N] NAME",
 		Description: "Writes nothing. For each remaining target: is its order there, of the tenant, pending, at the\n" +
-			"approved revision and qty? Exit 0 when all are, 3 (conflict) when any is not, listing the first.",
+			"approved revision and qty? Exit 0 when all are, 3 (conflict) when any is not, listing the first." +
+			campaignExample("chunks --schema lab campaign check --max-listed 5 spring"),
 		Flags:  []cli.Flag{&cli.IntFlag{Name: "max-listed", Value: 100, Usage: "problems listed, by id"}},
 		Action: action(parseCampaignCheck, runCampaignCheck),
 	}
@@ -360,7 +371,9 @@ func campaignUndoCommand() *cli.Command {
 			"rules: drifted and missing orders are left alone), all recorded as campaign UNDO (default\n" +
 			"NAME-undo) in one transaction; the fleet restores them. Pause NAME first (chunks campaign pause).\n" +
 			"A campaign of a declared change is undone the same way: its rows still as it left them get\n" +
-			"their values from before it back, by undo jobs of the same change.",
+			"their values from before it back, by undo jobs of the same change." +
+			campaignExample("chunks --schema lab drain spring-000001", "chunks --schema lab campaign undo --as spring-back spring",
+				"chunks --schema lab campaign status spring-back"),
 		Flags:  []cli.Flag{&cli.StringFlag{Name: "as", Usage: "the undo campaign's name (default NAME-undo)"}},
 		Action: action(parseCampaignUndo, runCampaignUndo),
 	}

@@ -16,7 +16,7 @@ import (
 func changeCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "change",
-		Usage: "declare, list, show and drop changes of your own tables (README \"Your own tables\")",
+		Usage: "declare, list, show and drop changes of your own tables (docs/your-own-tables.md)",
 		Description: "A declared change is one change of one of your tables, declared once as data (a JSON file,\n" +
 			"never SQL) by the owner of the chunks schema: {\"name\", \"table\", \"key\", \"tenant\",\n" +
 			"\"version\", \"expect\", \"when\", \"set\", \"set_from_target\"}. The server checks it against the\n" +

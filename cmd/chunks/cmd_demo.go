@@ -91,7 +91,7 @@ func runDemo(ctx context.Context, d deps, o *demoOptions, out io.Writer) (err er
 	var server *localpg.Server
 	if !o.OnDSN {
 		step(out, "Starting a throwaway PostgreSQL server")
-		// A kept server is for the README's experiments, crash drills
+		// A kept server is for the guides' experiments, crash drills
 		// included: Postgres' default durability. One removed at the
 		// end crashes no server: fast settings.
 		server, err = localpg.Start(ctx, localpg.Options{Detach: o.Keep, Durable: o.Keep})

@@ -22,7 +22,7 @@ func migrateCommand() *cli.Command {
 		Description: "Idempotent, and safe when many processes run it at once. Nothing is created outside SCHEMA\n" +
 			"(tern's version table is SCHEMA.schema_version).\n\n" +
 			"Everything in SCHEMA belongs to one owner, and the functions run as it (SECURITY DEFINER):\n" +
-			"--owner ROLE names it (a role that is not a superuser, see the README's \"Roles\"); without it\n" +
+			"--owner ROLE names it (a role that is not a superuser, see docs/roles.md); without it\n" +
 			"the schema keeps its owner, or belongs to you when migrate creates it. When the owner is a\n" +
 			"superuser, migrate says so on stderr, as it does what the migrations report (an upgrade's\nchanges to privileges, approvals recorded for jobs registered before).\n" +
 			"Then give roles access with chunks grant.\n\n" +
@@ -89,7 +89,7 @@ func runMigrate(ctx context.Context, d deps, o *migrateOptions, out io.Writer) e
 	if superuser {
 		fmt.Fprintf(d.stderr, "chunks migrate: WARNING: schema %s and its SECURITY DEFINER functions belong to %s, a superuser: "+
 			"every role granted chunks access then acts with a superuser's rights inside them. "+
-			"Recommended: chunks migrate --owner ROLE with a role that is not a superuser (README \"Roles\")\n",
+			"Recommended: chunks migrate --owner ROLE with a role that is not a superuser (docs/roles.md)\n",
 			o.Schema, terminalSafe(owner))
 	}
 	if d.json {

@@ -34,7 +34,7 @@ func TestMigrateRun(t *testing.T) {
 	}
 	warning := fmt.Sprintf("chunks migrate: WARNING: schema %s and its SECURITY DEFINER functions belong to %s, a superuser: "+
 		"every role granted chunks access then acts with a superuser's rights inside them. "+
-		"Recommended: chunks migrate --owner ROLE with a role that is not a superuser (README \"Roles\")\n", l.Name, owner)
+		"Recommended: chunks migrate --owner ROLE with a role that is not a superuser (docs/roles.md)\n", l.Name, owner)
 	if got := stderr.String(); got != warning {
 		t.Errorf("stderr: got %q, want %q", got, warning)
 	}

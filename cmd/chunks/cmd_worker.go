@@ -42,10 +42,10 @@ func workerCommand() *cli.Command {
 			"finishes the chunks in flight, starts no new one, prints a summary and exits 0; a second\n" +
 			"signal cancels the chunks in flight (they roll back) and exits 1.\n\n" +
 			"With --max-replica-lag or --throttle-query it holds new chunks while a standby is too far behind\n" +
-			"or the query returns true (README \"Protecting production\"), and says so in its log and in\n" +
+			"or the query returns true (docs/production.md \"Protecting production\"), and says so in its log and in\n" +
 			"chunks status.\n\n" +
 			"With --http ADDR it serves, while it runs, its Prometheus metrics at /metrics, /healthz, /readyz\n" +
-			"and the status page at / (README \"Seeing it run\"). No host in ADDR means 127.0.0.1. On\n" +
+			"and the status page at / (docs/production.md \"Seeing it run\"). No host in ADDR means 127.0.0.1. On\n" +
 			"loopback, a request whose Host is not loopback (localhost, 127.0.0.1, [::1]) is 421.\n\n" +
 			"Example:\n  chunks --schema lab worker --concurrency 4 --poll 1s\n" +
 			"  chunks --schema lab worker --max-replica-lag 500ms\n" +

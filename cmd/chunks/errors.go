@@ -58,7 +58,7 @@ func exitCode(err error) int {
 
 // hint says what to do about an error whose cause is usually the set-up
 // or the server: the chunks functions are not on the search_path, the role
-// was not granted access (README "Roles"), the server went away mid-call, a
+// was not granted access (docs/roles.md), the server went away mid-call, a
 // job command went to a router without --tenant (a router's job functions
 // take the tenant), or a campaign command went to a router (campaigns run
 // on a shard itself).

@@ -113,7 +113,8 @@ func NewSchema(t testing.TB) *Schema {
 		t.Fatalf("migrate %s: %v", name, err)
 	}
 	t.Cleanup(func() {
-		if _, err := admin.Exec(ctx, "drop schema "+name+" cascade"); err != nil {
+		// if exists: a test may drop it itself (TestUninstall does).
+		if _, err := admin.Exec(ctx, "drop schema if exists "+name+" cascade"); err != nil {
 			t.Errorf("drop schema %s: %v", name, err)
 		}
 	})

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// ReadmeBlocks is the block after each line of the README at path that
+// ReadmeBlocks is the block after each line of the Markdown file at path that
 // starts with marker (an HTML comment such as "<!-- tests TestX", after any
 // indentation, as in a list item), in order: a fenced block, whose lines
 // lose the indentation of its fence, or a table, its rows.
@@ -76,7 +76,7 @@ func Transcript(block string) (input, output string) {
 }
 
 // TrimLines drops trailing white space from each line and blank lines at
-// the end: psql pads its headers, a README does not.
+// the end: psql pads its headers, a guide does not.
 func TrimLines(s string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {

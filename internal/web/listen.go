@@ -49,8 +49,8 @@ func Loopback(l net.Listener) bool {
 // 127.0.0.0/8, [::1], any port) is answered 421 Misdirected Request,
 // whatever its path: a web page cannot read the server by rebinding its
 // own name to 127.0.0.1. On another address any Host is answered: the
-// operator chose to open it, and access control is theirs (README "Seeing
-// it run").
+// operator chose to open it, and access control is theirs (docs/production.md
+// "Seeing it run").
 func Serve(ctx context.Context, l net.Listener, h http.Handler, log *slog.Logger) error {
 	if Loopback(l) {
 		h = loopbackOnly(h)

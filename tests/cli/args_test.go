@@ -15,7 +15,7 @@ func spaced(list []int64) string {
 }
 
 // TestCampaignCreateFromStdin: campaign create NAME - reads the targets from
-// stdin, as its help and the README say; the campaign's job holds exactly
+// stdin, as its help and docs/campaigns.md say; the campaign's job holds exactly
 // those targets.
 func TestCampaignCreateFromStdin(t *testing.T) {
 	t.Parallel()

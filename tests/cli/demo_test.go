@@ -63,7 +63,7 @@ func wantDemo(t *testing.T, r clitest.Result) {
 
 // TestDemo runs chunks demo on its own throwaway server: without --dsn on
 // its command line it uses no database of the environment's, even with
-// $CHUNKS_DSN and $CHUNKS_SCHEMA exported (as the README's psql session has
+// $CHUNKS_DSN and $CHUNKS_SCHEMA exported (as docs/psql.md's session has
 // a newcomer do).
 func TestDemo(t *testing.T) {
 	t.Parallel()
@@ -99,7 +99,7 @@ func TestDemo(t *testing.T) {
 }
 
 // TestDemoKeep runs chunks demo --keep: the server stays, durable (the
-// README sends newcomers there for every experiment, crash drills
+// guides send newcomers there for every experiment, crash drills
 // included); the psql command it prints reaches the story's data; the
 // crash drill it prints restarts the server through crash recovery, as the
 // user that owns its data, with nothing committed lost; and its stop

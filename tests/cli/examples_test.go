@@ -37,7 +37,7 @@ import (
 //     orders 41-50, pending too, in the working directory;
 //   - schema shop with the user's table shop.payments (payments 1-4 of
 //     merchant 42, captured, lock_version 0), the declared change
-//     hold_payment on it (hold_payment.json, README "Your own tables")
+//     hold_payment on it (hold_payment.json, docs/your-own-tables.md)
 //     defined in lab, and holds-1.json, a plan of a job of it over
 //     payments 1 and 2, in the working directory;
 //   - roles chunks_owner, alice, fleet and grafana;
@@ -100,19 +100,23 @@ type exampleBlock struct {
 }
 
 // helpExamples walks the commands of chunks --help, and the subcommands of
-// each command's --help, and returns the examples of each that has some.
+// each command's --help, and returns the examples of each; a command without
+// subcommands and without an example fails the test.
 func helpExamples(t *testing.T) []exampleBlock {
 	t.Helper()
 	var blocks []exampleBlock
 	var walk func(path []string)
 	walk = func(path []string) {
 		out := wantOK(t, clitest.Run(t, append(path, "--help")...))
+		subs := section(out, "COMMANDS:")
 		if len(path) > 0 {
 			if lines := examplesOf(out); len(lines) > 0 {
 				blocks = append(blocks, exampleBlock{command: strings.Join(path, " "), lines: lines})
+			} else if len(subs) == 0 {
+				t.Errorf("chunks %s --help has no example (docs/cli-guide.md: every command's --help has one)", strings.Join(path, " "))
 			}
 		}
-		for _, sub := range section(out, "COMMANDS:") {
+		for _, sub := range subs {
 			if name := strings.TrimSuffix(strings.Fields(sub)[0], ","); name != "help" {
 				walk(append(slices.Clone(path), name))
 			}

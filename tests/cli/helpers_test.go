@@ -375,7 +375,7 @@ func ownServer(t testing.TB) *localpg.Server {
 	return srv
 }
 
-// shellEnv is the environment of a shell that runs the README's or the
+// shellEnv is the environment of a shell that runs the guides' or the
 // help's chunks command lines: the chunks under test first on PATH.
 func shellEnv(vars ...string) []string {
 	return append(append(pgtest.CleanEnv(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH")), vars...)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,11 +14,11 @@ import (
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
-// The README's "Roles" works as written, on a server of its own (its roles
+// docs/roles.md works as written, on a server of its own (its roles
 // are the cluster's): the set-up block (a superuser runs chunks migrate
 // --owner and chunks grant), the operator's and the viewer's psql sessions
 // replayed through psql and compared line by line, the CLI block, and the
-// privileges table against the catalog. And the README's main psql
+// privileges table against the catalog. And the guide's main psql
 // session, replayed as the operator: an operator can do all of it (given
 // SELECT, INSERT and UPDATE on orders for the two statements that stand
 // for the application).
@@ -27,10 +26,7 @@ func TestREADMERoles(t *testing.T) {
 	t.Parallel()
 	_, err := exec.LookPath("psql")
 	pgtest.RequireTool(t, err, "psql", "postgresql-client")
-	blocks := pgtest.ReadmeBlocks(t, filepath.Join("..", "..", "README.md"), "<!-- tests TestREADMERoles")
-	if len(blocks) != 6 {
-		t.Fatalf("README: %d blocks marked for TestREADMERoles, want 6 (psql session, set-up, operator, viewer, CLI, privileges)", len(blocks))
-	}
+	blocks := pgtest.WantDocBlocks(t, 6, "psql session, set-up, operator, viewer, CLI, privileges", "<!-- tests TestREADMERoles", "psql.md", "roles.md")
 	session, setup, operator, viewer, cliBlock, privileges := blocks[0], blocks[1], blocks[2], blocks[3], blocks[4], blocks[5]
 
 	srv := ownServer(t)
@@ -64,10 +60,10 @@ func TestREADMERoles(t *testing.T) {
 			t.Fatalf("psql as %s: %v\n%s", user, err, out.String())
 		}
 		if got := pgtest.TrimLines(out.String()); got != want {
-			t.Errorf("%s, as %s:\n--- got\n%s\n--- README\n%s", what, user, got, want)
+			t.Errorf("%s, as %s:\n--- got\n%s\n--- docs\n%s", what, user, got, want)
 		}
 	}
-	psql("the README's psql session", "alice", session)
+	psql("the guide's psql session", "alice", session)
 	if _, err := admin.Exec(ctx, "revoke select, insert, update on lab.orders from alice"); err != nil { // for the session only
 		t.Fatal(err)
 	}
@@ -101,7 +97,7 @@ func TestREADMERoles(t *testing.T) {
 	for _, l := range strings.Split(strings.TrimSpace(privileges), "\n")[2:] {
 		cells := strings.Split(strings.Trim(l, "|"), "|")
 		if len(cells) != 3 {
-			t.Fatalf("README privileges row %q", l)
+			t.Fatalf("docs privileges row %q", l)
 		}
 		rows = append(rows, [3]string{strings.TrimSpace(cells[0]), strings.TrimSpace(cells[1]), strings.TrimSpace(cells[2])})
 	}
@@ -149,11 +145,11 @@ func TestREADMERoles(t *testing.T) {
 		want = append(want, [3]string{"`EXECUTE` on `" + f.Signature + "`", yes[f.Viewer], yes[f.Operator]})
 	}
 	if got, wantText := fmt.Sprint(rows), fmt.Sprint(want); got != wantText {
-		t.Errorf("the README's privileges table:\n%s\nthe catalog:\n%s", table(rows), table(want))
+		t.Errorf("the guide's privileges table:\n%s\nthe catalog:\n%s", table(rows), table(want))
 	}
 }
 
-// table shows rows as the README writes them.
+// table shows rows as the guide writes them.
 func table(rows [][3]string) string {
 	var b strings.Builder
 	for _, r := range rows {

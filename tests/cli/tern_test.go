@@ -13,7 +13,7 @@ import (
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
-// The README's tern CLI install (go tool tern: tern is a tool of this module) works as written, and a schema installed by
+// docs/installing-and-upgrading.md's tern CLI install (go tool tern: tern is a tool of this module) works as written, and a schema installed by
 // the tern CLI is the same as one installed by chunks migrate.
 func TestTernCLIInstall(t *testing.T) {
 	t.Parallel()
@@ -41,7 +41,7 @@ func TestTernCLIInstall(t *testing.T) {
 		{"migrate", "-c", "tern.conf", "-m", "sql/migrations"},
 		{"code", "install", "sql/functions", "-c", "tern.conf"},
 	} {
-		cmd := exec.Command("go", append([]string{"tool", "tern"}, args...)...) // as the README says
+		cmd := exec.Command("go", append([]string{"tool", "tern"}, args...)...) // as docs/installing-and-upgrading.md says
 		cmd.Dir, cmd.Env = root, env
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("tern %v: %v\n%s", args, err, out)

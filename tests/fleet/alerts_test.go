@@ -19,7 +19,7 @@ import (
 // alertsFile is the example alert rules, from this package's folder.
 const alertsFile = "../../docs/alerts.yml"
 
-// docs/alerts.yml has the four rules of the README, and each names only
+// docs/alerts.yml has the four rules of docs/production.md, and each names only
 // metrics that chunks worker --http and chunks serve --http really export.
 func TestAlertRulesNameRealMetrics(t *testing.T) {
 	t.Parallel()

@@ -24,8 +24,7 @@ var ctx = context.Background()
 // lab is a test's own migrated schema. The test itself (Conn) is the
 // superuser, standing for the application and the DBA; every chunks
 // process it starts (Globals) runs as operator, a role that chunks grant
-// --operator made an operator and that holds no table privilege (README
-// "Roles").
+// --operator made an operator and that holds no table privilege (docs/roles.md).
 type lab struct {
 	*clitest.Lab
 	base     string // the server's DSN without search_path; "" for the test database
@@ -53,7 +52,7 @@ func labOn(t testing.TB, base string) *lab {
 	l := &lab{Lab: &clitest.Lab{Schema: &pgtest.Schema{Name: name, DSN: dsn, Conn: pgtest.Connect(t, dsn)}}, base: base}
 	l.operator = newOperator(t, l.Conn, base)
 	l.ChunksDSN = l.chunksDSN(l.Name)
-	// --max-replica-lag reads pg_stat_replication in full (README
+	// --max-replica-lag reads pg_stat_replication in full (docs/production.md
 	// "Protecting production"): pg_monitor.
 	if _, err := admin.Exec(ctx, "grant pg_monitor to "+pgx.Identifier{l.operator.Name}.Sanitize()); err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ import (
 func TestPlpgsqlCheck(t *testing.T) {
 	s := pgtest.NewSchema(t)
 	check := installExtension(t, s.Conn, "plpgsql_check", "chunks_test_check", "postgresql-%d-plpgsql-check")
-	// A declared change (README "Your own tables"), so that its generated
+	// A declared change (docs/your-own-tables.md), so that its generated
 	// function is checked too, on a table of a schema of the test's own.
 	shop := pgtest.NewSchemaName(t)
 	t.Cleanup(func() {

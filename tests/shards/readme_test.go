@@ -14,7 +14,7 @@ import (
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
-// The README's "Beyond one server" works as written, on one server with
+// docs/beyond-one-server.md works as written, on one server with
 // three databases as it says: its set-up block (chunks migrate on two
 // shards, chunks router install, the orders), its psql session through the
 // router, replayed through psql with the output compared line by line, and
@@ -24,10 +24,7 @@ func TestREADMERouter(t *testing.T) {
 	requirePlproxy(t)
 	_, err := exec.LookPath("psql")
 	pgtest.RequireTool(t, err, "psql", "postgresql-client")
-	blocks := pgtest.ReadmeBlocks(t, readme, "<!-- tests/shards TestREADMERouter")
-	if len(blocks) != 3 {
-		t.Fatalf("README: %d blocks marked for TestREADMERouter, want 3 (set-up, session, CLI)", len(blocks))
-	}
+	blocks := pgtest.WantDocBlocks(t, 3, "set-up, session, CLI", "<!-- tests/shards TestREADMERouter", "beyond-one-server.md")
 	setup, session, cliBlock := blocks[0], blocks[1], blocks[2]
 
 	dsn := routerServer.DSN() // key=value, like the demo's export CHUNKS_DSN=... line
@@ -40,7 +37,7 @@ func TestREADMERouter(t *testing.T) {
 			}
 			return nil
 		}); err != nil {
-			t.Errorf("drop the README's databases: %v", err)
+			t.Errorf("drop the guide's databases: %v", err)
 		}
 	})
 	env := append(pgtest.CleanEnv(), "CHUNKS_DSN="+dsn, "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
@@ -66,7 +63,7 @@ func TestREADMERouter(t *testing.T) {
 		t.Fatalf("psql: %v\n%s", err, out.String())
 	}
 	if got := pgtest.TrimLines(out.String()); got != want {
-		t.Errorf("the README's session through the router:\n--- got\n%s\n--- README\n%s", got, want)
+		t.Errorf("the guide's session through the router:\n--- got\n%s\n--- docs\n%s", got, want)
 	}
 
 	// The reader's shell still has the set-up block's export CHUNKS_SCHEMA=lab.
@@ -77,7 +74,7 @@ func TestREADMERouter(t *testing.T) {
 		"2 jobs: 2 done; 0 orders drifted or missing",
 	} {
 		if !strings.Contains(got, line) {
-			t.Errorf("the README's CLI block does not say %q:\n%s", line, got)
+			t.Errorf("the guide's CLI block does not say %q:\n%s", line, got)
 		}
 	}
 	if !regexp.MustCompile(`(?m)^│ p0 +│ spring-cleanup +│ cancel +│ acme +│ 3/3 +│ done `).MatchString(got) ||
@@ -85,6 +82,3 @@ func TestREADMERouter(t *testing.T) {
 		t.Errorf("chunks status through the router does not show both shards' jobs:\n%s", got)
 	}
 }
-
-// readme is the README's path from this package.
-var readme = filepath.Join("..", "..", "README.md")

@@ -15,11 +15,11 @@ import (
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
-// The README's resharding, from 2 shards to 4: first the partitions double
+// docs/beyond-one-server.md's resharding, from 2 shards to 4: first the partitions double
 // with p2 and p3 on the databases of p0 and p1 (nothing moves; status lists
 // each job once, under the partition its calls go to), then p2 moves to a
 // server of its own (a promoted standby of p0's), and each side deletes the
-// other's tenants with the README's statements. Every table that names a
+// other's tenants with the guide's statements. Every table that names a
 // job has rows of both sides then: the audit, the queue, an undo's job_kind
 // (one undone tenant on each side), campaigns and campaign_jobs (a campaign
 // for every other tenant), and progress samples. No row of the other side's
@@ -129,9 +129,9 @@ func TestReshardByPowersOfTwo(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.reinstall(t, []*localpg.Server{s0, s1, sb, s1})
-	blocks := pgtest.ReadmeBlocks(t, readme, "<!-- tests/shards TestReshardByPowersOfTwo")
+	blocks := pgtest.DocBlocks(t, "<!-- tests/shards TestReshardByPowersOfTwo", "beyond-one-server.md")
 	if len(blocks) != 1 || !strings.Contains(blocks[0], "& 7 = 5") {
-		t.Fatalf("README: %d blocks marked for TestReshardByPowersOfTwo, want 1 (the deletes of p5 of 8): %q", len(blocks), blocks)
+		t.Fatalf("docs: %d blocks marked for TestReshardByPowersOfTwo, want 1 (the deletes of p5 of 8): %q", len(blocks), blocks)
 	}
 	for _, side := range []struct {
 		server *localpg.Server
@@ -161,7 +161,7 @@ func TestReshardByPowersOfTwo(t *testing.T) {
 			}
 			sql := strings.ReplaceAll(strings.ReplaceAll(blocks[0], "lab.", c.schema+"."), "& 7 = 5", fmt.Sprintf("& 3 = %d", side.drop))
 			if _, err := conn.Exec(ctx, sql); err != nil {
-				return fmt.Errorf("the README's deletes of p%d: %w", side.drop, err)
+				return fmt.Errorf("the guide's deletes of p%d: %w", side.drop, err)
 			}
 			if after := counts(conn); slices.ContainsFunc(after, func(n int) bool { return n != 0 }) {
 				t.Errorf("p%d's rows after the deletes: %v; want none", side.drop, after)

@@ -10,7 +10,7 @@ import (
 	"github.com/chunks-dev/chunks/router"
 )
 
-// With least privilege on the shards (README "Roles"), the router reaches
+// With least privilege on the shards (docs/roles.md), the router reaches
 // them as an operator: a role that chunks grant --operator made one on
 // every shard, and that holds no privilege to write a table. Register,
 // drain, report and undo through the router work as that role.

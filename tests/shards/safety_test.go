@@ -177,7 +177,7 @@ func TestSafetyThroughRouter(t *testing.T) {
 }
 
 // chunks check, pause --after, undo and report through the router, with
-// --tenant where a job is named: the README's commands for a shard's
+// --tenant where a job is named: docs/beyond-one-server.md's commands for a shard's
 // tenant, no worker running.
 func TestSafetyCLIThroughRouter(t *testing.T) {
 	t.Parallel()

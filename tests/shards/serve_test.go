@@ -13,7 +13,7 @@ import (
 
 // chunks serve on a router: its JSON lists every shard's jobs (the routed
 // status_page), while a job's report page, which names no tenant, is
-// refused there (the README says to use chunks report --tenant), and
+// refused there (docs/beyond-one-server.md says to use chunks report --tenant), and
 // /readyz says 503 (it looks for a shard's table).
 func TestServeThroughRouter(t *testing.T) {
 	t.Parallel()
@@ -49,7 +49,7 @@ func TestServeThroughRouter(t *testing.T) {
 	if err != nil || code != http.StatusOK || !clitest.ContainsAll(body, `"acme-1"`, `"initech-1"`) {
 		t.Fatalf("GET /api/status through the router: %d, %v\n%s\n%s", code, err, body, strings.Join(p.Lines(), "\n"))
 	}
-	if code, body, err := get("/readyz"); err != nil || code != http.StatusServiceUnavailable { // as the README says
+	if code, body, err := get("/readyz"); err != nil || code != http.StatusServiceUnavailable { // as docs/beyond-one-server.md says
 		t.Errorf("GET /readyz through the router: %d, %v; want 503 (no job_progress on a router)\n%s", code, err, body)
 	}
 	code, body, err = get("/jobs/acme-1")
