@@ -24,7 +24,6 @@ type SchemaVersions struct {
 	Compare string `json:"compare"`
 }
 
-
 // LoadSchemaVersions reads the database's schema version on db (whose
 // search_path reaches chunks, or a chunks router) and compares it with
 // this binary's. It reads only.
