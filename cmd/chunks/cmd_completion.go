@@ -33,9 +33,9 @@ func completionCommand() *cli.Command {
 		Description: "SHELL is bash, zsh or fish. The bash and zsh scripts are urfave/cli's: they complete\n" +
 			"commands and flags by asking chunks --generate-bash-completion; the fish one is generated from\n" +
 			"the command definitions. It needs no database.\n\n" +
-			"Example:\n  source <(chunks completion bash)          # in ~/.bashrc\n" +
-			"  chunks completion zsh > \"${fpath[1]}/_chunks\"\n" +
-			"  chunks completion fish > ~/.config/fish/completions/chunks.fish",
+			"Example:\n  source <(chunks completion bash)       # in ~/.bashrc\n" +
+			"  chunks completion zsh > _chunks         # into a directory of $fpath\n" +
+			"  chunks completion fish > chunks.fish    # into ~/.config/fish/completions/",
 		Action: action(parseCompletion, runCompletion),
 	}
 }
