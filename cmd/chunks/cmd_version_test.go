@@ -20,14 +20,11 @@ func TestVersionInProcess(t *testing.T) {
 		t.Fatal("no build info")
 	}
 	want := buildVersion{Version: info.Main.Version, Go: runtime.Version(), SchemaVersion: driver.SchemaVersion()}
+	settings := map[string]string{}
 	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			want.Revision = s.Value
-		case "vcs.modified":
-			want.Modified = s.Value == "true"
-		}
+		settings[s.Key] = s.Value
 	}
+	want.Revision, want.Modified = settings["vcs.revision"], settings["vcs.modified"] == "true"
 	if files, err := fs.Glob(chunkssql.Migrations(), "*.sql"); err != nil || len(files) != want.SchemaVersion {
 		t.Fatalf("driver.SchemaVersion() = %d, but there are %d migrations (%v)", want.SchemaVersion, len(files), err)
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,14 +37,10 @@ func binaryVersion(t *testing.T, path string) version {
 		t.Fatal(err)
 	}
 	v := version{Version: info.Main.Version, Go: info.GoVersion}
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			v.Revision = s.Value
-		case "vcs.modified":
-			v.Modified = s.Value == "true"
-		}
+	if i := slices.IndexFunc(info.Settings, func(s debug.BuildSetting) bool { return s.Key == "vcs.revision" }); i >= 0 {
+		v.Revision = info.Settings[i].Value
 	}
+	v.Modified = slices.Contains(info.Settings, debug.BuildSetting{Key: "vcs.modified", Value: "true"})
 	// The schema version: what chunks migrate leaves in schema_version,
 	// and the number of migration files (001 to N, none missing).
 	s := pgtest.NewSchema(t)
