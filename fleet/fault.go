@@ -68,6 +68,8 @@ func Classify(err error) (transient bool, reason string) {
 		return false, "a missing chunks grant"
 	case errors.Is(err, ErrNotInstalled):
 		return false, "chunks is not installed in this schema: run chunks migrate"
+	case errors.As(err, new(*SchemaError)):
+		return false, "the chunks schema is older than this binary: run chunks migrate"
 	case errors.As(err, &parseErr), errors.Is(err, driver.ErrInvalid):
 		return false, "invalid connection string or settings"
 	case errors.As(err, &readOnly):
@@ -144,7 +146,7 @@ func (r *runner) waitReady(stop context.Context) (string, error) {
 		}
 		transient, reason := Classify(err)
 		if !transient {
-			if errors.Is(err, ErrNotInstalled) {
+			if errors.Is(err, ErrNotInstalled) || errors.As(err, new(*SchemaError)) {
 				return "", err
 			}
 			return "", fmt.Errorf("worker %s cannot start: %s: %w", r.id, reason, err)
@@ -183,5 +185,29 @@ func (r *runner) check(ctx context.Context) (string, error) {
 	case standby || readOnly:
 		return "", errReadOnly{standby: standby}
 	}
+	v, err := LoadSchemaVersions(ctx, r.pool)
+	switch {
+	case err != nil:
+		return "", err
+	case v.Compare == "older":
+		// The functions it would call are older than this binary's
+		// passes expect: refuse, until chunks migrate has run.
+		r.log.Error("refusing to start: "+v.String(), "database_version", v.Database, "binary_version", v.Binary)
+		return "", fmt.Errorf("worker %s cannot start: %w", r.id, &SchemaError{Versions: v})
+	case v.Compare == "newer":
+		// A rolling upgrade: migrate first, then the workers, one by one.
+		r.log.Warn("running on a newer schema: "+v.String(), "database_version", v.Database, "binary_version", v.Binary)
+	}
 	return channel, nil
 }
+
+// SchemaError says that the database's chunks schema is older than the
+// binary's: [Worker.Start] returns it (its functions are not the ones this
+// worker's passes expect, so it runs nothing until chunks migrate), and so
+// does the status page's readiness check.
+type SchemaError struct {
+	Versions SchemaVersions // the database's and the binary's
+}
+
+// Error names both versions and chunks migrate.
+func (e *SchemaError) Error() string { return e.Versions.String() }

@@ -250,12 +250,12 @@ func TestRolesGrantAndRevoke(t *testing.T) {
 	}
 	// By signature: a job function and its tenant-scoped overload (tenant, job_id, ...) are granted together.
 	viewerFunctions := `["campaign_report(text)", "campaign_status(text)", "change_list()", "change_show(text)", "inspect_job(text)", "inspect_job(text, text)",
-	  "job_lineage(text)", "job_lineage(text, text)", "job_status()", "queue_channel()", "report(text)", "report(text, text)",
+	  "installed_version()", "job_lineage(text)", "job_lineage(text, text)", "job_status()", "queue_channel()", "report(text)", "report(text, text)",
 	  "status_page(text, integer)", "worker_status()"]`
 	operatorFunctions := `["campaign_check(text, integer)", "campaign_create(text, text, integer, integer[], integer[], integer[], integer)",
 	  "campaign_create_change(text, text, text, integer, jsonb, text[], integer)",
 	  "campaign_pause(text)", "campaign_report(text)", "campaign_resume(text)", "campaign_status(text)", "campaign_undo(text, text)",
-	  "cancel_chunk(text, jsonb)", "change_list()", "change_show(text)", "check_change(text, jsonb)", "check_plan(jsonb)", "inspect_job(text)", "inspect_job(text, text)", "job_lineage(text)",
+	  "cancel_chunk(text, jsonb)", "change_list()", "change_show(text)", "check_change(text, jsonb)", "check_plan(jsonb)", "inspect_job(text)", "inspect_job(text, text)", "installed_version()", "job_lineage(text)",
 	  "job_lineage(text, text)", "job_status()", "pause_job(text)", "pause_job(text, text)", "pause_job_after(text, integer)",
 	  "pause_job_after(text, text, integer)", "queue_channel()", "record_progress(jsonb)", "register(jsonb)", "register_change(text, jsonb)",
 	  "register_undo(text, text)", "register_undo(text, text, text)", "report(text)", "report(text, text)", "resume_job(text)",

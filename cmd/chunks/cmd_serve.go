@@ -27,7 +27,9 @@ func serveCommand() *cli.Command {
 			"                   chunks_longest_no_progress_seconds, chunks_database_up; and Go's and the process's\n" +
 			"  /healthz         200 while the process runs\n" +
 			"  /readyz          200 when the database answers and chunks is installed, else 503 and why\n" +
-			"                   (a short reason: the error itself goes to the log)\n" +
+			"                   (a short reason: the error itself goes to the log); 503 naming both versions\n" +
+			"                   when the database's chunks schema is older than this binary's, 200 with a\n" +
+			"                   warning line when it is newer\n" +
 			"Each page, refresh and scrape is one query, however many jobs there are. It is read-only and\n" +
 			"answers GET only. No host in ADDR means 127.0.0.1. On loopback, a request whose Host is not\n" +
 			"loopback (localhost, 127.0.0.1, [::1]) is 421; another address is served with a warning, to\n" +

@@ -34,8 +34,11 @@ func statusCommand() *cli.Command {
 			"Then the live workers (a heartbeat in the last 10 s): running, idle, or throttled and why.\n" +
 			"Through a chunks router (its --dsn), every shard's jobs and workers, asked at once, with a shard\n" +
 			"column; a shard that cannot be reached fails it, naming the shard.\n" +
-			"--json prints {\"jobs\": [...], \"workers\": [...]}; a job's \"change\" is its declared change's name (null\n" +
-			"for other jobs).\n\n" +
+			"--json prints {\"jobs\": [...], \"workers\": [...], \"schema_version\": {...}}; a job's \"change\" is its declared\n" +
+			"change's name (null for other jobs).\n\n" +
+			"When the database's chunks schema is older or newer than this binary's (chunks version), a\n" +
+			"warning line says so first, naming both versions; schema_version has them (binary, database,\n" +
+			"and compare: same, older, newer, or router: a router's shards each have their own).\n\n" +
 			"Example:\n  chunks --schema lab status\n  chunks --schema lab status --json | jq '.jobs[] | select(.state == \"paused\")'",
 		Action: action(parseNoArgs, runStatus),
 	}
@@ -45,15 +48,22 @@ func statusCommand() *cli.Command {
 // every shard's).
 func runStatus(ctx context.Context, d deps, _ *noArgs, out io.Writer) error {
 	var ov *fleet.Overview
+	var schema fleet.SchemaVersions
 	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
-		ov, err = fleet.LoadOverview(ctx, conn, "", 0)
+		if ov, err = fleet.LoadOverview(ctx, conn, "", 0); err != nil {
+			return err
+		}
+		schema, err = fleet.LoadSchemaVersions(ctx, conn)
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	if d.json {
-		return printJSON(out, map[string]any{"jobs": ov.Jobs, "workers": ov.Workers})
+		return printJSON(out, map[string]any{"jobs": ov.Jobs, "workers": ov.Workers, "schema_version": schema})
+	}
+	if msg := schema.String(); msg != "" {
+		say(out, "warning: %s", msg)
 	}
 	printStatus(out, ov.Jobs, ov.Now)
 	printWorkers(out, ov.Workers, ov.Now)

@@ -45,7 +45,8 @@ func TestStatusRun(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 	st := statusJSON(t, d)
-	if len(st.Jobs) != 3 || len(st.Workers) != 0 {
+	if len(st.Jobs) != 3 || len(st.Workers) != 0 || st.Schema.Compare != "same" || st.Schema.Database == nil ||
+		*st.Schema.Database != driver.SchemaVersion() || st.Schema.Binary != driver.SchemaVersion() {
 		t.Fatalf("--json: %+v", st)
 	}
 	if j := st.Jobs[0]; j.JobID != "j1" || j.State != fleet.StateDone || j.Drift == nil || *j.Drift != 2 || j.UndoneBy == nil || *j.UndoneBy != "j1-undo" {
@@ -112,6 +113,7 @@ func TestStatusShowsTheChange(t *testing.T) {
 func statusJSON(t testing.TB, d deps) (st struct {
 	Jobs    []fleet.JobStatus    `json:"jobs"`
 	Workers []fleet.WorkerStatus `json:"workers"`
+	Schema  fleet.SchemaVersions `json:"schema_version"`
 }) {
 	t.Helper()
 	d.json = true

@@ -35,8 +35,9 @@ func workerCommand() *cli.Command {
 			"At start it waits for the database while it is down, starting up, out of connection slots or a\n" +
 			"standby not yet promoted, logging every attempt (100 ms, doubling to 5 s); a wrong user, password\n" +
 			"or database, or a schema without chunks, exits 1 at once; an --id that a live worker holds on\n" +
-			"the server exits 2, naming it. Once running it never stops on a\n" +
-			"database error: it logs it and tries again.\n\n" +
+			"the server exits 2, naming it. A chunks schema older than this binary's (chunks version) exits\n" +
+			"1, naming both versions, before any chunk; on a newer one it logs a warning and runs. Once\n" +
+			"running it never stops on a database error: it logs it and tries again.\n\n" +
 			"Run chunks migrate first: the worker never migrates. The log goes to stderr (JSON lines with\n" +
 			"--json; every chunk with --verbose); \"msg=ready\" says it is running. SIGTERM or SIGINT\n" +
 			"finishes the chunks in flight, starts no new one, prints a summary and exits 0; a second\n" +

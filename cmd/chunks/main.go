@@ -9,11 +9,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/chunks-dev/chunks/driver"
 )
+
+// docs/cli.md and docs/chunks.1 are made from the command definitions:
+//go:generate go test -run TestGeneratedDocs -update .
 
 func main() {
 	os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
@@ -45,7 +49,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			"one job change every order exactly once; the report shows what drifted since.\n\n" +
 			"Flags go before the job id. The global flags work before or after the command name.\n" +
 			"Exit status: 0 done, 1 runtime error, 2 invalid input or usage, 3 conflict.",
-		Flags: globalFlags(),
+		Version: readBuildVersion().Version,
+		Flags:   globalFlags(),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
 				return usagef("unknown command %s (chunks help lists the commands)", driver.Excerpt(c.Args().First(), true))
@@ -56,7 +61,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		HideHelpCommand:      false,
 		ExitErrHandler:       func(*cli.Context, error) {}, // exit codes are mapped in run
 		OnUsageError:         onUsageError,
-		EnableBashCompletion: false,
+		EnableBashCompletion: true, // chunks completion's bash and zsh scripts ask --generate-bash-completion
 		// A --shard connection string may hold commas (host=a,b): never split it.
 		DisableSliceFlagSeparator: true,
 	}
@@ -65,13 +70,17 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	return app
 }
 
+// offlineCommands need no database: they take --json of the global flags
+// only.
+var offlineCommands = []string{"manifest", "version", "completion"}
+
 // addGlobalFlags gives every command and subcommand the global flags, so
 // that they work after the command name too.
 func addGlobalFlags(cmds []*cli.Command) {
 	for _, cmd := range cmds {
 		for _, f := range globalFlags() {
-			if cmd.Name == "manifest" && f.Names()[0] != "json" {
-				continue // manifest needs no database: no --dsn, no --schema
+			if slices.Contains(offlineCommands, cmd.Name) && f.Names()[0] != "json" {
+				continue // no database: no --dsn, no --schema
 			}
 			cmd.Flags = append(cmd.Flags, f)
 		}
@@ -102,5 +111,7 @@ func commands() []*cli.Command {
 		demoCommand(),
 		benchCommand(),
 		routerCommand(),
+		versionCommand(),
+		completionCommand(),
 	}
 }

@@ -222,31 +222,56 @@ const installedQuery = `select to_regprocedure('status_page(text, integer)') is 
 var ErrNotInstalled = errors.New("chunks is not installed on this search_path, or is older than this binary: run chunks migrate")
 
 // Ready says whether the page can be served: nil when the database
-// answers and chunks is installed and up to date on the search_path.
+// answers and chunks is installed and up to date on the search_path (a
+// [*fleet.SchemaError] when its schema is older than this binary's).
 func (s *Server) Ready(ctx context.Context) error {
+	_, err := s.ready(ctx)
+	return err
+}
+
+// ready is [Server.Ready], with the schema versions it compared.
+func (s *Server) ready(ctx context.Context) (fleet.SchemaVersions, error) {
 	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
 	var installed bool
 	if err := s.DB.QueryRow(ctx, installedQuery).Scan(&installed); err != nil {
-		return fmt.Errorf("the database does not answer: %w", err)
+		return fleet.SchemaVersions{}, fmt.Errorf("the database does not answer: %w", err)
 	}
 	if !installed {
 		if err := driver.CheckAccess(ctx, s.DB, driver.Viewer); err != nil {
-			return err // a role without access sees no chunks
+			return fleet.SchemaVersions{}, err // a role without access sees no chunks
 		}
-		return ErrNotInstalled
+		return fleet.SchemaVersions{}, ErrNotInstalled
 	}
-	return nil
+	v, err := fleet.LoadSchemaVersions(ctx, s.DB)
+	if err != nil {
+		return v, fmt.Errorf("the database does not answer: %w", err)
+	}
+	if v.Compare == "older" {
+		return v, &fleet.SchemaError{Versions: v}
+	}
+	return v, nil
 }
 
-// readyz answers 200 when [Server.Ready], 503 with the reason otherwise.
+// readyz answers 200 when [Server.Ready] (and says so when the database's
+// schema is newer than this binary's), 503 with the reason otherwise.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	if err := s.Ready(r.Context()); err != nil {
+	v, err := s.ready(r.Context())
+	var older *fleet.SchemaError
+	if errors.As(err, &older) {
+		http.Error(w, "not ready: "+older.Versions.String(), http.StatusServiceUnavailable)
+		return
+	}
+	if err != nil {
 		s.fail(w, http.StatusServiceUnavailable, "not ready", err)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = w.Write([]byte("ready\n")) // a client that went away needs no answer
+	body := "ready\n"
+	if msg := v.String(); msg != "" {
+		body += "warning: " + msg + "\n"
+	}
+	_, _ = w.Write([]byte(body)) // a client that went away needs no answer
 }
 
 func (s *Server) render(w http.ResponseWriter, name string, data any) {

@@ -12,7 +12,7 @@ as $$
            '{{ .schema }}.inspect_job(text, text)', '{{ .schema }}.report(text, text)', '{{ .schema }}.job_lineage(text, text)',
            '{{ .schema }}.job_status()', '{{ .schema }}.status_page(text, integer)', '{{ .schema }}.worker_status()',
            '{{ .schema }}.campaign_status(text)', '{{ .schema }}.campaign_report(text)', '{{ .schema }}.queue_channel()',
-           '{{ .schema }}.change_list()', '{{ .schema }}.change_show(text)'
+           '{{ .schema }}.change_list()', '{{ .schema }}.change_show(text)', '{{ .schema }}.installed_version()'
          ]) as f
    where access in ('viewer', 'operator')
   union all

@@ -23,6 +23,7 @@
 {{ template "run_chunk.sql" . }}
 {{ template "report.sql" . }}
 {{ template "queue_channel.sql" . }}
+{{ template "installed_version.sql" . }}
 {{ template "campaign_job_done.sql" . }}
 {{ template "run_next_chunk.sql" . }}
 {{ template "lock_unfinished_job.sql" . }}

@@ -166,6 +166,7 @@ func TestUndo(t *testing.T) {
 	st := decode[struct {
 		Jobs    []fleet.JobStatus    `json:"jobs"`
 		Workers []fleet.WorkerStatus `json:"workers"`
+		Schema  fleet.SchemaVersions `json:"schema_version"`
 	}](t, u.lab.Chunks(t, "status", "--json")).Jobs
 	if len(st) != 2 || st[0].Kind != driver.KindCancel || st[0].UndoneBy == nil || *st[0].UndoneBy != "festival-undo" ||
 		st[1].Kind != driver.KindRestore || st[1].Undoes == nil || *st[1].Undoes != "festival" || st[1].State != fleet.StateQueued {

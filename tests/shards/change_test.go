@@ -68,6 +68,11 @@ func TestRouterRegisterChange(t *testing.T) {
 		fmt.Sprint(ov.Changes) != "map[hold:map[done:1]]" {
 		t.Fatalf("LoadOverview through the router: %+v, %v", ov, err)
 	}
+	// A router keeps no chunks schema: its version is not compared (each
+	// shard has its own), so chunks status and /readyz say nothing of it.
+	if v, err := fleet.LoadSchemaVersions(ctx, c.router); err != nil || v.Compare != "router" || v.Database != nil || v.String() != "" {
+		t.Fatalf("LoadSchemaVersions through the router: %+v, %v", v, err)
+	}
 	for _, sh := range c.shards {
 		var status string
 		if err := sh.conn.QueryRow(ctx, "select string_agg(payment_id || ':' || status, ',' order by payment_id) from "+def.Table).Scan(&status); err != nil {
