@@ -5,8 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
+	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -139,22 +143,29 @@ insert into shop.payments values
   (7, 42, 'captured', 1200, null, 3);
 `
 
-// ExampleShop is a new database (see [ExampleDatabase]) with chunks
-// installed in schema lab by [driver.Migrate], the pending orders 1001
-// (qty 2, revision 0), 1002 (qty 1, revision 4) and 1003 (qty 5, revision
-// 1) of tenant alien-desert in lab.orders, and the shop's own table
-// shop.payments with the captured payments 5 (merchant 42, 300 cents,
-// lock_version 0) and 7 (merchant 42, 1200 cents, lock_version 3). It
-// returns a DSN of it with search_path=lab, as a user's DSN puts chunks'
-// schema on the search_path.
-func ExampleShop() string {
+// ExampleChunks is a new database (see [ExampleDatabase]) with chunks
+// installed in schema by [driver.Migrate]; its DSN has no search_path.
+func ExampleChunks(schema string) string {
 	dsn := ExampleDatabase()
 	if err := WithConn(dsn, func(conn *pgx.Conn) error {
-		ctx := context.Background()
-		if err := driver.Migrate(ctx, conn, ExampleShopSchema, driver.MigrateOptions{}); err != nil {
-			return err
-		}
-		_, err := conn.Exec(ctx, exampleShopSQL)
+		return driver.Migrate(context.Background(), conn, schema, driver.MigrateOptions{})
+	}); err != nil {
+		exampleFatal(fmt.Errorf("install chunks for the examples: %w", err))
+	}
+	return dsn
+}
+
+// ExampleShop is [ExampleChunks] in schema lab with the pending orders
+// 1001 (qty 2, revision 0), 1002 (qty 1, revision 4) and 1003 (qty 5,
+// revision 1) of tenant alien-desert in lab.orders, and the shop's own
+// table shop.payments with the captured payments 5 (merchant 42, 300
+// cents, lock_version 0) and 7 (merchant 42, 1200 cents, lock_version 3).
+// It returns a DSN of it with search_path=lab, as a user's DSN puts
+// chunks' schema on the search_path.
+func ExampleShop() string {
+	dsn := ExampleChunks(ExampleShopSchema)
+	if err := WithConn(dsn, func(conn *pgx.Conn) error {
+		_, err := conn.Exec(context.Background(), exampleShopSQL)
 		return err
 	}); err != nil {
 		exampleFatal(fmt.Errorf("the examples' shop: %w", err))
@@ -170,4 +181,87 @@ func exampleFatal(err error) {
 		fmt.Fprintln(os.Stderr, "pgtest: examples:", serr)
 	}
 	os.Exit(1)
+}
+
+// ExampleMainNeeding is [ExampleMain] for a package whose examples named
+// in examples need the PostgreSQL extension ext, an optional tool that the
+// Debian package debPackage (a format with the server's major version, as
+// "postgresql-%d-plproxy") provides. When one of them is to run (by -run
+// and -skip), the server starts before the tests and is asked whether it
+// has ext. Without it the one rule of [RequireTool] holds: under CI the
+// test binary fails at once; otherwise those examples are skipped (added
+// to -skip) with one line naming the extension and the package.
+func ExampleMainNeeding(m *testing.M, ext, debPackage string, examples ...string) {
+	flag.Parse()
+	if needed, err := willRun(examples); err != nil {
+		exampleFatal(err)
+	} else if needed {
+		missing, err := missingExtension(ext, debPackage)
+		if err != nil {
+			exampleFatal(err)
+		}
+		if missing != "" {
+			if InCI() {
+				exampleFatal(fmt.Errorf("%s; CI=true, so a missing tool fails the examples instead of skipping them", missing))
+			}
+			skip := "^(" + strings.Join(examples, "|") + ")$"
+			if old := flag.Lookup("test.skip").Value.String(); old != "" {
+				skip = old + "|" + skip
+			}
+			if err := flag.Set("test.skip", skip); err != nil {
+				exampleFatal(err)
+			}
+			skipped.Lock()
+			for _, e := range examples {
+				skipped.lines = append(skipped.lines, e+": "+missing)
+			}
+			skipped.Unlock()
+		}
+	}
+	ExampleMain(m)
+}
+
+// willRun says whether -test.run and -test.skip let any of the top-level
+// tests or examples names run.
+func willRun(names []string) (bool, error) {
+	match := func(flagName string, empty bool) (func(string) bool, error) {
+		pattern, _, _ := strings.Cut(flag.Lookup(flagName).Value.String(), "/")
+		if pattern == "" {
+			return func(string) bool { return empty }, nil
+		}
+		re, err := regexp.Compile(pattern)
+		if err != nil {
+			return nil, fmt.Errorf("-%s: %w", flagName, err)
+		}
+		return re.MatchString, nil
+	}
+	run, err := match("test.run", true)
+	if err != nil {
+		return false, err
+	}
+	skip, err := match("test.skip", false)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(names, func(n string) bool { return run(n) && !skip(n) }), nil
+}
+
+// missingExtension starts the examples' server and says what is missing
+// when it cannot create the extension ext: "" when it can.
+func missingExtension(ext, debPackage string) (string, error) {
+	if err := startExamples(); err != nil {
+		return "", err
+	}
+	var available bool
+	var major int
+	if err := WithConn(examples.base, func(conn *pgx.Conn) error {
+		return conn.QueryRow(context.Background(), `select exists (select from pg_available_extensions where name = $1),
+			current_setting('server_version_num')::integer / 10000`, ext).Scan(&available, &major)
+	}); err != nil {
+		return "", err
+	}
+	if available {
+		return "", nil
+	}
+	return fmt.Sprintf("the extension %s is not available on PostgreSQL %d: apt-get install -y %s", ext, major, fmt.Sprintf(debPackage, major)), nil
 }
