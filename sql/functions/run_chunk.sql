@@ -18,14 +18,17 @@ declare
   v_n integer;
   v_end integer;
   v_problem text;
+  v_text text;
   v_bad bigint;
-  v_audit_rows bigint;
+  v_audit_ok boolean;
   v_ids integer[];
   v_revisions integer[];
   v_qtys integer[];
   v_locking text; -- what a lock wait now would be for, to name it on a lock timeout
 begin
-  perform check_name(run_chunk.job_id, 'job_id');
+  if is_name(run_chunk.job_id) is not true then
+    perform check_name(run_chunk.job_id, 'job_id'); -- says why (is_name is its inlined test)
+  end if;
   -- The job row lock is the fence: it is taken before the range is chosen, so
   -- two callers of one job run its chunks one after the other, never twice.
   v_locking := 'the job row (another transaction holds it: a chunk of this job in flight, or a session that locked it)';
@@ -60,38 +63,38 @@ begin
   -- docs/contract.md §4: the stored job must be sound before anything is written.
   -- job_shape_problem is the fast guard on the row (targets' shape,
   -- tenant, chunk_size, next_index); the ranges and order of the targets
-  -- are checked below with the audit.
-  v_problem := job_shape_problem(v_job.job_id, v_job.tenant, v_job.targets, v_job.chunk_size, v_job.next_index);
+  -- are checked below with the audit. The targets' text is made once, for
+  -- this and for the approval's sha256 (each costs as much as the match).
+  v_text := v_job.targets::text;
+  v_problem := job_text_shape_problem(v_job.job_id, v_job.tenant, v_job.targets, v_text, v_job.chunk_size,
+                                      v_job.next_index);
   if v_problem is not null then
     raise exception 'job %: %', v_job.job_id, v_problem using errcode = 'CH409';
   end if;
   v_n := jsonb_array_length(v_job.targets);
   v_end := least(v_job.next_index + v_job.chunk_size, v_n);
 
-  -- One statement checks every target's range and order and the audit
-  -- (each of targets[0:next_index] present and equal, none after it), and
-  -- picks out the range. It only answers "sound or not", cheaply;
-  -- job_problem says what is wrong when it is not.
-  select count(*) filter (where c.ok is not true),
-         (select count(*) from job_audit as au where au.job_id = v_job.job_id),
-         array_agg(c.id::integer order by c.pos) filter (where c.ok and c.pos >= v_job.next_index and c.pos < v_end),
-         array_agg(c.revision::integer order by c.pos) filter (where c.ok and c.pos >= v_job.next_index and c.pos < v_end),
-         array_agg(c.qty::integer order by c.pos) filter (where c.ok and c.pos >= v_job.next_index and c.pos < v_end)
-    into v_bad, v_audit_rows, v_ids, v_revisions, v_qtys
-    from (select t.pos, t.id, t.revision, t.qty,
-                 target_in_range(t.id, t.revision, t.qty) and (t.prev is null or t.id > t.prev)
-                 and case
-                       when t.pos < v_job.next_index then
-                         a.ordinal is not null and a.id = t.id and a.previous_revision = t.revision
-                         and a.new_revision = t.revision + 1 and a.qty = t.qty
-                       else a.ordinal is null
-                     end as ok
-            from (select (x.ord - 1)::integer as pos, x.id, x.revision, x.qty, lag(x.id) over (order by x.ord) as prev
+  -- One statement checks every target's range and order and the audit,
+  -- and picks out the range. The audit must be exactly targets[0:next_index]
+  -- (ordinal, id, revisions, qty), no row missing, different or extra: one
+  -- ordered range scan of job_audit's primary key, compared as a whole
+  -- with the list the targets say it must be. It only answers "sound or
+  -- not", cheaply; job_problem says what is wrong when it is not.
+  select count(*) filter (where t.ok is not true),
+         (select array_agg(array[a.ordinal, a.id, a.previous_revision, a.new_revision, a.qty]::bigint[] order by a.ordinal)
+            from job_audit as a where a.job_id = v_job.job_id)
+           is not distinct from
+           array_agg(array[t.pos, t.id, t.revision, t.revision + 1, t.qty] order by t.pos) filter (where t.pos < v_job.next_index),
+         array_agg(t.id::integer order by t.pos) filter (where t.ok and t.pos >= v_job.next_index and t.pos < v_end),
+         array_agg(t.revision::integer order by t.pos) filter (where t.ok and t.pos >= v_job.next_index and t.pos < v_end),
+         array_agg(t.qty::integer order by t.pos) filter (where t.ok and t.pos >= v_job.next_index and t.pos < v_end)
+    into v_bad, v_audit_ok, v_ids, v_revisions, v_qtys
+    from (select x.pos, x.id, x.revision, x.qty,
+                 target_in_range(x.id, x.revision, x.qty) and (x.prev is null or x.id > x.prev) as ok
+            from (select (x.ord - 1) as pos, x.id, x.revision, x.qty, lag(x.id) over (order by x.ord) as prev
                     from rows from (jsonb_to_recordset(v_job.targets) as (id bigint, qty bigint, revision bigint))
-                         with ordinality as x(id, qty, revision, ord)) as t
-            left join job_audit as a on a.job_id = v_job.job_id and a.ordinal = t.pos) as c;
-  -- Every row of targets[0:next_index] is there, so any other count means extras.
-  if v_bad > 0 or v_audit_rows <> v_job.next_index then
+                         with ordinality as x(id, qty, revision, ord)) as x) as t;
+  if v_bad > 0 or not v_audit_ok then
     raise exception 'job %: %', v_job.job_id,
       coalesce(job_problem(v_job.job_id, v_job.targets, v_job.next_index), 'the stored job is not sound')
       using errcode = 'CH409';
@@ -100,8 +103,9 @@ begin
   -- Sound is not enough: it must still be the approval that was registered
   -- (a rewrite into another sound list of targets would cancel orders
   -- nobody approved).
-  v_problem := approval_problem(v_job.job_id, v_job.kind, v_job.tenant, v_job.targets, v_job.chunk_size,
-                                v_job.a_kind, v_job.a_tenant, v_job.a_targets_sha256, v_job.a_chunk_size);
+  v_problem := digest_approval_problem(v_job.job_id, v_job.kind, v_job.tenant, v_job.targets, targets_text_sha256(v_text),
+                                       v_job.chunk_size, v_job.a_kind, v_job.a_tenant, v_job.a_targets_sha256,
+                                       v_job.a_chunk_size);
   if v_problem is not null then
     raise exception '%', v_problem using errcode = 'CH409';
   end if;
@@ -110,13 +114,14 @@ begin
     return jsonb_build_object('processed', '[]'::jsonb, 'next_index', v_n, 'done', true);
   end if;
 
-  v_locking := format('an order of this chunk (another transaction holds a lock on one of the orders %s)',
-                      array_to_string(v_ids, ', '));
+  v_locking := null; -- an order of this chunk: the handler names them
   perform change_orders(v_job.tenant, v_ids, v_revisions, v_qtys, v_job.kind);    -- after-orders
   v_locking := 'a row of job_audit or jobs that this chunk writes';
-  insert into job_audit (job_id, ordinal, id, previous_revision, new_revision, qty)  -- after-audit
-  select v_job.job_id, v_job.next_index + (a.i - 1)::integer, a.id, a.revision, a.revision + 1, a.qty
-    from unnest(v_ids, v_revisions, v_qtys) with ordinality as a(id, revision, qty, i);
+  with audit as (
+    insert into job_audit (job_id, ordinal, id, previous_revision, new_revision, qty)  -- after-audit
+    select v_job.job_id, v_job.next_index + (a.i - 1)::integer, a.id, a.revision, a.revision + 1, a.qty
+      from unnest(v_ids, v_revisions, v_qtys) with ordinality as a(id, revision, qty, i)
+  )
   update jobs as j set next_index = v_end where j.job_id = v_job.job_id;           -- after-checkpoint
   return jsonb_build_object('processed', to_jsonb(v_ids), 'next_index', v_end, 'done', v_end = v_n);
 exception
@@ -125,7 +130,10 @@ exception
   -- locking the job row and then updating it needs no MultiXact.)
   when lock_not_available then
     raise exception 'job %: lock timeout after %: waited for %', run_chunk.job_id,
-      current_setting('lock_timeout'), v_locking using errcode = 'lock_not_available';
+      current_setting('lock_timeout'),
+      coalesce(v_locking, format('an order of this chunk (another transaction holds a lock on one of the orders %s)',
+                                 array_to_string(v_ids, ', ')))
+      using errcode = 'lock_not_available';
 end
 $$;
 comment on function {{ .schema }}.run_chunk(text) is
