@@ -268,14 +268,7 @@ func TestSQLRunChunkLocksOrdersInIDOrder(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
 	registerJob(t, s, "j", "acme", 1, 5, 5)
-	holder := pgtest.Connect(t, s.DSN)
-	tx, err := holder.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, "select 1 from orders where id = 3 for update"); err != nil {
-		t.Fatal(err)
-	}
+	tx := holding(t, s, "select 1 from orders where id = 3 for update")
 	runner := pgtest.Connect(t, s.DSN)
 	pid := mustString(t, runner, "select pg_backend_pid()::text")
 	done := make(chan error, 1)
@@ -299,4 +292,18 @@ func TestSQLRunChunkLocksOrdersInIDOrder(t *testing.T) {
 		"cancelled 4, cancelled 4, cancelled 4, cancelled 4, cancelled 4" {
 		t.Errorf("orders after the chunk: %s", got)
 	}
+}
+
+// holding runs sql (a row lock) in a transaction of a session of its own
+// and returns that transaction, still open: the caller ends it.
+func holding(t testing.TB, s *pgtest.Schema, sql string) pgx.Tx {
+	t.Helper()
+	tx, err := pgtest.Connect(t, s.DSN).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, sql); err != nil {
+		t.Fatal(err)
+	}
+	return tx
 }
