@@ -110,10 +110,17 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 		return r, err
 	}
 	// counted runs a scenario between two readings of the server's commit
-	// and WAL counters, after a checkpoint when o.Checkpoint.
-	counted := func(run func() (Result, error)) error {
+	// and WAL counters: after a checkpoint when o.Checkpoint, then prepare
+	// (the seeding, which is not the scenario's WAL or commits; it takes the
+	// full-page images of the pages it writes after the checkpoint).
+	counted := func(prepare func() error, run func() (Result, error)) error {
 		if o.Checkpoint {
 			if _, err := admin.Exec(ctx, "checkpoint"); err != nil {
+				return err
+			}
+		}
+		if prepare != nil {
+			if err := prepare(); err != nil {
 				return err
 			}
 		}
@@ -133,9 +140,20 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 		add(res)
 		return nil
 	}
+	// drained is a counted scenario draining new jobs of size on one connection with chunk.
+	drained := func(scenario, variant string, size int, chunk chunkFunc) error {
+		var jobs []string
+		return counted(func() (err error) {
+			jobs, err = seed.jobs(ctx, jobsFor(d.Seconds(), size, 1), size)
+			return err
+		}, func() (Result, error) {
+			s, err := parallel(ctx, cfg, d, 1, jobs, chunk)
+			return s.result(scenario, variant, true), err
+		})
+	}
 
 	logf("ceiling: single-row UPDATE transactions for %v", d)
-	if err := counted(func() (Result, error) {
+	if err := counted(nil, func() (Result, error) {
 		s, err := ceiling(ctx, cfg, d, ceilingFirst, 10000)
 		return s.result("ceiling", "1 conn", true), err
 	}); err != nil {
@@ -144,18 +162,12 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 
 	for _, size := range []int{1, 5, 10} {
 		logf("chunks: RunChunk, chunk size %d, for %v", size, d)
-		if err := counted(func() (Result, error) {
-			res, err := measureChunks(ctx, cfg, seed, d, size, 1, runChunk)
-			return res.result("chunks", fmt.Sprintf("size %d", size), true), err
-		}); err != nil {
+		if err := drained("chunks", fmt.Sprintf("size %d", size), size, runChunk); err != nil {
 			return r, err
 		}
 	}
 	logf("floor: the writes of a RunChunk of size 10 in one statement, no checks, for %v", d)
-	if err := counted(func() (Result, error) {
-		res, err := measureChunks(ctx, cfg, seed, d, 10, 1, floorChunk)
-		return res.result("floor", "size 10, one statement, no checks", true), err
-	}); err != nil {
+	if err := drained("floor", "size 10, one statement, no checks", 10, floorChunk); err != nil {
 		return r, err
 	}
 	logf("chunks: RunChunk with a fault hook that does nothing, chunk size 10, for %v", d)
@@ -183,10 +195,7 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 	}
 	for _, size := range []int{1, 10} {
 		logf("baseline: statement by statement, chunk size %d, for %v", size, d)
-		if err := counted(func() (Result, error) {
-			res, err := measureChunks(ctx, cfg, seed, d, size, 1, baselineChunk)
-			return res.result("baseline", fmt.Sprintf("size %d", size), true), err
-		}); err != nil {
+		if err := drained("baseline", fmt.Sprintf("size %d", size), size, baselineChunk); err != nil {
 			return r, err
 		}
 	}
@@ -350,7 +359,8 @@ func network(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, delay, d ti
 
 // fleetScenarios measures chunks worker processes in a schema of their own
 // (so no job left over by another scenario is in their queue).
-func fleetScenarios(ctx context.Context, admin *pgx.Conn, o Options, logf func(string, ...any), counted func(func() (Result, error)) error) (err error) {
+func fleetScenarios(ctx context.Context, admin *pgx.Conn, o Options, logf func(string, ...any),
+	counted func(func() error, func() (Result, error)) error) (err error) {
 	schema := "chunks_bench_fleet_" + randomHex()
 	_, seed, drop, err := newSchema(ctx, admin, o.Conn, schema)
 	if err != nil {
@@ -368,7 +378,7 @@ func fleetScenarios(ctx context.Context, admin *pgx.Conn, o Options, logf func(s
 		if err != nil {
 			return err
 		}
-		if err := counted(func() (Result, error) {
+		if err := counted(nil, func() (Result, error) {
 			s, err := pickup(ctx, seed.conn, seed, m.jobs, m.notify)
 			return s.result("fleet pickup", m.variant, false), errors.Join(err, stop())
 		}); err != nil {
@@ -380,7 +390,7 @@ func fleetScenarios(ctx context.Context, admin *pgx.Conn, o Options, logf func(s
 	if o.Duration < time.Second {
 		trials = 1 // a smoke run
 	}
-	if err := counted(func() (Result, error) {
+	if err := counted(nil, func() (Result, error) {
 		s, err := takeover(ctx, o, seed.conn, schema, seed, trials)
 		return s.result("fleet takeover", "SIGKILL inside a 300 ms chunk, to the next chunk by another worker", false), err
 	}); err != nil {
@@ -395,8 +405,12 @@ func fleetScenarios(ctx context.Context, admin *pgx.Conn, o Options, logf func(s
 		}
 		// Counted from before the run to after the workers stopped (their
 		// counts reach the server when they exit).
-		if err := counted(func() (Result, error) {
-			s, err := throughput(ctx, seed.conn, seed, jobs)
+		var ids []string
+		if err := counted(func() (err error) {
+			ids, err = seed.register(ctx, jobs, 10, true)
+			return err
+		}, func() (Result, error) {
+			s, err := throughput(ctx, seed.conn, ids)
 			return s.result("fleet", fmt.Sprintf("%d worker processes, %d jobs of 64 (chunk 10)", n, jobs), false),
 				errors.Join(err, stop())
 		}); err != nil {
@@ -435,7 +449,11 @@ func pacingScenario(ctx context.Context, admin *pgx.Conn, o Options, logf func(s
 			if err != nil {
 				return err
 			}
-			s, err := throughput(ctx, seed.conn, seed, jobs)
+			ids, err := seed.register(ctx, jobs, 10, true)
+			if err != nil {
+				return errors.Join(err, stop())
+			}
+			s, err := throughput(ctx, seed.conn, ids)
 			if err = errors.Join(err, stop()); err != nil {
 				return err
 			}
