@@ -264,22 +264,15 @@ func TestRunChunkLockTimeout(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
 	registerJob(t, s, "j", "acme", 1, 5, 5)
-	holder := pgtest.Connect(t, s.DSN)
-	tx, err := holder.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx := holding(t, s, "select 1 from jobs where job_id = 'j' for update")
 	defer func() {
 		if err := tx.Rollback(ctx); err != nil {
 			t.Error(err)
 		}
 	}()
-	if _, err := tx.Exec(ctx, "select 1 from jobs where job_id = 'j' for update"); err != nil {
-		t.Fatal(err)
-	}
 	settings := sessionSettings(t, s.Conn)
 	start := time.Now()
-	_, err = driver.RunChunk(ctx, s.Conn, "j", nil)
+	_, err := driver.RunChunk(ctx, s.Conn, "j", nil)
 	took := time.Since(start)
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != pgerrcode.LockNotAvailable {

@@ -29,7 +29,14 @@ var inlined = map[string]struct{ call, shows string }{
 	"job_shape_problem":   {"('j', 'a', e, 1, 0) from jsonb_array_elements('[[]]') e", "CASE WHEN"},
 	"registration_problem": {"('j', 'cancel', null, 'a', e, 1, true, 'a', e, 1) from jsonb_array_elements('[[]]') e",
 		"CASE WHEN"},
-	"targets_sha256":   {"(e) from jsonb_array_elements('[[]]') e", "sha256("},
+	"targets_sha256": {"(e) from jsonb_array_elements('[[]]') e", "sha256("},
+	// The forms on the targets' text run_chunk makes once (issue 26).
+	"targets_text_look_normal": {"(e::text) from jsonb_array_elements('[[]]') e", "~"},
+	"targets_text_sha256":      {"(e::text) from jsonb_array_elements('[[]]') e", "sha256("},
+	"job_text_shape_problem":   {"('j', 'a', e, e::text, 1, 0) from jsonb_array_elements('[[]]') e", "CASE WHEN"},
+	"digest_approval_problem": {"('j', 'cancel', 'a', e, e::text, 1, 'cancel', 'a', 'x', 1) from jsonb_array_elements('[[]]') e",
+		"CASE WHEN"},
+	"is_worker":        {"(w) from unnest(array['a']) w", "~"},
 	"approval_problem": {"('j', 'cancel', 'a', e, 1, 'cancel', 'a', 'x', 1) from jsonb_array_elements('[[]]') e", "CASE WHEN"},
 	// limits() and its readers fold to constants (README "Decisions": the value rules, once).
 	"limits":            {"() -> 'targets_max' from unnest(array[1]) i", "'64'::jsonb"},

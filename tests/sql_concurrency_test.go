@@ -254,3 +254,56 @@ func TestSQLConcurrentRunChunk(t *testing.T) {
 		})
 	}
 }
+
+// A chunk locks its orders in ascending id order, one by one as its UPDATE
+// changes them (change_orders, run_chunk's and cancel_chunk's change, has
+// no separate FOR UPDATE since issue 26): while it waits for an order that
+// another session holds, it holds every lower order of the chunk and none
+// of the higher ones. Two chunks whose orders overlap therefore wait for
+// each other in one direction only and cannot deadlock. Then the holder
+// lets go and the chunk completes. change_orders is called directly, as
+// run_chunk calls it, so that no lock_timeout of run_chunk's cuts the wait
+// short on a slow machine.
+func TestSQLRunChunkLocksOrdersInIDOrder(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	registerJob(t, s, "j", "acme", 1, 5, 5)
+	tx := holding(t, s, "select 1 from orders where id = 3 for update")
+	runner := pgtest.Connect(t, s.DSN)
+	pid := mustString(t, runner, "select pg_backend_pid()::text")
+	done := make(chan error, 1)
+	go func() {
+		_, err := runner.Exec(ctx, "select change_orders('acme', array[1, 2, 3, 4, 5], array[3, 3, 3, 3, 3], array[2, 2, 2, 2, 2], 'cancel')")
+		done <- err
+	}()
+	waitForLock(t, s, pid)
+	// Orders 1 and 2 are the runner's; 4 and 5 are not locked yet.
+	if got := mustString(t, s.Conn, `select coalesce(string_agg(id::text, ' ' order by id), '')
+	    from (select id from orders where id in (1, 2, 4, 5) order by id for update skip locked) as free`); got != "4 5" {
+		t.Errorf("orders free while the chunk waits for order 3: %q, want \"4 5\" (1 and 2 locked by the chunk, in id order)", got)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("change_orders after the holder let go: %v", err)
+	}
+	if got := mustString(t, s.Conn, "select string_agg(state || ' ' || revision, ', ' order by id) from orders where id between 1 and 5"); got !=
+		"cancelled 4, cancelled 4, cancelled 4, cancelled 4, cancelled 4" {
+		t.Errorf("orders after the chunk: %s", got)
+	}
+}
+
+// holding runs sql (a row lock) in a transaction of a session of its own
+// and returns that transaction, still open: the caller ends it.
+func holding(t testing.TB, s *pgtest.Schema, sql string) pgx.Tx {
+	t.Helper()
+	tx, err := pgtest.Connect(t, s.DSN).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, sql); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}

@@ -68,7 +68,8 @@ func (o *benchOptions) Validate() error {
 func runBench(ctx context.Context, d deps, o *benchOptions, out io.Writer) (err error) {
 	dsnText := o.DSN
 	var startStandby func(context.Context) (func() error, error)
-	if dsnText == "" {
+	own := dsnText == ""
+	if own {
 		fmt.Fprintln(d.stderr, "starting a throwaway PostgreSQL server (default durability: fsync on)")
 		server, err := localpg.Start(ctx, localpg.Options{Durable: true})
 		if err != nil {
@@ -95,7 +96,7 @@ func runBench(ctx context.Context, d deps, o *benchOptions, out io.Writer) (err 
 	}
 	report, err := bench.Run(ctx, bench.Options{
 		Conn: cfg, Duration: o.Duration, Delay: o.Delay,
-		Scale: o.Scale, Chunks: self, Log: d.stderr, StartStandby: startStandby,
+		Scale: o.Scale, Chunks: self, Log: d.stderr, StartStandby: startStandby, Checkpoint: own,
 	})
 	if err != nil {
 		return err
@@ -113,7 +114,7 @@ func printBench(out io.Writer, r bench.Report) {
 	say(out, "%s\n%s\n%s; fsync=%s synchronous_commit=%s full_page_writes=%s shared_buffers=%s",
 		r.Date, r.CPU, r.Server, r.Settings["fsync"], r.Settings["synchronous_commit"],
 		r.Settings["full_page_writes"], r.Settings["shared_buffers"])
-	t := newTable(out, "scenario", "variant", "chunks/s", "orders/s", "mean ms", "p50 ms", "p99 ms", "round trips")
+	t := newTable(out, "scenario", "variant", "chunks/s", "orders/s", "mean ms", "p50 ms", "p99 ms", "round trips", "WAL B/chunk")
 	for _, x := range r.Results {
 		trips := ""
 		if x.RoundTrips > 0 {
@@ -123,8 +124,12 @@ func printBench(out io.Writer, r bench.Report) {
 		if x.MeanMs == 0 { // timed as a whole (fleet throughput), not chunk by chunk
 			latency = []any{"", "", ""}
 		}
+		wal := ""
+		if x.WALBytesPerChunk > 0 {
+			wal = fmt.Sprintf("%.0f", x.WALBytesPerChunk)
+		}
 		t.AppendRow(append([]any{x.Scenario, x.Variant, fmt.Sprintf("%.0f", x.ChunksPerS), fmt.Sprintf("%.0f", x.OrdersPerS)},
-			append(latency, trips)...))
+			append(latency, trips, wal)...))
 	}
 	t.Render()
 	g := newTable(out, "ratio", "measured", "goal", "met")
@@ -136,5 +141,5 @@ func printBench(out io.Writer, r bench.Report) {
 		g.AppendRow([]any{x.Name, fmt.Sprintf("%.2f", x.Value), x.Goal, met})
 	}
 	g.Render()
-	say(out, "the baseline leaves exactly the orders and audit RunChunk leaves: %t", r.Equivalent)
+	say(out, "the baseline leaves exactly the orders and audit RunChunk leaves: %t; the floor: %t", r.Equivalent, r.FloorEquivalent)
 }

@@ -32,18 +32,24 @@ type Options struct {
 	// StartStandby, when set, starts a streaming standby of the server (no
 	// apply delay) for the pacing scenario and returns its stop.
 	StartStandby func(ctx context.Context) (stop func() error, err error)
+	// Checkpoint runs CHECKPOINT before each counted scenario, so that
+	// each one starts at a checkpoint and pays its own full-page images
+	// (WAL per chunk compares across scenarios). Only on a server the
+	// bench owns: it needs pg_checkpoint or superuser.
+	Checkpoint bool
 }
 
 // Report is every figure of one run.
 type Report struct {
-	Date           string            `json:"date"`
-	CPU            string            `json:"cpu"`
-	Server         string            `json:"server"`
-	Settings       map[string]string `json:"settings"`
-	Equivalent     bool              `json:"baseline_equivalent"`
-	Results        []Result          `json:"results"`
-	Ratios         []Ratio           `json:"ratios"`
-	DrainPeakRSSMB float64           `json:"drain_peak_rss_mb,omitempty"`
+	Date            string            `json:"date"`
+	CPU             string            `json:"cpu"`
+	Server          string            `json:"server"`
+	Settings        map[string]string `json:"settings"`
+	Equivalent      bool              `json:"baseline_equivalent"`
+	FloorEquivalent bool              `json:"floor_equivalent"` // the floor leaves what RunChunk leaves too
+	Results         []Result          `json:"results"`
+	Ratios          []Ratio           `json:"ratios"`
+	DrainPeakRSSMB  float64           `json:"drain_peak_rss_mb,omitempty"`
 }
 
 // Ratio is one of the goals, measured.
@@ -87,12 +93,16 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 	d := o.Duration
 	add := func(res Result) { r.Results = append(r.Results, res) }
 
-	logf("checking that the baseline leaves exactly what RunChunk leaves")
-	if r.Equivalent, err = equivalent(ctx, cfg, seed); err != nil {
+	logf("checking that the baseline and the floor leave exactly what RunChunk leaves")
+	if r.Equivalent, err = equivalent(ctx, cfg, seed, baselineChunk); err != nil {
 		return r, err
 	}
-	if !r.Equivalent {
-		return r, errors.New("the baseline does not leave the same orders and audit as RunChunk")
+	if r.FloorEquivalent, err = equivalent(ctx, cfg, seed, floorChunk); err != nil {
+		return r, err
+	}
+	if !r.Equivalent || !r.FloorEquivalent {
+		return r, fmt.Errorf("the baseline (same: %t) or the floor (same: %t) does not leave the same orders and audit as RunChunk",
+			r.Equivalent, r.FloorEquivalent)
 	}
 
 	ceilingFirst, err := seed.filler(ctx, 10000)
@@ -100,8 +110,20 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 		return r, err
 	}
 	// counted runs a scenario between two readings of the server's commit
-	// and WAL fsync counters.
-	counted := func(run func() (Result, error)) error {
+	// and WAL counters: after a checkpoint when o.Checkpoint, then prepare
+	// (the seeding, which is not the scenario's WAL or commits; it takes the
+	// full-page images of the pages it writes after the checkpoint).
+	counted := func(prepare func() error, run func() (Result, error)) error {
+		if o.Checkpoint {
+			if _, err := admin.Exec(ctx, "checkpoint"); err != nil {
+				return err
+			}
+		}
+		if prepare != nil {
+			if err := prepare(); err != nil {
+				return err
+			}
+		}
 		before, err := readCounters(ctx, admin)
 		if err != nil {
 			return err
@@ -118,9 +140,20 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 		add(res)
 		return nil
 	}
+	// drained is a counted scenario draining new jobs of size on one connection with chunk.
+	drained := func(scenario, variant string, size int, chunk chunkFunc) error {
+		var jobs []string
+		return counted(func() (err error) {
+			jobs, err = seed.jobs(ctx, jobsFor(d.Seconds(), size, 1), size)
+			return err
+		}, func() (Result, error) {
+			s, err := parallel(ctx, cfg, d, 1, jobs, chunk)
+			return s.result(scenario, variant, true), err
+		})
+	}
 
 	logf("ceiling: single-row UPDATE transactions for %v", d)
-	if err := counted(func() (Result, error) {
+	if err := counted(nil, func() (Result, error) {
 		s, err := ceiling(ctx, cfg, d, ceilingFirst, 10000)
 		return s.result("ceiling", "1 conn", true), err
 	}); err != nil {
@@ -129,12 +162,13 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 
 	for _, size := range []int{1, 5, 10} {
 		logf("chunks: RunChunk, chunk size %d, for %v", size, d)
-		if err := counted(func() (Result, error) {
-			res, err := measureChunks(ctx, cfg, seed, d, size, 1, runChunk)
-			return res.result("chunks", fmt.Sprintf("size %d", size), true), err
-		}); err != nil {
+		if err := drained("chunks", fmt.Sprintf("size %d", size), size, runChunk); err != nil {
 			return r, err
 		}
+	}
+	logf("floor: the writes of a RunChunk of size 10 in one statement, no checks, for %v", d)
+	if err := drained("floor", "size 10, one statement, no checks", 10, floorChunk); err != nil {
+		return r, err
 	}
 	logf("chunks: RunChunk with a fault hook that does nothing, chunk size 10, for %v", d)
 	res, err := measureChunks(ctx, cfg, seed, d, 10, 1, runChunkWithHooks)
@@ -161,11 +195,9 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 	}
 	for _, size := range []int{1, 10} {
 		logf("baseline: statement by statement, chunk size %d, for %v", size, d)
-		res, err := measureChunks(ctx, cfg, seed, d, size, 1, baselineChunk)
-		if err != nil {
+		if err := drained("baseline", fmt.Sprintf("size %d", size), size, baselineChunk); err != nil {
 			return r, err
 		}
-		add(res.result("baseline", fmt.Sprintf("size %d", size), true))
 	}
 
 	logf("network: through a proxy adding %v each way", o.Delay)
@@ -264,12 +296,13 @@ func measureChunks(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, d tim
 	return parallel(ctx, cfg, d, workers, jobs, chunk)
 }
 
-// equivalent drains one job with RunChunk and an identical one with the
-// baseline, and compares the orders and audit they leave (ids shifted).
-func equivalent(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder) (bool, error) {
+// equivalent drains one job with RunChunk and an identical one with other
+// (the baseline, the floor), and compares the orders and audit they leave
+// (ids shifted).
+func equivalent(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, other chunkFunc) (bool, error) {
 	var jobs [2]string
 	var first [2]int64
-	for i, chunk := range []chunkFunc{runChunk, baselineChunk} {
+	for i, chunk := range []chunkFunc{runChunk, other} {
 		first[i] = seed.nextID
 		ids, err := seed.jobs(ctx, 1, 3)
 		if err != nil {
@@ -326,7 +359,8 @@ func network(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, delay, d ti
 
 // fleetScenarios measures chunks worker processes in a schema of their own
 // (so no job left over by another scenario is in their queue).
-func fleetScenarios(ctx context.Context, admin *pgx.Conn, o Options, logf func(string, ...any), counted func(func() (Result, error)) error) (err error) {
+func fleetScenarios(ctx context.Context, admin *pgx.Conn, o Options, logf func(string, ...any),
+	counted func(func() error, func() (Result, error)) error) (err error) {
 	schema := "chunks_bench_fleet_" + randomHex()
 	_, seed, drop, err := newSchema(ctx, admin, o.Conn, schema)
 	if err != nil {
@@ -344,7 +378,7 @@ func fleetScenarios(ctx context.Context, admin *pgx.Conn, o Options, logf func(s
 		if err != nil {
 			return err
 		}
-		if err := counted(func() (Result, error) {
+		if err := counted(nil, func() (Result, error) {
 			s, err := pickup(ctx, seed.conn, seed, m.jobs, m.notify)
 			return s.result("fleet pickup", m.variant, false), errors.Join(err, stop())
 		}); err != nil {
@@ -356,7 +390,7 @@ func fleetScenarios(ctx context.Context, admin *pgx.Conn, o Options, logf func(s
 	if o.Duration < time.Second {
 		trials = 1 // a smoke run
 	}
-	if err := counted(func() (Result, error) {
+	if err := counted(nil, func() (Result, error) {
 		s, err := takeover(ctx, o, seed.conn, schema, seed, trials)
 		return s.result("fleet takeover", "SIGKILL inside a 300 ms chunk, to the next chunk by another worker", false), err
 	}); err != nil {
@@ -371,8 +405,12 @@ func fleetScenarios(ctx context.Context, admin *pgx.Conn, o Options, logf func(s
 		}
 		// Counted from before the run to after the workers stopped (their
 		// counts reach the server when they exit).
-		if err := counted(func() (Result, error) {
-			s, err := throughput(ctx, seed.conn, seed, jobs)
+		var ids []string
+		if err := counted(func() (err error) {
+			ids, err = seed.register(ctx, jobs, 10, true)
+			return err
+		}, func() (Result, error) {
+			s, err := throughput(ctx, seed.conn, ids)
 			return s.result("fleet", fmt.Sprintf("%d worker processes, %d jobs of 64 (chunk 10)", n, jobs), false),
 				errors.Join(err, stop())
 		}); err != nil {
@@ -411,7 +449,11 @@ func pacingScenario(ctx context.Context, admin *pgx.Conn, o Options, logf func(s
 			if err != nil {
 				return err
 			}
-			s, err := throughput(ctx, seed.conn, seed, jobs)
+			ids, err := seed.register(ctx, jobs, 10, true)
+			if err != nil {
+				return errors.Join(err, stop())
+			}
+			s, err := throughput(ctx, seed.conn, ids)
 			if err = errors.Join(err, stop()); err != nil {
 				return err
 			}
@@ -524,8 +566,15 @@ func ratios(r Report) []Ratio {
 	ratio("orders/s, chunk size 10 vs 1", v, ">= 5", v >= 5)
 	v = div(get("chunks", "size 10").ChunksPerS, get("ceiling", "").ChunksPerS)
 	ratio("chunks/s (size 10) vs the commit ceiling's tx/s", v, ">= 0.5", v >= 0.5)
+	v = div(get("chunks", "size 1").ChunksPerS, get("baseline", "size 1").ChunksPerS)
+	ratio("chunks vs baseline, chunks/s, no delay, size 1", v, ">= 1.5", v >= 1.5)
 	v = div(get("chunks", "size 10").ChunksPerS, get("baseline", "size 10").ChunksPerS)
-	ratio("chunks vs baseline, chunks/s, no delay", v, "> 1", v > 1)
+	ratio("chunks vs baseline, chunks/s, no delay, size 10", v, ">= 2", v >= 2)
+	floor := get("floor", "size 10")
+	v = div(get("chunks", "size 10").ChunksPerS, floor.ChunksPerS)
+	ratio("chunks (size 10) vs the floor (its writes in one statement, no checks), chunks/s", v, ">= 0.8", v >= 0.8)
+	v = div(get("chunks", "size 10").WALBytesPerChunk, floor.WALBytesPerChunk)
+	ratio("WAL bytes per chunk, chunks (size 10) vs the floor", v, "<= 1.5", v > 0 && v <= 1.5)
 	v = div(get("network chunks", "").ChunksPerS, get("network baseline", "").ChunksPerS)
 	ratio("chunks vs baseline, chunks/s, with the network delay", v, ">= 8", v >= 8)
 	one := get("parallel", "1 workers").ChunksPerS
@@ -547,7 +596,9 @@ func ratios(r Report) []Ratio {
 	ratio("chunks vs the ceiling, chunks/s, with the network delay", v, ">= 0.85", v >= 0.85)
 	if fleet := get("fleet", "1 worker"); fleet.ChunksPerS > 0 {
 		v = div(fleet.ChunksPerS, get("chunks", "size 10").ChunksPerS)
-		ratio("fleet (1 worker process) vs RunChunk, chunks/s, same jobs", v, ">= 0.9", v >= 0.9)
+		ratio("fleet (1 worker process) vs RunChunk, chunks/s, same jobs", v, ">= 0.95", v >= 0.95)
+		v = div(fleet.WALBytesPerChunk, floor.WALBytesPerChunk)
+		ratio("WAL bytes per chunk, fleet (1 worker process) vs the floor", v, "<= 1.5", v > 0 && v <= 1.5)
 		ratio("fleet: server commits per chunk", fleet.CommitsPerChunk, "<= 1.1", fleet.CommitsPerChunk <= 1.1)
 		ratio("fleet: WAL fsyncs per chunk", fleet.WALSyncsPerChunk, "<= 1.1", fleet.WALSyncsPerChunk <= 1.1)
 		v = div(get("fleet", "2 worker").ChunksPerS, fleet.ChunksPerS)

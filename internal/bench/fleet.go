@@ -156,15 +156,11 @@ func pickup(ctx context.Context, conn *pgx.Conn, seed *seeder, jobs int, notify 
 	return s, nil
 }
 
-// throughput registers jobs of 64 targets, chunk size 10 (the shape of
-// the chunks scenario), paused, while the worker processes wait; then
-// unpauses them all in one commit that notifies the workers, and times them
-// from that commit until the queue is empty.
-func throughput(ctx context.Context, conn *pgx.Conn, seed *seeder, jobs int) (sample, error) {
-	ids, err := seed.register(ctx, jobs, 10, true)
-	if err != nil {
-		return sample{}, err
-	}
+// throughput unpauses ids, jobs of 64 targets, chunk size 10 (the shape of
+// the chunks scenario) registered paused while the worker processes wait,
+// all in one commit that notifies the workers, and times them from that
+// commit until the queue is empty.
+func throughput(ctx context.Context, conn *pgx.Conn, ids []string) (sample, error) {
 	start := time.Now()
 	if _, err := conn.Exec(ctx, `with go as (update job_queue set paused = false, visible_at = clock_timestamp()
 		where job_id = any($1) returning 1) select count(*), pg_notify(queue_channel(), 'go') from go`, ids); err != nil {
@@ -189,7 +185,7 @@ func throughput(ctx context.Context, conn *pgx.Conn, seed *seeder, jobs int) (sa
 		time.Sleep(20 * time.Millisecond)
 	}
 	chunksPerJob := (targetsPerJob + 9) / 10
-	return sample{elapsed: time.Since(start), chunks: jobs * chunksPerJob, orders: jobs * targetsPerJob, ownTxs: polls + 1}, nil
+	return sample{elapsed: time.Since(start), chunks: len(ids) * chunksPerJob, orders: len(ids) * targetsPerJob, ownTxs: polls + 1}, nil
 }
 
 // child is the chunks binary run with args on schema. It gets the

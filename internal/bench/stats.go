@@ -22,6 +22,8 @@ type Result struct {
 	// pg_stat_wal), for the scenarios that count them.
 	CommitsPerChunk  float64 `json:"commits_per_chunk,omitempty"`
 	WALSyncsPerChunk float64 `json:"wal_syncs_per_chunk,omitempty"`
+	// WAL bytes written per chunk (pg_current_wal_lsn before and after).
+	WALBytesPerChunk float64 `json:"wal_bytes_per_chunk,omitempty"`
 
 	ownTxs int // transactions of the benchmark's own (polling), left out of CommitsPerChunk
 }

@@ -1,11 +1,17 @@
 -- The change cancel_chunk and run_chunk apply, on input already proven
--- valid: lock the orders in ascending id order (so overlapping jobs cannot
--- deadlock), compare every row with its approval in the same statement
--- (order_problem), and only then update. KIND is the job's kind of change
--- (state_before -> state_after: cancel is pending -> cancelled, restore is
--- cancelled -> pending); either way the revision goes up by one. Any
--- mismatch raises CH409 naming the id; the statement's atomicity undoes
--- nothing because nothing was written yet.
+-- valid: one UPDATE whose WHERE is the approval (the job's tenant, the state
+-- a job of KIND changes, the approved revision and qty) changes every order
+-- that still matches, revision + 1 (state_before -> state_after: cancel is
+-- pending -> cancelled, restore is cancelled -> pending). It locks each row
+-- as it updates it, in ascending id order: IDS are sorted (the job's
+-- targets are) and each id is one probe of the primary key (enable_seqscan
+-- = off, enable_bitmapscan = off: no plan visits the rows in another order),
+-- so overlapping jobs cannot deadlock, as with a FOR UPDATE in key order,
+-- and each row gets one heap record instead of a lock record and an update.
+-- Only when it changed fewer rows than IDS does it say why: the rows it did
+-- not change are locked in ascending id order and compared with their
+-- approval (order_problem); CH409 names the first id that does not match,
+-- and the caller's statement, failing, undoes the rows already changed.
 -- enable_seqscan = off, as in run_chunk: a session's plan of the orders
 -- lookup must not stay a sequential scan made while orders was nearly empty,
 -- whichever caller planned it first.
@@ -15,15 +21,29 @@ returns void
 language plpgsql volatile security invoker
 set search_path = {{ .schema }}, pg_temp
 set enable_seqscan = off
+set enable_bitmapscan = off
 as $$
 declare
   v_problem text;
-  v_count bigint;
+  v_changed integer[];
 begin
+  with changed as (
+    update orders as o
+       set state = state_after(change_orders.kind), revision = o.revision + 1
+      from unnest(change_orders.ids, change_orders.revisions, change_orders.qtys) as a(id, revision, qty)
+     where o.id = a.id and o.tenant = change_orders.tenant and o.state = state_before(change_orders.kind)
+       and o.revision = a.revision and o.qty = a.qty
+    returning o.id
+  )
+  select array_agg(c.id) into v_changed from changed as c;
+  if coalesce(cardinality(v_changed), 0) = cardinality(change_orders.ids) then
+    return;
+  end if;
+
   with locked as materialized (
     select o.id, o.tenant, o.qty, o.state, o.revision
       from orders as o
-     where o.id = any (change_orders.ids)
+     where o.id = any (change_orders.ids) and o.id <> all (coalesce(v_changed, '{}'))
      order by o.id
        for update
   )
@@ -32,25 +52,17 @@ begin
                  order_problem(a.id, a.revision, a.qty, change_orders.tenant, state_before(change_orders.kind),
                                l.id, l.tenant, l.state, l.revision, l.qty) as problem
             from unnest(change_orders.ids, change_orders.revisions, change_orders.qtys) as a(id, revision, qty)
-            left join locked as l on l.id = a.id) as s
+            left join locked as l on l.id = a.id
+           where a.id <> all (coalesce(v_changed, '{}'))) as s
    where s.problem is not null
    order by s.id
    limit 1;
-  if v_problem is not null then
-    raise exception '%', v_problem using errcode = 'CH409';
-  end if;
-
-  update orders as o
-     set state = state_after(change_orders.kind), revision = o.revision + 1
-    from unnest(change_orders.ids, change_orders.revisions, change_orders.qtys) as a(id, revision, qty)
-   where o.id = a.id and o.tenant = change_orders.tenant and o.state = state_before(change_orders.kind)
-     and o.revision = a.revision and o.qty = a.qty;
-  get diagnostics v_count = row_count;
-  if v_count <> cardinality(change_orders.ids) then
-    -- Cannot happen while the rows are locked; checked so it can never pass silently.
-    raise exception 'changed % of % orders', v_count, cardinality(change_orders.ids) using errcode = 'CH409';
-  end if;
+  -- No problem left: a row changed between the UPDATE and this look, so
+  -- that it matches now. Never passes silently.
+  raise exception '%', coalesce(v_problem, format('changed %s of %s orders', coalesce(cardinality(v_changed), 0),
+                                                   cardinality(change_orders.ids)))
+    using errcode = 'CH409';
 end
 $$;
 comment on function {{ .schema }}.change_orders(text, integer[], integer[], integer[], text) is
-  'chunks helper: applies a job''s change of KIND (cancel: pending -> cancelled; restore: cancelled -> pending; revision + 1) to the given orders of TENANT, locked in ascending id order, all or none (CH409 naming the first id that does not match its approval).';
+  'chunks helper: applies a job''s change of KIND (cancel: pending -> cancelled; restore: cancelled -> pending; revision + 1) to the given orders of TENANT (IDS ascending), each locked by its update in ascending id order, all or none (CH409 naming the first id that does not match its approval).';

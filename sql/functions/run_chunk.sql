@@ -18,6 +18,7 @@ declare
   v_n integer;
   v_end integer;
   v_problem text;
+  v_text text;
   v_bad bigint;
   v_audit_rows bigint;
   v_ids integer[];
@@ -25,7 +26,9 @@ declare
   v_qtys integer[];
   v_locking text; -- what a lock wait now would be for, to name it on a lock timeout
 begin
-  perform check_name(run_chunk.job_id, 'job_id');
+  if is_name(run_chunk.job_id) is not true then
+    perform check_name(run_chunk.job_id, 'job_id'); -- says why (is_name is its inlined test)
+  end if;
   -- The job row lock is the fence: it is taken before the range is chosen, so
   -- two callers of one job run its chunks one after the other, never twice.
   v_locking := 'the job row (another transaction holds it: a chunk of this job in flight, or a session that locked it)';
@@ -60,8 +63,11 @@ begin
   -- docs/contract.md §4: the stored job must be sound before anything is written.
   -- job_shape_problem is the fast guard on the row (targets' shape,
   -- tenant, chunk_size, next_index); the ranges and order of the targets
-  -- are checked below with the audit.
-  v_problem := job_shape_problem(v_job.job_id, v_job.tenant, v_job.targets, v_job.chunk_size, v_job.next_index);
+  -- are checked below with the audit. The targets' text is made once, for
+  -- this and for the approval's sha256 (about 0.1 ms on 64 targets each time).
+  v_text := v_job.targets::text;
+  v_problem := job_text_shape_problem(v_job.job_id, v_job.tenant, v_job.targets, v_text, v_job.chunk_size,
+                                      v_job.next_index);
   if v_problem is not null then
     raise exception 'job %: %', v_job.job_id, v_problem using errcode = 'CH409';
   end if;
@@ -100,8 +106,9 @@ begin
   -- Sound is not enough: it must still be the approval that was registered
   -- (a rewrite into another sound list of targets would cancel orders
   -- nobody approved).
-  v_problem := approval_problem(v_job.job_id, v_job.kind, v_job.tenant, v_job.targets, v_job.chunk_size,
-                                v_job.a_kind, v_job.a_tenant, v_job.a_targets_sha256, v_job.a_chunk_size);
+  v_problem := digest_approval_problem(v_job.job_id, v_job.kind, v_job.tenant, v_job.targets, targets_text_sha256(v_text),
+                                       v_job.chunk_size, v_job.a_kind, v_job.a_tenant, v_job.a_targets_sha256,
+                                       v_job.a_chunk_size);
   if v_problem is not null then
     raise exception '%', v_problem using errcode = 'CH409';
   end if;
@@ -110,8 +117,7 @@ begin
     return jsonb_build_object('processed', '[]'::jsonb, 'next_index', v_n, 'done', true);
   end if;
 
-  v_locking := format('an order of this chunk (another transaction holds a lock on one of the orders %s)',
-                      array_to_string(v_ids, ', '));
+  v_locking := null; -- an order of this chunk: the handler names them
   perform change_orders(v_job.tenant, v_ids, v_revisions, v_qtys, v_job.kind);    -- after-orders
   v_locking := 'a row of job_audit or jobs that this chunk writes';
   insert into job_audit (job_id, ordinal, id, previous_revision, new_revision, qty)  -- after-audit
@@ -125,7 +131,10 @@ exception
   -- locking the job row and then updating it needs no MultiXact.)
   when lock_not_available then
     raise exception 'job %: lock timeout after %: waited for %', run_chunk.job_id,
-      current_setting('lock_timeout'), v_locking using errcode = 'lock_not_available';
+      current_setting('lock_timeout'),
+      coalesce(v_locking, format('an order of this chunk (another transaction holds a lock on one of the orders %s)',
+                                 array_to_string(v_ids, ', ')))
+      using errcode = 'lock_not_available';
 end
 $$;
 comment on function {{ .schema }}.run_chunk(text) is

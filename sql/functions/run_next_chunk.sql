@@ -24,7 +24,9 @@ declare
   v_paused boolean;
   v_pause_after integer;
 begin
-  perform check_worker(run_next_chunk.worker);
+  if is_worker(run_next_chunk.worker) is not true then
+    perform check_worker(run_next_chunk.worker); -- says why (is_worker is its inlined test)
+  end if;
   if run_next_chunk.rate_delay_ms is null or run_next_chunk.rate_delay_ms not between 0 and 86400000 then
     raise exception 'rate_delay_ms: must be between 0 and 86400000 (a day), got %',
       coalesce(run_next_chunk.rate_delay_ms::text, 'null') using errcode = '22023';

@@ -29,17 +29,18 @@ func TestBenchSmoke(t *testing.T) {
 	if strings.Contains(r.Stdout+r.Stderr, secret) {
 		t.Errorf("the bench printed the password:\n%v", r)
 	}
-	if !report.Equivalent {
-		t.Fatal("the baseline does not leave what RunChunk leaves")
+	if !report.Equivalent || !report.FloorEquivalent {
+		t.Fatalf("the baseline (%t) or the floor (%t) does not leave what RunChunk leaves", report.Equivalent, report.FloorEquivalent)
 	}
 	// Round trips per chunk: RunChunk costs exactly 1 without a fault and 2
 	// with one, always. The others also prepare each statement once per connection (pgx's
 	// statement cache), which a 100 ms run does not amortize, and a 64-target
 	// job's last baseline chunk of 10 is 4 orders (6 x 25 + 13 over 7).
 	least := map[string]float64{
-		"ceiling/1 conn":   1,
-		"baseline/size 1":  2*1 + 5,
-		"baseline/size 10": (6*25 + 13) / 7.0,
+		"ceiling/1 conn":                          1,
+		"baseline/size 1":                         2*1 + 5,
+		"baseline/size 10":                        (6*25 + 13) / 7.0,
+		"floor/size 10, one statement, no checks": 1,
 	}
 	seen := map[string]bool{}
 	for _, x := range report.Results {
@@ -56,11 +57,16 @@ func TestBenchSmoke(t *testing.T) {
 		if (key == "ceiling/1 conn" || key == "chunks/size 10" || x.Scenario == "fleet") && x.CommitsPerChunk < 1 {
 			t.Errorf("%s: %.2f commits per chunk, want at least 1", key, x.CommitsPerChunk)
 		}
+		// WAL bytes per chunk, for the floor's goal rows: the whole
+		// server's WAL, so only its presence is checked.
+		if (key == "chunks/size 10" || x.Scenario == "floor" || strings.HasPrefix(key, "fleet/1 worker")) && x.WALBytesPerChunk <= 0 {
+			t.Errorf("%s: %.0f WAL bytes per chunk, want more than 0", key, x.WALBytesPerChunk)
+		}
 		if rt, ok := least[key]; ok && x.RoundTrips < rt-0.01 {
 			t.Errorf("%s: %.2f round trips per chunk, want at least %.2f", key, x.RoundTrips, rt)
 		}
 	}
-	for _, s := range []string{"ceiling", "chunks", "baseline", "network ceiling", "network chunks", "network baseline", "parallel", "fleet", "fleet pickup", "fleet takeover"} {
+	for _, s := range []string{"ceiling", "chunks", "floor", "baseline", "network ceiling", "network chunks", "network baseline", "parallel", "fleet", "fleet pickup", "fleet takeover"} {
 		if !seen[s] {
 			t.Errorf("scenario %s is missing", s)
 		}
@@ -94,6 +100,23 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	if goals != 2 {
 		t.Errorf("%d goal rows of the declared change, want 2 (sizes 1 and 10): %+v", goals, report.Ratios)
+	}
+	// Issue 26's goals, each a row with its goal and a measured value.
+	want := map[string]string{
+		"chunks vs baseline, chunks/s, no delay, size 1":                                   ">= 1.5",
+		"chunks vs baseline, chunks/s, no delay, size 10":                                  ">= 2",
+		"chunks (size 10) vs the floor (its writes in one statement, no checks), chunks/s": ">= 0.8",
+		"WAL bytes per chunk, chunks (size 10) vs the floor":                               "<= 1.5",
+		"WAL bytes per chunk, fleet (1 worker process) vs the floor":                       "<= 1.5",
+		"fleet (1 worker process) vs RunChunk, chunks/s, same jobs":                        ">= 0.95",
+	}
+	for _, g := range report.Ratios {
+		if goal, ok := want[g.Name]; ok && g.Goal == goal && g.Value > 0 {
+			delete(want, g.Name)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("goal rows missing or without a value: %v (report: %+v)", want, report.Ratios)
 	}
 }
 
