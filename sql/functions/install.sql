@@ -87,6 +87,8 @@
 {{ template "register_change.sql" . }}
 {{ template "check_change.sql" . }}
 {{ template "run_change_chunk.sql" . }}
+{{ template "change_report_job.sql" . }}
+{{ template "change_report_sql.sql" . }}
 {{ template "report_change.sql" . }}
 {{ template "campaign_change_report.sql" . }}
 {{ template "campaign_change_check.sql" . }}
