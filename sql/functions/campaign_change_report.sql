@@ -13,8 +13,9 @@ declare
   v_group record;
   v_matching integer := 0;
   v_committed integer := 0;
-  v_off jsonb := '[]'; -- the committed targets not matching: [seq, ord, key, status], of every definition
-  v_part record;
+  v_off jsonb := '[]'::jsonb; -- the committed targets not matching: [seq, ord, key, status], of every definition
+  v_part_matching integer;
+  v_part_off jsonb;
 begin
   for v_group in
     select d.def, array_agg(d.job_id order by d.seq) as job_ids, array_agg(d.targets order by d.seq) as targets,
@@ -28,14 +29,14 @@ begin
      group by d.def
   loop
     execute format($q$
-      select count(*) filter (where t.status = 'matching')::integer as matching,
-             coalesce(jsonb_agg(jsonb_build_array(t.seq, t.ord, t.k, t.status)) filter (where t.status <> 'matching'), '[]') as off
+      select count(*) filter (where t.status = 'matching')::integer,
+             coalesce(jsonb_agg(jsonb_build_array(t.seq, t.ord, t.k, t.status)) filter (where t.status <> 'matching'), '[]')
         from (%s) as t
        where t.committed$q$, change_report_sql(v_group.def))
-      into v_part
+      into v_part_matching, v_part_off
       using v_group.job_ids, v_group.targets, v_group.next_index, v_group.seqs;
-    v_matching := v_matching + v_part.matching;
-    v_off := v_off || v_part.off;
+    v_matching := v_matching + v_part_matching;
+    v_off := v_off || v_part_off;
     v_committed := v_committed + v_group.committed;
   end loop;
   return (
