@@ -19,6 +19,7 @@ type snapshot struct {
 	pending  []commit          // this process's chunks that some standby has not replayed yet, oldest first
 	slow     map[string]replay // per standby: how long it took to replay our last chunk it replayed
 	hold     bool              // the throttle query's last answer
+	until    time.Time         // decide on it without a new reading until then ([skipUntil]; zero: read+CheckInterval)
 	replaced chan struct{}     // closed when the next snapshot is published
 }
 
@@ -49,6 +50,7 @@ type replay struct {
 
 // reading is what one read of the signals returned.
 type reading struct {
+	began    time.Time // when it began
 	at       time.Time // when it ended
 	err      error     // it failed: everything else is unset
 	current  int64     // the primary's WAL insert position
@@ -142,6 +144,54 @@ func prune(samples []sample, standbys []standby) []sample {
 		samples = samples[len(samples)-maxKept:]
 	}
 	return samples
+}
+
+// skipUntil is until when a decision may rest on snapshot s, the reading
+// that began at began, without a new query: the lag check's skip rule, a
+// pure function of its arguments. Normally that is one CheckInterval after
+// the reading. It is later only when the reading said "far below the
+// limit" for certain: it succeeded, only the lag check is configured (the
+// throttle query is the operator's signal, read every interval), and,
+// judged at the reading, no standby was slow, none was being timed and the
+// worst was ℓ behind, with ℓ < L/2 (L: MaxReplicaLag). Then it is
+//
+//	began + L/2 - ℓ
+//
+// The reason: the lag is an age (of the oldest WAL a standby has not
+// replayed, or of a chunk of ours it has not replayed), and an age grows
+// one second per second, whatever the commit rate. A standby the reading
+// saw ℓ behind is, t after the reading began, at most ℓ + t behind, even
+// if it stopped replaying at that very moment and chunks commit as fast as
+// they can: WAL written since is younger than t, and the chunks committed
+// since count in [judge] as not replayed anywhere, with their ages. So
+// until began + L/2 - ℓ no standby the reading saw is more than L/2
+// behind, half the limit: a new reading could not throttle, and the
+// decision on this one (with the chunks committed since) is the same one.
+// Wait asks for the next reading one CheckInterval before that time,
+// without waiting for it, so that a healthy standby costs no wait at all.
+//
+// What stays bounded: a standby that falls behind is seen by the first
+// reading after the skip, at most L/2 after the last one, while it is at
+// most L/2 behind, and held for when its lag passes L, as without the
+// skip; a standby that connects during a skip is seen at most L/2 later.
+func skipUntil(cfg Config, s *snapshot, began time.Time) time.Time {
+	next := s.read.Add(cfg.CheckInterval)
+	if s.err != nil || cfg.ThrottleQuery != "" || cfg.MaxReplicaLag == 0 || len(s.samples) == 0 {
+		return next
+	}
+	for _, r := range s.slow {
+		if r.slow {
+			return next
+		}
+	}
+	st := judge(cfg, s, nil, s.read)
+	if st.Throttled || st.calibrating {
+		return next
+	}
+	if far := began.Add(cfg.MaxReplicaLag/2 - st.Lag); far.After(next) {
+		return far
+	}
+	return next
 }
 
 // judge decides from snapshot s at now, counting the chunks committed

@@ -205,3 +205,100 @@ func TestReadTimeoutIsAtLeastASecond(t *testing.T) {
 		p.Close() // never waited on: nothing to stop, returns at once
 	}
 }
+
+// far is a lag check of 1 s read every 100 ms: the skip rule's figures.
+var far = Config{MaxReplicaLag: time.Second, CheckInterval: 100 * ms}
+
+// The skip rule: after a reading that found every standby far below the
+// limit (ℓ behind, ℓ < L/2), no query until the reading's start + L/2 - ℓ;
+// in every other case one CheckInterval after the reading, as without it.
+func TestSkipUntil(t *testing.T) {
+	caughtUp := reading{began: at(-5 * ms), at: at(0), current: 1000, standbys: []standby{{name: "s1", replayLSN: 1000}}}
+	s := observe(far.MaxReplicaLag, empty(), caughtUp, nil)
+	if got := skipUntil(far, s, caughtUp.began); !got.Equal(at(495 * ms)) {
+		t.Fatalf("caught up: until %v, want the reading's start + 500ms", got.Sub(t0))
+	}
+	// Our chunk at 10 ms, not replayed at 100 ms by a standby never timed:
+	// calibrating, so the next reading comes one interval later.
+	r := reading{began: at(95 * ms), at: at(100 * ms), current: 1100, standbys: []standby{{name: "s1", replayLSN: 1000}}}
+	s = observe(far.MaxReplicaLag, s, r, []time.Time{at(10 * ms)})
+	if got := skipUntil(far, s, r.began); !got.Equal(at(200 * ms)) {
+		t.Fatalf("calibrating: until %v, want the reading + 100ms", got.Sub(t0))
+	}
+	// Replayed at 200 ms (timed: 190ms); the next chunk, at 250 ms, not yet
+	// at 400 ms: 150 ms behind, so until 395 + 500 - 150.
+	r = reading{began: at(195 * ms), at: at(200 * ms), current: 1100, standbys: []standby{{name: "s1", replayLSN: 1100}}}
+	s = observe(far.MaxReplicaLag, s, r, nil)
+	r = reading{began: at(395 * ms), at: at(400 * ms), current: 1200, standbys: []standby{{name: "s1", replayLSN: 1100}}}
+	s = observe(far.MaxReplicaLag, s, r, []time.Time{at(250 * ms)})
+	if st := judge(far, s, nil, s.read); st.Lag != 150*ms || st.calibrating {
+		t.Fatalf("judged at the reading: %+v, want 150ms behind, timed", st)
+	}
+	if got := skipUntil(far, s, r.began); !got.Equal(at(745 * ms)) {
+		t.Fatalf("150ms behind: until %v, want 395ms + 500ms - 150ms", got.Sub(t0))
+	}
+
+	for _, c := range []struct {
+		what string
+		cfg  Config
+		r    reading
+	}{
+		{"near the limit (450ms behind)", far, reading{began: at(-5 * ms), at: at(0), current: 2000,
+			standbys: []standby{{name: "s1", replayLSN: 1000}}}},
+		{"a throttle query too", Config{MaxReplicaLag: time.Second, CheckInterval: 100 * ms, ThrottleQuery: "select false"}, caughtUp},
+		{"a failed reading", far, reading{began: at(-5 * ms), at: at(0), err: errors.New("replica lag check failed: boom")}},
+	} {
+		prev := observe(far.MaxReplicaLag, empty(), reading{at: at(-450 * ms), current: 1500,
+			standbys: []standby{{name: "s1", replayLSN: 1000}}}, nil)
+		s := observe(c.cfg.MaxReplicaLag, prev, c.r, nil)
+		if got := skipUntil(c.cfg, s, c.r.began); !got.Equal(at(100 * ms)) {
+			t.Errorf("%s: until %v, want the reading + 100ms", c.what, got.Sub(t0))
+		}
+	}
+	slow := observe(far.MaxReplicaLag, empty(), reading{at: at(0), current: 1000,
+		standbys: []standby{{name: "s1", replayLSN: 1000, replayLag: 3 * time.Second}}}, nil)
+	if got := skipUntil(far, slow, at(-5*ms)); !got.Equal(at(100 * ms)) {
+		t.Errorf("a slow standby: until %v, want the reading + 100ms", got.Sub(t0))
+	}
+}
+
+// What the skip cannot hide: a standby that stops replaying right after a
+// reading that found it caught up, while chunks commit every 10 ms. Up to
+// the skip's end every decision finds it at most L/2 behind (so a new
+// reading could not have throttled); the reading at the skip's end sees
+// the standby's lag as it is, and, read every interval from then on as
+// the rule says (it is no longer far below), it is held for before it is
+// L + one interval behind: what the check did without the skip.
+func TestSkipHidesNoStandbyThatFallsBehind(t *testing.T) {
+	caughtUp := reading{began: at(-5 * ms), at: at(0), current: 1000, standbys: []standby{{name: "s1", replayLSN: 1000}}}
+	s := observe(far.MaxReplicaLag, empty(), caughtUp, nil)
+	s.slow["s1"] = replay{took: 20 * ms, timed: true} // timed on an earlier chunk
+	until := skipUntil(far, s, caughtUp.began)
+	var unread []time.Time
+	lsn := int64(1000)
+	for now := at(0); ; now = now.Add(10 * ms) {
+		if !now.Before(until) {
+			// The reading Wait waits for: every chunk so far is in it, the
+			// standby still at 1000.
+			lsn += 100
+			r := reading{began: now, at: now, current: lsn, standbys: []standby{{name: "s1", replayLSN: 1000}}}
+			s = observe(far.MaxReplicaLag, s, r, unread)
+			unread = nil
+			until = skipUntil(far, s, r.began)
+		}
+		st := judge(far, s, unread, now)
+		if st.Throttled {
+			if now.After(at(far.MaxReplicaLag + far.CheckInterval)) {
+				t.Fatalf("held for first at %v, want by L + one interval", now.Sub(t0))
+			}
+			return
+		}
+		if now.Before(at(far.MaxReplicaLag/2)) && st.Lag > far.MaxReplicaLag/2 {
+			t.Fatalf("at %v judged %v behind during the skip, more than L/2", now.Sub(t0), st.Lag)
+		}
+		if now.After(at(2 * time.Second)) {
+			t.Fatal("never held for a standby that stopped replaying")
+		}
+		unread = append(unread, now) // a chunk commits
+	}
+}

@@ -6,7 +6,8 @@
 //
 // # How replica lag is measured
 //
-// From the primary, with one query at most every CheckInterval and no
+// From the primary, with one query at most every CheckInterval (and far
+// fewer while every standby is far below the limit: [skipUntil]) and no
 // connection to any standby: pg_current_wal_insert_lsn() (which, unlike
 // the write position, includes a commit that synchronous_commit = off has
 // not flushed yet) and, per standby in
@@ -206,10 +207,15 @@ func (p *Pacer) Committed() {
 
 // Wait returns when a new chunk may start, or with ctx's error when ctx
 // ends first (at once, even while a reading is in flight). It decides on a
-// reading at most CheckInterval old: on an older one it asks the refresher
-// for a new reading and waits for it. While it holds, it decides again
-// after each reading, and it logs once when throttling starts and once when
-// it ends, with the time spent. onHold, when not nil, is called with the
+// reading at most CheckInterval old, or older while the lag check's skip
+// rule says a new one could not throttle ([skipUntil]: the last reading
+// found every standby far below the limit, and its lag cannot have grown
+// past half the limit since); on an older one it asks the refresher for a
+// new reading and waits for it. It asks for the next reading one
+// CheckInterval before the skip ends, without waiting for it. While it
+// holds, it asks for a reading at each CheckInterval and decides again
+// after each, and it logs once when throttling starts and once when it
+// ends, with the time spent. onHold, when not nil, is called with the
 // state each time Wait decides to hold (for a progress bar or a heartbeat).
 func (p *Pacer) Wait(ctx context.Context, onHold func(State)) error {
 	if p.cfg.Off() {
@@ -218,11 +224,9 @@ func (p *Pacer) Wait(ctx context.Context, onHold func(State)) error {
 	p.started.Do(p.start)
 	for {
 		s := p.snap.Load()
-		if s.read.IsZero() || time.Since(s.read) >= p.cfg.CheckInterval {
-			select {
-			case p.wake <- struct{}{}:
-			default: // a reading is asked for already
-			}
+		now := time.Now()
+		if s.read.IsZero() || !now.Before(p.until(s)) {
+			p.ask()
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
@@ -230,7 +234,10 @@ func (p *Pacer) Wait(ctx context.Context, onHold func(State)) error {
 			}
 			continue
 		}
-		st := judge(p.cfg, s, p.unreadCommits(), time.Now())
+		if !now.Before(p.until(s).Add(-p.cfg.CheckInterval)) {
+			p.ask() // the next reading, read while the chunk runs
+		}
+		st := judge(p.cfg, s, p.unreadCommits(), now)
 		p.decided(ctx, st)
 		if !st.Throttled && !st.calibrating {
 			return ctx.Err()
@@ -238,6 +245,7 @@ func (p *Pacer) Wait(ctx context.Context, onHold func(State)) error {
 		if onHold != nil && st.Throttled {
 			onHold(st)
 		}
+		p.ask() // a hold decides again on a new reading
 		timer := time.NewTimer(p.cfg.CheckInterval)
 		select {
 		case <-ctx.Done():
@@ -247,6 +255,23 @@ func (p *Pacer) Wait(ctx context.Context, onHold func(State)) error {
 			timer.Stop()
 		case <-timer.C:
 		}
+	}
+}
+
+// until is until when Wait decides on s without a new reading.
+func (p *Pacer) until(s *snapshot) time.Time {
+	if s.until.IsZero() {
+		return s.read.Add(p.cfg.CheckInterval)
+	}
+	return s.until
+}
+
+// ask asks the refresher for a reading, without waiting: it reads at most
+// every CheckInterval.
+func (p *Pacer) ask() {
+	select {
+	case p.wake <- struct{}{}:
+	default: // a reading is asked for already
 	}
 }
 

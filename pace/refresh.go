@@ -43,11 +43,13 @@ func (p *Pacer) refresh(ctx context.Context) {
 			case <-timer.C:
 			}
 		}
+		began := time.Now()
 		p.mu.Lock()
 		committed := len(p.unread)
 		before := p.unread[:committed:committed]
 		p.mu.Unlock()
 		r := p.read(ctx)
+		r.began = began
 		if ctx.Err() != nil {
 			return // closing: the reading was cancelled, not failed
 		}
@@ -59,6 +61,7 @@ func (p *Pacer) refresh(ctx context.Context) {
 			failed = r.err.Error()
 		}
 		next := observe(p.cfg.MaxReplicaLag, last, r, before)
+		next.until = skipUntil(p.cfg, next, r.began)
 		p.snap.Store(next)
 		// Publish before forgetting: a chunk may be counted twice for a
 		// moment (held longer), never not at all.

@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -526,21 +525,17 @@ func scale(ctx context.Context, admin *pgx.Conn, base *pgx.ConnConfig, logf func
 }
 
 // drainMemory runs chunks drain on a job as a child process and returns its
-// peak resident memory.
+// peak resident memory (its own: [peakRSS]).
 func drainMemory(ctx context.Context, o Options, schema string, seed *seeder) (float64, error) {
 	jobs, err := seed.jobs(ctx, 1, 1)
 	if err != nil {
 		return 0, err
 	}
-	cmd := child(ctx, o, schema, "drain", "--json", jobs[0])
-	if out, err := cmd.CombinedOutput(); err != nil {
+	mb, out, err := peakRSS(child(ctx, o, schema, "drain", "--json", jobs[0]))
+	if err != nil {
 		return 0, fmt.Errorf("chunks drain: %w\n%s", err, out)
 	}
-	usage, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		return 0, errors.New("no resource usage for the drain process")
-	}
-	return float64(usage.Maxrss) / 1024, nil // Linux reports kilobytes
+	return mb, nil
 }
 
 func ratios(r Report) []Ratio {

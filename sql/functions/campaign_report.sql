@@ -25,21 +25,7 @@ begin
                       count(*) filter (where t.status = 'missing')::integer as missing_count,
                       coalesce(jsonb_agg(t.id order by t.id) filter (where t.status = 'drifted'), '[]') as drifted,
                       coalesce(jsonb_agg(t.id order by t.id) filter (where t.status = 'missing'), '[]') as missing
-                 -- The committed targets are the audit rows (run_chunk keeps them equal
-                 -- to targets[0:next_index]): plain columns, one index range per job.
-                 from (select a.id,
-                              case
-                                when o.id is null then 'missing'
-                                when order_matches(o.tenant, o.qty, o.state, o.revision, j.tenant, a.previous_revision,
-                                                   a.qty, coalesce(k.kind, 'cancel')) then 'matching'
-                                else 'drifted'
-                              end as status
-                         from campaign_jobs as cj
-                         join jobs as j on j.job_id = cj.job_id
-                         left join job_kind as k on k.job_id = cj.job_id
-                         join job_audit as a on a.job_id = cj.job_id
-                         left join orders as o on o.id = a.id
-                        where cj.campaign = campaign_report.name) as t) as r
+                 from campaign_committed(campaign_report.name) as t) as r
    where c.name = campaign_report.name;
   if v_report is null then
     raise exception 'campaign %: not found', campaign_report.name using errcode = 'CH409';

@@ -43,18 +43,9 @@ begin
                       count(*) filter (where p.state = 'paused')::integer as paused,
                       count(*) filter (where p.state = 'queued')::integer as queued,
                       count(*) filter (where p.state = 'waiting')::integer as waiting,
-                      -- report's rules over the audit rows, which run_chunk keeps
-                      -- equal to the committed targets: one join, no jsonb.
-                      (select count(*)::integer
-                         from campaign_jobs as cj
-                         join jobs as j on j.job_id = cj.job_id
-                         left join job_kind as k on k.job_id = cj.job_id
-                         join job_audit as a on a.job_id = cj.job_id
-                         left join orders as o on o.id = a.id
-                        where cj.campaign = campaign_status.name
-                          and (o.id is null
-                               or not order_matches(o.tenant, o.qty, o.state, o.revision, j.tenant, a.previous_revision,
-                                                    a.qty, coalesce(k.kind, 'cancel')))) as drift
+                      -- report's rules (campaign_committed): one pass, no jsonb.
+                      (select count(*)::integer from campaign_committed(campaign_status.name) as t
+                        where t.status <> 'matching') as drift
                  from per_job as p) as s
    where c.name = campaign_status.name;
   -- A campaign of a declared change: its drift by report_change's rules.

@@ -55,6 +55,7 @@
 {{ template "lock_campaign.sql" . }}
 {{ template "campaign_pause.sql" . }}
 {{ template "campaign_resume.sql" . }}
+{{ template "campaign_committed.sql" . }}
 {{ template "campaign_status.sql" . }}
 {{ template "campaign_report.sql" . }}
 {{ template "campaign_check.sql" . }}
@@ -87,6 +88,8 @@
 {{ template "register_change.sql" . }}
 {{ template "check_change.sql" . }}
 {{ template "run_change_chunk.sql" . }}
+{{ template "change_report_job.sql" . }}
+{{ template "change_report_sql.sql" . }}
 {{ template "report_change.sql" . }}
 {{ template "campaign_change_report.sql" . }}
 {{ template "campaign_change_check.sql" . }}

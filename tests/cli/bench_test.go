@@ -71,8 +71,11 @@ func TestBenchSmoke(t *testing.T) {
 			t.Errorf("scenario %s is missing", s)
 		}
 	}
-	if report.DrainPeakRSSMB <= 0 {
-		t.Errorf("drain peak memory %.1f MB", report.DrainPeakRSSMB)
+	// The drain's own peak (VmHWM), not the bench's: wait4's ru_maxrss of a
+	// child os/exec started is never below the parent's peak (40 MB and
+	// more here), whatever the drain used.
+	if report.DrainPeakRSSMB <= 0 || report.DrainPeakRSSMB >= 30 {
+		t.Errorf("drain peak memory %.1f MB, want its own, under 30 MB", report.DrainPeakRSSMB)
 	}
 	// The declared change beside the built-in cancellation, sizes 1 and
 	// 10, in this run: its four rows (one round trip per chunk each, every
