@@ -121,7 +121,7 @@ begin
   v_sql := format($f$
 declare
   v_problem text;
-  v_done bigint[] := '{}';
+  v_done bigint[] := '{}'::bigint[];
 begin%7$s
   -- The change, in one statement (see change_function_sql).%6$s
   if cardinality(v_done) = jsonb_array_length(%1$I.targets) then
