@@ -83,7 +83,8 @@ begin
   -- stores them so), enable_seqscan and enable_bitmapscan off: each row is
   -- locked by its update in ascending key order, as a FOR UPDATE in key
   -- order would, with one heap record instead of a lock record and an
-  -- update. The before values come from b, the same row by its ctid, read
+  -- update. The before values come from b, the same row by its ctid (and
+  -- its tableoid: a ctid names a row of one partition only), read
   -- with the statement's snapshot; "b.ctid = l.ctid" holds only while l is
   -- that very version: when a concurrent transaction changed the row after
   -- the snapshot, l is re-read as its newest version, whose ctid is another,
@@ -97,7 +98,8 @@ begin
        set %5$s
       from t, %3$s as b
      where l.%4$I = any (array(select t.%4$I from t where t."?ordinal" <> all (v_done)))
-       and l.%4$I = t.%4$I and t."?ordinal" <> all (v_done) and b.ctid = l.ctid
+       and l.%4$I = t.%4$I and t."?ordinal" <> all (v_done)
+       and b.tableoid = l.tableoid and b.ctid = l.ctid
        and %6$s is null
     returning t."?ordinal" as "?ordinal", t.%4$I::text as "?key", %7$s
   ),
