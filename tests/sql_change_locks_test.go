@@ -25,14 +25,7 @@ func TestChangeChunkLocksRowsInKeyOrder(t *testing.T) {
 	s.Exec(t, "select define_change($1)", holdPayment(shop))
 	s.Exec(t, "select register_change('hold_payment', $1)", changePlan("j", "7", paymentTargets(1, 2, 3, 4, 5), 5))
 	tx := holding(t, s, "update "+shop+".payments set hold_reason = 'another session''s' where payment_id = 3")
-	runner := pgtest.Connect(t, s.DSN)
-	pid := mustString(t, runner, "select pg_backend_pid()::text")
-	done := make(chan error, 1)
-	go func() {
-		_, err := runner.Exec(ctx, "select apply_hold_payment('j', '7', 0, (select targets from jobs where job_id = 'j'))")
-		done <- err
-	}()
-	waitForLock(t, s, pid)
+	done := waitingFor(t, s, "select apply_hold_payment('j', '7', 0, (select targets from jobs where job_id = 'j'))")
 	// Rows 1 and 2 are the runner's; 4 and 5 are not locked yet.
 	if got := mustString(t, s.Conn, `select coalesce(string_agg(payment_id::text, ' ' order by payment_id), '')
 	    from (select payment_id from `+shop+`.payments where payment_id in (1, 2, 4, 5)
@@ -84,4 +77,19 @@ func TestChangeChunkOnAPartitionedTable(t *testing.T) {
 12 {"state": "twelve"} {"state": "marked"}` {
 		t.Errorf("the chunk's audit:\n%s", got)
 	}
+}
+
+// waitingFor runs sql in a session of its own until it waits for a lock,
+// and returns the channel that gets its error (nil) when it ends.
+func waitingFor(t testing.TB, s *pgtest.Schema, sql string) <-chan error {
+	t.Helper()
+	runner := pgtest.Connect(t, s.DSN)
+	pid := mustString(t, runner, "select pg_backend_pid()::text")
+	done := make(chan error, 1)
+	go func() {
+		_, err := runner.Exec(ctx, sql)
+		done <- err
+	}()
+	waitForLock(t, s, pid)
+	return done
 }
