@@ -269,14 +269,7 @@ func TestSQLRunChunkLocksOrdersInIDOrder(t *testing.T) {
 	s := pgtest.NewSchema(t)
 	registerJob(t, s, "j", "acme", 1, 5, 5)
 	tx := holding(t, s, "select 1 from orders where id = 3 for update")
-	runner := pgtest.Connect(t, s.DSN)
-	pid := mustString(t, runner, "select pg_backend_pid()::text")
-	done := make(chan error, 1)
-	go func() {
-		_, err := runner.Exec(ctx, "select change_orders('acme', array[1, 2, 3, 4, 5], array[3, 3, 3, 3, 3], array[2, 2, 2, 2, 2], 'cancel')")
-		done <- err
-	}()
-	waitForLock(t, s, pid)
+	done := waitingFor(t, s, "select change_orders('acme', array[1, 2, 3, 4, 5], array[3, 3, 3, 3, 3], array[2, 2, 2, 2, 2], 'cancel')")
 	// Orders 1 and 2 are the runner's; 4 and 5 are not locked yet.
 	if got := mustString(t, s.Conn, `select coalesce(string_agg(id::text, ' ' order by id), '')
 	    from (select id from orders where id in (1, 2, 4, 5) order by id for update skip locked) as free`); got != "4 5" {

@@ -1,11 +1,14 @@
 -- The static function of a declared change (define_change), as SQL text:
 -- {{ .schema }}.apply_<name>(job_id, tenant, first_ordinal, targets), which
 -- applies the change to TARGETS (one chunk's slice of the job's targets,
--- targets[first_ordinal:]) the way change_orders does for orders: lock the
--- rows in key order, compare each with its target and the change's "when"
--- in one statement (CH409 naming the key and the first column that
--- differs), update them, and write one change_audit row each with the
--- before and after of every written column. Every identifier is quoted
+-- targets[first_ordinal:]) the way change_orders does for orders: one
+-- statement updates every row that can take the change (its WHERE is the
+-- check of the row against its target and the change's "when"), each
+-- locked by its update in key order, and writes one change_audit row each
+-- with the before and after of every written column; only when it changed
+-- fewer rows than TARGETS are the rest locked in key order and compared
+-- (CH409 naming the key and the first column that differs), all or none.
+-- Every identifier is quoted
 -- with %I, every type is format_type's, every constant a quoted literal
 -- cast to its column's type: nothing of the definition is ever SQL text.
 -- No EXECUTE in the generated body: its statements are planned once.
@@ -37,6 +40,7 @@ declare
   v_t text;
   v_checks text := '';
   v_sets text;
+  v_apply text;
   v_sql text;
 begin
   select c.oid into v_rel
@@ -63,30 +67,85 @@ begin
             union all
             select format('%I = t.%I', e.key, e.value), 2, e.key from jsonb_each_text(coalesce(v_def -> 'set_from_target', '{}')) as e
             union all
-            select format('%1$I = r.%1$I + 1', v_version), 3, v_version where v_version is not null
+            select format('%1$I = l.%1$I + 1', v_version), 3, v_version where v_version is not null
             order by 2, 3) as x;
   end if;
+
+  -- One chunk's change as one statement, the generated body's twice (below):
+  -- the targets not yet in V_DONE (their "?ordinal"s) whose rows can take
+  -- the change now are updated, audited, and added to V_DONE. The WHERE is
+  -- the check itself (its CASE is NULL: the row can take the change), over
+  -- the row l being updated, so the update changes exactly the rows the
+  -- check passes, and PostgreSQL re-evaluates it on the newest version of a
+  -- row that a concurrent transaction changed. Rows are visited by "key =
+  -- any (array(...))" (an index condition, see above), which a btree scans
+  -- in ascending key order, with the targets sorted by key (register_change
+  -- stores them so), enable_seqscan and enable_bitmapscan off: each row is
+  -- locked by its update in ascending key order, as a FOR UPDATE in key
+  -- order would, with one heap record instead of a lock record and an
+  -- update. The before values come from b, the same row by its ctid (and
+  -- its tableoid: a ctid names a row of one partition only), read
+  -- with the statement's snapshot; "b.ctid = l.ctid" holds only while l is
+  -- that very version: when a concurrent transaction changed the row after
+  -- the snapshot, l is re-read as its newest version, whose ctid is another,
+  -- and the row is left unchanged (b's values would be stale). So every
+  -- before value audited is the one the update replaced, for any column
+  -- type, without a separate statement.
+  v_apply := format($f$
+  with %2$s,
+  u as (
+    update %3$s as l
+       set %5$s
+      from t, %3$s as b
+     where l.%4$I = any (array(select t.%4$I from t where t."?ordinal" <> all (v_done)))
+       and l.%4$I = t.%4$I and t."?ordinal" <> all (v_done)
+       and b.tableoid = l.tableoid and b.ctid = l.ctid
+       and %6$s is null
+    returning t."?ordinal" as "?ordinal", t.%4$I::text as "?key", %7$s
+  ),
+  a as (
+    insert into {{ .schema }}.change_audit (job_id, ordinal, key, version_before, version_after, before, after)
+    select %1$I.job_id, %1$I.first_ordinal + (u."?ordinal" - 1)::integer, u."?key", u."?version_before", u."?version_after",
+           u."?before", u."?after"
+      from u
+  )
+  select v_done || coalesce(array_agg(u."?ordinal"), '{}') into v_done from u;$f$,
+    v_fn, v_t, v_table, v_key, v_sets, v_checks,
+    format('%s as "?version_before", %s as "?version_after", %s',
+           case when v_version is not null then format('b.%I', v_version) else 'null::bigint' end,
+           case when v_version is not null then format('l.%I', v_version) else 'null::bigint' end,
+           (select format('jsonb_build_object(%s) as "?before", jsonb_build_object(%s) as "?after"',
+                          string_agg(format('%L, b.%I', c, c), ', '), string_agg(format('%L, l.%I', c, c), ', '))
+              from unnest(v_written) as c)));
 
   -- The body is passed as one quoted literal (%L), so no text of the
   -- definition can end it, as it could end a dollar quote.
   v_sql := format($f$
 declare
   v_problem text;
-  v_count bigint;
-begin%13$s
-  -- Lock the rows in key order, then compare each with its target.
+  v_done bigint[] := '{}'::bigint[];
+begin%7$s
+  -- The change, in one statement (see change_function_sql).%6$s
+  if cardinality(v_done) = jsonb_array_length(%1$I.targets) then
+    return;
+  end if;
+
+  -- Fewer rows changed than targets: lock the rest in key order, then
+  -- compare each with its target, naming the first that differs (the
+  -- caller's statement, failing, undoes the rows already changed).
   with %2$s,
   locked as materialized (
     select %3$s
       from %4$s as r
-     where r.%5$I = any (array(select t.%5$I from t))
+     where r.%5$I = any (array(select t.%5$I from t where t."?ordinal" <> all (v_done)))
      order by r.%5$I
        for update of r
   )
   select s.problem into v_problem
     from (select t."?ordinal" as o,
-                 %6$s as problem
-            from t left join locked as l on l.%5$I = t.%5$I) as s
+                 %8$s as problem
+            from t left join locked as l on l.%5$I = t.%5$I
+           where t."?ordinal" <> all (v_done)) as s
    where s.problem is not null
    order by s.o
    limit 1;
@@ -94,52 +153,29 @@ begin%13$s
     raise exception '%%', v_problem using errcode = 'CH409';
   end if;
 
-  -- Update, and audit the before and after of every written column.
-  with %2$s,
-  b as materialized (
-    select %7$s
-      from %4$s as r
-     where r.%5$I = any (array(select t.%5$I from t))
-  ),
-  u as (
-    update %4$s as r
-       set %8$s
-      from t
-     where r.%5$I = any (array(select t.%5$I from t)) and r.%5$I = t.%5$I%9$s
-    returning %7$s
-  )
-  insert into {{ .schema }}.change_audit (job_id, ordinal, key, version_before, version_after, before, after)
-  select %1$I.job_id, %1$I.first_ordinal + (t."?ordinal" - 1)::integer, t.%5$I::text, %10$s, %11$s, %12$s
-    from t
-    join b on b.%5$I = t.%5$I
-    join u on u.%5$I = t.%5$I;
-  get diagnostics v_count = row_count;
-  if v_count <> jsonb_array_length(%1$I.targets) then
+  -- Every row left can take the change and is locked: each was changed by
+  -- a concurrent transaction after the first statement's snapshot. The same
+  -- statement again reads them afresh.%6$s
+  if cardinality(v_done) <> jsonb_array_length(%1$I.targets) then
     -- Cannot happen while the rows are locked; checked so it can never pass silently.
-    raise exception 'changed %% of %% rows', v_count, jsonb_array_length(%1$I.targets) using errcode = 'CH409';
+    raise exception 'changed %% of %% rows', cardinality(v_done), jsonb_array_length(%1$I.targets) using errcode = 'CH409';
   end if;
 end
 $f$,
     v_fn, v_t,
     v_compared,
-    v_table, v_key, v_checks,
-    (select string_agg(format('r.%I', c), ', ') from unnest(array[v_key] || v_written || v_version) as c where c is not null),
-    v_sets,
-    case when v_version is not null then format(' and r.%1$I = t.%1$I', v_version) else '' end,
-    case when v_version is not null then format('b.%I', v_version) else 'null::bigint' end,
-    case when v_version is not null then format('u.%I', v_version) else 'null::bigint' end,
-    (select format('jsonb_build_object(%s), jsonb_build_object(%s)',
-                   string_agg(format('%L, b.%I', c, c), ', '), string_agg(format('%L, u.%I', c, c), ', '))
-       from unnest(v_written) as c),
+    v_table, v_key, v_apply,
     -- The inverse is only ever an undo's (run_change_chunk passes true).
     case when change_function_sql.restore then format(E'\n  if %I.restore is not true then\n    raise exception %L using errcode = %L;\n  end if;',
                                                       v_fn, 'restore: must be true (the inverse of a change runs an undo''s chunk)', '22023')
-         else '' end);
+         else '' end,
+    v_checks);
   return format($f$create or replace function {{ .schema }}.%I(job_id text, tenant text, first_ordinal integer, targets jsonb%s)
 returns void
 language plpgsql volatile security definer
 set search_path = {{ .schema }}, pg_temp
 set enable_seqscan = off
+set enable_bitmapscan = off
 as %L$f$, v_fn, case when change_function_sql.restore then ', restore boolean' else '' end, v_sql);
 end
 $$;

@@ -46,7 +46,7 @@ begin
   problem := problem || E'\n                 end';
   -- jsonb_populate_record reads each value back as its column's type.
   select string_agg(format('%1$I = (jsonb_populate_record(null::%2$s, t."?before")).%1$I', c, v_rel), ', ' order by o)
-         || case when v_version is not null then format(', %1$I = r.%1$I + 1', v_version) else '' end
+         || case when v_version is not null then format(', %1$I = l.%1$I + 1', v_version) else '' end
     into sets
     from unnest(change_restore_parts.written) with ordinality as w(c, o);
 end
