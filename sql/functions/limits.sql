@@ -52,7 +52,7 @@ comment on function {{ .schema }}.limit_of(text) is
 create or replace function {{ .schema }}.in_range(name text, value anyelement) returns boolean
 language sql immutable parallel safe
 as $$
-  select value between {{ .schema }}.limit_of(name || '_min') and {{ .schema }}.limit_of(name || '_max')
+  select value >= {{ .schema }}.limit_of(name || '_min') and value <= {{ .schema }}.limit_of(name || '_max')
 $$;
 comment on function {{ .schema }}.in_range(text, anyelement) is
   'chunks helper: whether VALUE lies within limits()'' range NAME (NAME_min to NAME_max: id, revision, qty, chunk_size, queue_window); NULL for NULL. Inlined.';

@@ -24,7 +24,7 @@ comment on function {{ .schema }}.excerpt(text, boolean) is
 create or replace function {{ .schema }}.is_name(value text) returns boolean
 language sql immutable parallel safe
 as $$
-  select value ~ ('^[A-Za-z0-9_-]{1,' || {{ .schema }}.limit_of('name_max_length')::text || '}$')
+  select value ~ ('^[A-Za-z0-9_-]{1,' || cast({{ .schema }}.limit_of('name_max_length') as text) || '}$')
 $$;
 comment on function {{ .schema }}.is_name(text) is
   'chunks helper: whether VALUE is 1 to limits()'' name_max_length ASCII letters, digits, _ or - (NULL for NULL). Inlined.';
