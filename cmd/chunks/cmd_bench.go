@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -141,5 +142,17 @@ func printBench(out io.Writer, r bench.Report) {
 		g.AppendRow([]any{x.Name, fmt.Sprintf("%.2f", x.Value), x.Goal, met})
 	}
 	g.Render()
+	if len(r.Pairs) > 0 {
+		say(out, "side by side (the goal is the median of the rounds' ratios; the two run in turn, A B, B A, ...):")
+		p := newTable(out, "pair", "A", "B", "A/B, round by round", "median")
+		for _, x := range r.Pairs {
+			rounds := make([]string, len(x.Rounds))
+			for i, v := range x.Rounds {
+				rounds[i] = fmt.Sprintf("%.2f", v)
+			}
+			p.AppendRow([]any{x.Name, x.A, x.B, strings.Join(rounds, " "), fmt.Sprintf("%.2f", x.Median)})
+		}
+		p.Render()
+	}
 	say(out, "the baseline leaves exactly the orders and audit RunChunk leaves: %t; the floor: %t", r.Equivalent, r.FloorEquivalent)
 }

@@ -48,7 +48,10 @@ type Report struct {
 	FloorEquivalent bool              `json:"floor_equivalent"` // the floor leaves what RunChunk leaves too
 	Results         []Result          `json:"results"`
 	Ratios          []Ratio           `json:"ratios"`
-	DrainPeakRSSMB  float64           `json:"drain_peak_rss_mb,omitempty"`
+	// Pairs are the goals measured side by side (issue 26): two variants
+	// in turn, round after round, the goal their median ratio.
+	Pairs          []Pair  `json:"pairs"`
+	DrainPeakRSSMB float64 `json:"drain_peak_rss_mb,omitempty"`
 }
 
 // Ratio is one of the goals, measured.
@@ -91,6 +94,7 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 	}
 	d := o.Duration
 	add := func(res Result) { r.Results = append(r.Results, res) }
+	pair := func(p Pair) { r.Pairs = append(r.Pairs, p) }
 
 	logf("checking that the baseline and the floor leave exactly what RunChunk leaves")
 	if r.Equivalent, err = equivalent(ctx, cfg, seed, baselineChunk); err != nil {
@@ -199,6 +203,12 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 		}
 	}
 
+	pairs, err := inProcessPairs(ctx, cfg, seed, d, sideBySideRounds, logf)
+	if err != nil {
+		return r, err
+	}
+	r.Pairs = append(r.Pairs, pairs...)
+
 	logf("network: through a proxy adding %v each way", o.Delay)
 	if err := network(ctx, cfg, seed, o.Delay, d, ceilingFirst, add); err != nil {
 		return r, err
@@ -239,12 +249,12 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 	}
 
 	if o.Chunks != "" {
-		if err := fleetScenarios(ctx, admin, o, logf, counted); err != nil {
+		if err := fleetScenarios(ctx, admin, o, logf, counted, pair); err != nil {
 			return r, err
 		}
 	}
 	if o.Chunks != "" && o.StartStandby != nil {
-		if err := pacingScenario(ctx, admin, o, logf, add); err != nil {
+		if err := pacingScenario(ctx, admin, o, logf, add, pair); err != nil {
 			return r, err
 		}
 	}
@@ -359,9 +369,9 @@ func network(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, delay, d ti
 // fleetScenarios measures chunks worker processes in a schema of their own
 // (so no job left over by another scenario is in their queue).
 func fleetScenarios(ctx context.Context, admin *pgx.Conn, o Options, logf func(string, ...any),
-	counted func(func() error, func() (Result, error)) error) (err error) {
+	counted func(func() error, func() (Result, error)) error, pair func(Pair)) (err error) {
 	schema := "chunks_bench_fleet_" + randomHex()
-	_, seed, drop, err := newSchema(ctx, admin, o.Conn, schema)
+	cfg, seed, drop, err := newSchema(ctx, admin, o.Conn, schema)
 	if err != nil {
 		return err
 	}
@@ -416,53 +426,73 @@ func fleetScenarios(ctx context.Context, admin *pgx.Conn, o Options, logf func(s
 			return err
 		}
 	}
+	logf("side by side: one worker process vs RunChunk, %d rounds", sideBySideRounds)
+	p, err := fleetPair(ctx, o, cfg, schema, seed, sideBySideRounds)
+	if err != nil {
+		return err
+	}
+	pair(p)
 	return nil
 }
 
 // pacingScenario measures what --max-replica-lag costs when nothing
-// throttles: one worker process on the same jobs, with and without the
-// check, against a server with one caught-up streaming standby. The two
-// run in turn, twice each, so neither gets a quieter machine.
-func pacingScenario(ctx context.Context, admin *pgx.Conn, o Options, logf func(string, ...any), add func(Result)) (err error) {
+// throttles: one worker process with the check and one without, against a
+// server with one caught-up streaming standby, side by side: each in a
+// schema of its own, started and warmed up once, and in each round both
+// drain the same number of fresh jobs in turn (the other one idle).
+func pacingScenario(ctx context.Context, admin *pgx.Conn, o Options, logf func(string, ...any), add func(Result), pair func(Pair)) (err error) {
 	stopStandby, err := o.StartStandby(ctx)
 	if err != nil {
 		return fmt.Errorf("pacing: start a standby: %w", err)
 	}
 	defer func() { err = errors.Join(err, stopStandby()) }()
-	schema := "chunks_bench_pacing_" + randomHex()
-	_, seed, drop, err := newSchema(ctx, admin, o.Conn, schema)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, drop()) }()
 	jobs := jobsFor(o.Duration.Seconds(), 10, 1) / 4
 	variants := []struct {
 		name  string
 		extra []string
-	}{{"1 worker process, no check", nil}, {"1 worker process, --max-replica-lag 1s", []string{"--max-replica-lag", "1s"}}}
+	}{{"1 worker process, --max-replica-lag 1s", []string{"--max-replica-lag", "1s"}}, {"1 worker process, no check", nil}}
+	var runs [2]measureFunc
 	var samples [2]sample
-	for range 2 {
-		for k, v := range variants {
-			logf("pacing: %s, %d jobs, a caught-up standby", v.name, jobs)
-			stop, err := workers(ctx, o, schema, 1, time.Second, v.extra...)
+	for k, v := range variants {
+		schema := "chunks_bench_pacing_" + randomHex()
+		_, seed, drop, err := newSchema(ctx, admin, o.Conn, schema)
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, drop()) }()
+		stop, err := workers(ctx, o, schema, 1, time.Second, v.extra...)
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, stop()) }()
+		run := func(n int) (sample, error) {
+			ids, err := seed.register(ctx, n, 10, true)
 			if err != nil {
-				return err
+				return sample{}, err
 			}
-			ids, err := seed.register(ctx, jobs, 10, true)
-			if err != nil {
-				return errors.Join(err, stop())
-			}
-			s, err := throughput(ctx, seed.conn, ids)
-			if err = errors.Join(err, stop()); err != nil {
-				return err
-			}
+			return throughput(ctx, seed.conn, ids)
+		}
+		if _, err := run(max(1, jobs/10)); err != nil { // the worker's sessions make their plans
+			return err
+		}
+		runs[k] = func() (sample, error) {
+			s, err := run(jobs)
 			samples[k].chunks += s.chunks // one run after the other: times add up
 			samples[k].orders += s.orders
 			samples[k].elapsed += s.elapsed
+			return s, err
 		}
 	}
-	for k, v := range variants {
-		add(samples[k].result("pacing", v.name, false))
+	logf("pacing: 1 worker process with --max-replica-lag 1s and one without, side by side, %d rounds of %d jobs, a caught-up standby", sideBySideRounds, jobs)
+	p, err := sideBySide("the replica lag check, nothing throttling: with it vs without", variants[0].name, variants[1].name,
+		sideBySideRounds, runs[0], runs[1])
+	if err != nil {
+		return err
+	}
+	pair(p)
+	for k := range variants {
+		k = len(variants) - 1 - k // the row without the check first, as before
+		add(samples[k].result("pacing", variants[k].name, false))
 	}
 	return nil
 }
@@ -557,16 +587,26 @@ func ratios(r Report) []Ratio {
 	ratio := func(name string, v float64, goal string, met bool) {
 		out = append(out, Ratio{Name: name, Value: v, Goal: goal, Met: met})
 	}
+	// side is the median of the Pair's rounds, or else the ratio of the
+	// two rows measured one after the other.
+	side := func(name string, fallback float64) float64 {
+		for _, p := range r.Pairs {
+			if p.Name == name {
+				return p.Median
+			}
+		}
+		return fallback
+	}
 	v := div(get("chunks", "size 10").OrdersPerS, get("chunks", "size 1").OrdersPerS)
 	ratio("orders/s, chunk size 10 vs 1", v, ">= 5", v >= 5)
 	v = div(get("chunks", "size 10").ChunksPerS, get("ceiling", "").ChunksPerS)
 	ratio("chunks/s (size 10) vs the commit ceiling's tx/s", v, ">= 0.5", v >= 0.5)
-	v = div(get("chunks", "size 1").ChunksPerS, get("baseline", "size 1").ChunksPerS)
+	v = side("RunChunk vs the baseline script, size 1", div(get("chunks", "size 1").ChunksPerS, get("baseline", "size 1").ChunksPerS))
 	ratio("chunks vs baseline, chunks/s, no delay, size 1", v, ">= 1.5", v >= 1.5)
-	v = div(get("chunks", "size 10").ChunksPerS, get("baseline", "size 10").ChunksPerS)
+	v = side("RunChunk vs the baseline script, size 10", div(get("chunks", "size 10").ChunksPerS, get("baseline", "size 10").ChunksPerS))
 	ratio("chunks vs baseline, chunks/s, no delay, size 10", v, ">= 2", v >= 2)
 	floor := get("floor", "size 10")
-	v = div(get("chunks", "size 10").ChunksPerS, floor.ChunksPerS)
+	v = side("RunChunk (size 10) vs the floor", div(get("chunks", "size 10").ChunksPerS, floor.ChunksPerS))
 	ratio("chunks (size 10) vs the floor (its writes in one statement, no checks), chunks/s", v, ">= 0.8", v >= 0.8)
 	v = div(get("chunks", "size 10").WALBytesPerChunk, floor.WALBytesPerChunk)
 	ratio("WAL bytes per chunk, chunks (size 10) vs the floor", v, "<= 1.5", v > 0 && v <= 1.5)
@@ -590,7 +630,7 @@ func ratios(r Report) []Ratio {
 	v = div(get("network chunks", "").ChunksPerS, get("network ceiling", "").ChunksPerS)
 	ratio("chunks vs the ceiling, chunks/s, with the network delay", v, ">= 0.85", v >= 0.85)
 	if fleet := get("fleet", "1 worker"); fleet.ChunksPerS > 0 {
-		v = div(fleet.ChunksPerS, get("chunks", "size 10").ChunksPerS)
+		v = side("one worker process vs RunChunk (size 10), the same number of jobs", div(fleet.ChunksPerS, get("chunks", "size 10").ChunksPerS))
 		ratio("fleet (1 worker process) vs RunChunk, chunks/s, same jobs", v, ">= 0.95", v >= 0.95)
 		v = div(fleet.WALBytesPerChunk, floor.WALBytesPerChunk)
 		ratio("WAL bytes per chunk, fleet (1 worker process) vs the floor", v, "<= 1.5", v > 0 && v <= 1.5)
@@ -602,7 +642,7 @@ func ratios(r Report) []Ratio {
 		ratio("fleet: 4 worker processes vs 1", v, ">= 1.5", v >= 1.5)
 	}
 	if off, on := get("pacing", "1 worker process, no check"), get("pacing", "1 worker process, --max-replica-lag"); off.ChunksPerS > 0 {
-		v = div(on.ChunksPerS, off.ChunksPerS)
+		v = side("the replica lag check, nothing throttling: with it vs without", div(on.ChunksPerS, off.ChunksPerS))
 		ratio("the replica lag check, nothing throttling: chunks/s with it vs without", v, ">= 0.98", v >= 0.98)
 	}
 	if rt := get("chunks", "size 10").RoundTrips; rt != 0 {

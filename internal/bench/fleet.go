@@ -166,8 +166,9 @@ func throughput(ctx context.Context, conn *pgx.Conn, ids []string) (sample, erro
 		where job_id = any($1) returning 1) select count(*), pg_notify(queue_channel(), 'go') from go`, ids); err != nil {
 		return sample{}, err
 	}
-	// Poll cheaply and not too often: the polling shares the server with
-	// the workers. Each poll is a transaction of its own, counted so that
+	// Poll cheaply and not too often (every 5 ms: a run of half a second
+	// is then timed to 1 %): the polling shares the server with the
+	// workers. Each poll is a transaction of its own, counted so that
 	// the commits per chunk leave them out.
 	polls := 0
 	for {
@@ -182,7 +183,7 @@ func throughput(ctx context.Context, conn *pgx.Conn, ids []string) (sample, erro
 		if time.Since(start) > 5*time.Minute {
 			return sample{}, errors.New("fleet throughput: jobs not done in 5 minutes")
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
 	chunksPerJob := (targetsPerJob + 9) / 10
 	return sample{elapsed: time.Since(start), chunks: len(ids) * chunksPerJob, orders: len(ids) * targetsPerJob, ownTxs: polls + 1}, nil
@@ -195,4 +196,42 @@ func child(ctx context.Context, o Options, schema string, args ...string) *exec.
 	cmd := exec.CommandContext(ctx, o.Chunks, args...)
 	cmd.Env = childenv.Env(o.Conn.ConnString(), schema)
 	return cmd
+}
+
+// fleetPair measures one chunks worker process against RunChunk on one
+// connection, side by side: in each round both drain the same number of
+// fresh jobs of 64 targets at chunk size 10, the worker from its queue
+// (registered paused, then released in one commit, as throughput does),
+// RunChunk job after job. The worker and the connection are started and
+// warmed up once, and the number of jobs is what RunChunk drains in half of
+// d.
+func fleetPair(ctx context.Context, o Options, cfg *pgx.ConnConfig, schema string, seed *seeder, rounds int) (p Pair, err error) {
+	half := o.Duration / 2
+	dr, err := newDrainer(ctx, cfg, seed, 10, half, runChunk)
+	if err != nil {
+		return p, err
+	}
+	defer func() { err = errors.Join(err, dr.close(ctx)) }()
+	stop, err := workers(ctx, o, schema, 1, time.Second)
+	if err != nil {
+		return p, err
+	}
+	defer func() { err = errors.Join(err, stop()) }()
+	warm, err := dr.drain(ctx, jobsFor(half.Seconds(), 10, 1), half)
+	if err != nil {
+		return p, err
+	}
+	n := max(4, int(chunksPerS(warm)*half.Seconds())/((targetsPerJob+9)/10))
+	fleet := func() (sample, error) {
+		ids, err := seed.register(ctx, n, 10, true)
+		if err != nil {
+			return sample{}, err
+		}
+		return throughput(ctx, seed.conn, ids)
+	}
+	if _, err := fleet(); err != nil { // the worker's sessions make their plans
+		return p, err
+	}
+	return sideBySide("one worker process vs RunChunk (size 10), the same number of jobs",
+		"fleet, 1 worker process", "RunChunk, size 10", rounds, fleet, func() (sample, error) { return dr.drain(ctx, n, time.Hour) })
 }

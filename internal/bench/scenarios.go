@@ -51,7 +51,15 @@ func drainFor(ctx context.Context, cfg *pgx.ConnConfig, d time.Duration, jobs <-
 		return s, err
 	}
 	defer closeConn(ctx, conn, &err)
-	counter.Take() // the connection's start-up is not a chunk's
+	return drainOn(ctx, conn, counter, d, jobs, chunk)
+}
+
+// drainOn is drainFor on an open connection, whose round trips counter
+// counts (nil: not counted).
+func drainOn(ctx context.Context, conn *pgx.Conn, counter *wire.Counter, d time.Duration, jobs <-chan string, chunk chunkFunc) (s sample, err error) {
+	if counter != nil {
+		counter.Take() // the connection's start-up or earlier work is not a chunk's
+	}
 	start := time.Now()
 	deadline := start.Add(d)
 	for job := range jobs {
@@ -71,7 +79,9 @@ func drainFor(ctx context.Context, cfg *pgx.ConnConfig, d time.Duration, jobs <-
 		}
 	}
 	s.elapsed = time.Since(start)
-	s.trips = counter.Take()
+	if counter != nil {
+		s.trips = counter.Take()
+	}
 	return s, nil
 }
 
@@ -175,6 +185,8 @@ func ceiling(ctx context.Context, cfg *pgx.ConnConfig, d time.Duration, firstID 
 		s.orders++
 	}
 	s.elapsed = time.Since(start)
-	s.trips = counter.Take()
+	if counter != nil {
+		s.trips = counter.Take()
+	}
 	return s, nil
 }
