@@ -419,7 +419,7 @@ func fleetScenarios(ctx context.Context, admin *pgx.Conn, o Options, logf func(s
 			ids, err = seed.register(ctx, jobs, 10, true)
 			return err
 		}, func() (Result, error) {
-			s, err := throughput(ctx, seed.conn, ids)
+			s, err := throughput(ctx, seed.conn, ids, 20*time.Millisecond)
 			return s.result("fleet", fmt.Sprintf("%d worker processes, %d jobs of 64 (chunk 10)", n, jobs), false),
 				errors.Join(err, stop())
 		}); err != nil {
@@ -470,7 +470,7 @@ func pacingScenario(ctx context.Context, admin *pgx.Conn, o Options, logf func(s
 			if err != nil {
 				return sample{}, err
 			}
-			return throughput(ctx, seed.conn, ids)
+			return throughput(ctx, seed.conn, ids, 2*time.Millisecond)
 		}
 		if _, err := run(max(1, jobs/10)); err != nil { // the worker's sessions make their plans
 			return err

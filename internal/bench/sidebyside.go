@@ -10,13 +10,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Pair is two variants measured in turn, round after round, on the same
-// server: a ratio of two scenarios measured one after the other moved with
-// the machine's speed between them (a ceiling of 1,535 to 5,594 commits/s
-// on one machine in one day, and the fleet's ratio to RunChunk between 0.9
-// and 1.5), where each round's ratio of two neighbours does not. The order
-// is A B, B A, A B, ..., so that a drift within a round favours neither, and
-// the goal is the median of the rounds' ratios.
+// Pair is two variants measured in turn on the same server: chunk by chunk
+// where both run in this process (alternate), run by run where one is a
+// worker process (sideBySide: A B, B A, A B, ...). A ratio of two scenarios
+// measured one after the other moved with the machine between them (a
+// commit ceiling of 890 to 5,594 commits/s on one machine in one day; the
+// fleet's ratio to RunChunk from 0.7 to 1.5), where neighbours meet the
+// same machine. The goal is the median of the rounds' ratios.
 type Pair struct {
 	Name   string    `json:"name"`   // "RunChunk (size 10) vs the floor"
 	A      string    `json:"a"`      // the variant measured
@@ -29,7 +29,8 @@ type Pair struct {
 type measureFunc func() (sample, error)
 
 // sideBySide measures a and b in turn, rounds times each, and returns their
-// Pair. Each measurement prepares what it runs on before it starts timing.
+// Pair: for what cannot alternate chunk by chunk (worker processes). Each
+// measurement prepares what it runs on before it starts timing.
 func sideBySide(name, aName, bName string, rounds int, a, b measureFunc) (Pair, error) {
 	p := Pair{Name: name, A: aName, B: bName}
 	for i := range rounds {
@@ -71,34 +72,27 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// drainer measures chunk on one connection of its own, opened and warmed up
-// once (a first job drained, so that the session's plans are made) and
-// kept for every round: each measurement drains fresh jobs of size for d.
+// drainer runs chunk on one connection of its own, opened and warmed up
+// once (a first job drained, so that the session's plans are made) and kept
+// for every round.
 type drainer struct {
 	conn  *pgx.Conn
 	seed  *seeder
 	size  int
-	d     time.Duration
 	chunk chunkFunc
+	jobs  []string // what step runs next
 }
 
-func newDrainer(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, size int, d time.Duration, chunk chunkFunc) (*drainer, error) {
+func newDrainer(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, size int, chunk chunkFunc) (*drainer, error) {
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	dr := &drainer{conn: conn, seed: seed, size: size, d: d, chunk: chunk}
+	dr := &drainer{conn: conn, seed: seed, size: size, chunk: chunk}
 	if _, err := dr.drain(ctx, 1, time.Minute); err != nil {
 		return nil, errors.Join(err, conn.Close(context.WithoutCancel(ctx)))
 	}
 	return dr, nil
-}
-
-// measure drains fresh jobs, as many as d can use, for d.
-func (dr *drainer) measure(ctx context.Context) measureFunc {
-	return func() (sample, error) {
-		return dr.drain(ctx, jobsFor(dr.d.Seconds(), dr.size, 1), dr.d)
-	}
 }
 
 // drain seeds n jobs, then drains them for at most d.
@@ -110,13 +104,66 @@ func (dr *drainer) drain(ctx context.Context, n int, d time.Duration) (sample, e
 	return drainOn(ctx, dr.conn, nil, d, queue(jobs), dr.chunk)
 }
 
+// step runs one chunk of the first job of dr.jobs, timed, and moves on to
+// the next job when that one is done.
+func (dr *drainer) step(ctx context.Context, s *sample) error {
+	if len(dr.jobs) == 0 {
+		return errors.New("no job left to run")
+	}
+	t0 := time.Now()
+	res, err := dr.chunk(ctx, dr.conn, dr.jobs[0])
+	if err != nil {
+		return fmt.Errorf("job %s: %w", dr.jobs[0], err)
+	}
+	took := time.Since(t0)
+	s.latencies = append(s.latencies, took)
+	s.elapsed += took
+	s.chunks++
+	s.orders += len(res.Processed)
+	if res.Done {
+		dr.jobs = dr.jobs[1:]
+	}
+	return nil
+}
+
 func (dr *drainer) close(ctx context.Context) error { return dr.conn.Close(context.WithoutCancel(ctx)) }
 
-// inProcessPairs measures issue 26's in-process goals side by side: RunChunk
-// against the baseline script at sizes 1 and 10, and against the floor at
-// size 10. Each measurement runs for half of d.
+// alternate measures a and b chunk by chunk in turn, for d in all, split
+// into rounds: one chunk of a, one of b, and so on, each on its own warm
+// connection, so that both meet the same moments of the machine (a commit's
+// fsync time moves from one second to the next). Each round seeds jobs for
+// both first; each side's time is the sum of its own chunks' times, and the
+// round's ratio is a's chunks/s over b's.
+func alternate(ctx context.Context, name string, a, b *drainer, d time.Duration, rounds int) (Pair, error) {
+	p := Pair{Name: name}
+	each := d / time.Duration(rounds)
+	for i := range rounds {
+		for _, dr := range []*drainer{a, b} {
+			jobs, err := dr.seed.jobs(ctx, jobsFor(each.Seconds(), dr.size, 1), dr.size)
+			if err != nil {
+				return p, err
+			}
+			dr.jobs = jobs
+		}
+		var sa, sb sample
+		for start := time.Now(); time.Since(start) < each; {
+			if err := a.step(ctx, &sa); err != nil {
+				return p, fmt.Errorf("%s, round %d: %w", name, i+1, err)
+			}
+			if err := b.step(ctx, &sb); err != nil {
+				return p, fmt.Errorf("%s, round %d: %w", name, i+1, err)
+			}
+		}
+		p.Rounds = append(p.Rounds, chunksPerS(sa)/chunksPerS(sb))
+	}
+	p.Median = median(p.Rounds)
+	return p, nil
+}
+
+// inProcessPairs measures issue 26's in-process goals chunk by chunk, side
+// by side (alternate): RunChunk against the baseline script at sizes 1 and
+// 10, and against the floor at size 10, for d each.
 func inProcessPairs(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, d time.Duration, rounds int, logf func(string, ...any)) (pairs []Pair, err error) {
-	half := d / 2
 	for _, c := range []struct {
 		name, other string
 		size        int
@@ -126,19 +173,20 @@ func inProcessPairs(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, d ti
 		{"RunChunk vs the baseline script, size 10", "baseline, size 10", 10, baselineChunk},
 		{"RunChunk (size 10) vs the floor", "floor, size 10", 10, floorChunk},
 	} {
-		logf("side by side: %s, %d rounds of %v each", c.name, rounds, half)
-		a, err := newDrainer(ctx, cfg, seed, c.size, half, runChunk)
+		logf("side by side: %s, chunk by chunk in turn, %d rounds, %v in all", c.name, rounds, d)
+		a, err := newDrainer(ctx, cfg, seed, c.size, runChunk)
 		if err != nil {
 			return pairs, err
 		}
-		b, err := newDrainer(ctx, cfg, seed, c.size, half, c.chunk)
+		b, err := newDrainer(ctx, cfg, seed, c.size, c.chunk)
 		if err != nil {
 			return pairs, errors.Join(err, a.close(ctx))
 		}
-		p, err := sideBySide(c.name, fmt.Sprintf("RunChunk, size %d", c.size), c.other, rounds, a.measure(ctx), b.measure(ctx))
+		p, err := alternate(ctx, c.name, a, b, d, rounds)
 		if err = errors.Join(err, a.close(ctx), b.close(ctx)); err != nil {
 			return pairs, err
 		}
+		p.A, p.B = fmt.Sprintf("RunChunk, size %d", c.size), c.other
 		pairs = append(pairs, p)
 	}
 	return pairs, nil

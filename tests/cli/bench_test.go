@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -120,6 +121,37 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	if len(want) != 0 {
 		t.Errorf("goal rows missing or without a value: %v (report: %+v)", want, report.Ratios)
+	}
+	// Those goals are measured side by side: each the median of its
+	// pair's rounds, every round measured.
+	goalOf := map[string]string{
+		"RunChunk vs the baseline script, size 1":                           "chunks vs baseline, chunks/s, no delay, size 1",
+		"RunChunk vs the baseline script, size 10":                          "chunks vs baseline, chunks/s, no delay, size 10",
+		"RunChunk (size 10) vs the floor":                                   "chunks (size 10) vs the floor (its writes in one statement, no checks), chunks/s",
+		"one worker process vs RunChunk (size 10), the same number of jobs": "fleet (1 worker process) vs RunChunk, chunks/s, same jobs",
+		"the replica lag check, nothing throttling: with it vs without":     "the replica lag check, nothing throttling: chunks/s with it vs without",
+	}
+	if !seen["pacing"] { // no standby of its own with --dsn
+		delete(goalOf, "the replica lag check, nothing throttling: with it vs without")
+	}
+	for _, p := range report.Pairs {
+		goal, ok := goalOf[p.Name]
+		if !ok {
+			t.Errorf("unexpected pair %q", p.Name)
+			continue
+		}
+		delete(goalOf, p.Name)
+		if len(p.Rounds) != 5 || slices.ContainsFunc(p.Rounds, func(v float64) bool { return v <= 0 }) || p.A == "" || p.B == "" {
+			t.Errorf("pair %q: %+v, want 5 measured rounds and both variants named", p.Name, p)
+		}
+		for _, g := range report.Ratios {
+			if g.Name == goal && g.Value != p.Median {
+				t.Errorf("goal %q is %v, want its pair's median %v", goal, g.Value, p.Median)
+			}
+		}
+	}
+	if len(goalOf) != 0 {
+		t.Errorf("pairs missing: %v", goalOf)
 	}
 }
 
