@@ -205,7 +205,9 @@ func child(ctx context.Context, o Options, schema string, args ...string) *exec.
 // connection, side by side: in each round both drain the same number of
 // fresh jobs of 64 targets at chunk size 10, the worker from its queue
 // (registered paused, then released in one commit, as throughput does),
-// RunChunk job after job. The worker and the connection are started and
+// RunChunk job after job, on jobs of its own that stay paused in the queue
+// (the first version of this pair left them runnable: the worker ran
+// chunks of them too, and RunChunk waited for it on their job rows). The worker and the connection are started and
 // warmed up once, and the number of jobs is what RunChunk drains in half of
 // d.
 func fleetPair(ctx context.Context, o Options, cfg *pgx.ConnConfig, schema string, seed *seeder, rounds int) (p Pair, err error) {
@@ -215,6 +217,7 @@ func fleetPair(ctx context.Context, o Options, cfg *pgx.ConnConfig, schema strin
 		return p, err
 	}
 	defer func() { err = errors.Join(err, dr.close(ctx)) }()
+	dr.paused = true // RunChunk's own jobs: the worker must not take them (run_chunk does not look at the queue)
 	stop, err := workers(ctx, o, schema, 1, time.Second)
 	if err != nil {
 		return p, err

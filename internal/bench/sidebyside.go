@@ -81,6 +81,9 @@ type drainer struct {
 	size  int
 	chunk chunkFunc
 	jobs  []string // what step runs next
+	// paused registers its jobs paused in the queue: beside a worker
+	// process, which would otherwise run them too.
+	paused bool
 }
 
 func newDrainer(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, size int, chunk chunkFunc) (*drainer, error) {
@@ -97,7 +100,7 @@ func newDrainer(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, size int
 
 // drain seeds n jobs, then drains them for at most d.
 func (dr *drainer) drain(ctx context.Context, n int, d time.Duration) (sample, error) {
-	jobs, err := dr.seed.jobs(ctx, n, dr.size)
+	jobs, err := dr.seed.register(ctx, n, dr.size, dr.paused)
 	if err != nil {
 		return sample{}, err
 	}
