@@ -8,10 +8,10 @@
 -- = off, enable_bitmapscan = off: no plan visits the rows in another order),
 -- so overlapping jobs cannot deadlock, as with a FOR UPDATE in key order,
 -- and each row gets one heap record instead of a lock record and an update.
--- Only when it changed fewer rows than IDS does it say why: the rows it did
--- not change are locked in ascending id order and compared with their
--- approval (order_problem); CH409 names the first id that does not match,
--- and the caller's statement, failing, undoes the rows already changed.
+-- Only when it changed fewer rows than IDS does it say why
+-- (change_orders_refused). run_chunk runs the same UPDATE inside its one
+-- write statement (with the audit rows and the checkpoint) and calls
+-- change_orders_refused the same way.
 -- enable_seqscan = off, as in run_chunk: a session's plan of the orders
 -- lookup must not stay a sequential scan made while orders was nearly empty,
 -- whichever caller planned it first.
@@ -24,7 +24,6 @@ set enable_seqscan = off
 set enable_bitmapscan = off
 as $$
 declare
-  v_problem text;
   v_changed integer[];
 begin
   with changed as (
@@ -36,32 +35,10 @@ begin
     returning o.id
   )
   select array_agg(c.id) into v_changed from changed as c;
-  if coalesce(cardinality(v_changed), 0) = cardinality(change_orders.ids) then
-    return;
+  if coalesce(cardinality(v_changed), 0) <> cardinality(change_orders.ids) then
+    perform change_orders_refused(change_orders.tenant, change_orders.ids, change_orders.revisions, change_orders.qtys,
+                                  change_orders.kind, v_changed);
   end if;
-
-  with locked as materialized (
-    select o.id, o.tenant, o.qty, o.state, o.revision
-      from orders as o
-     where o.id = any (change_orders.ids) and o.id <> all (coalesce(v_changed, '{}'))
-     order by o.id
-       for update
-  )
-  select s.problem into v_problem
-    from (select a.id,
-                 order_problem(a.id, a.revision, a.qty, change_orders.tenant, state_before(change_orders.kind),
-                               l.id, l.tenant, l.state, l.revision, l.qty) as problem
-            from unnest(change_orders.ids, change_orders.revisions, change_orders.qtys) as a(id, revision, qty)
-            left join locked as l on l.id = a.id
-           where a.id <> all (coalesce(v_changed, '{}'))) as s
-   where s.problem is not null
-   order by s.id
-   limit 1;
-  -- No problem left: a row changed between the UPDATE and this look, so
-  -- that it matches now. Never passes silently.
-  raise exception '%', coalesce(v_problem, format('changed %s of %s orders', coalesce(cardinality(v_changed), 0),
-                                                   cardinality(change_orders.ids)))
-    using errcode = 'CH409';
 end
 $$;
 comment on function {{ .schema }}.change_orders(text, integer[], integer[], integer[], text) is

@@ -8,6 +8,7 @@
 {{ template "state_before.sql" . }}
 {{ template "state_after.sql" . }}
 {{ template "order_problem.sql" . }}
+{{ template "change_orders_refused.sql" . }}
 {{ template "change_orders.sql" . }}
 {{ template "job_problem.sql" . }}
 {{ template "job_shape_problem.sql" . }}
