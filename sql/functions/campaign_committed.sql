@@ -23,8 +23,11 @@
 --
 -- A plain SQL function (no SET, invoker), inlined into its callers, which
 -- pin search_path.
+-- Its result changed (a text status became two booleans): CREATE OR REPLACE
+-- cannot change it, so it is dropped first (no grant names it; its callers
+-- are PL/pgSQL and find it again by name).
 drop function if exists {{ .schema }}.campaign_committed(text);
-create function {{ .schema }}.campaign_committed(name text)
+create or replace function {{ .schema }}.campaign_committed(name text)
 returns table(id integer, missing boolean, matching boolean)
 language sql stable
 as $$
