@@ -22,6 +22,22 @@ func campaignLines(first, n int) string {
 	return b.String()
 }
 
+// runWholeCampaign runs every chunk of campaign NAME, job after job in seq
+// order, in one statement, as run_chunk would one by one.
+func runWholeCampaign(t testing.TB, s *pgtest.Schema, name string) {
+	t.Helper()
+	// A DO block takes no parameters: the name travels as a session setting.
+	s.Exec(t, "select set_config('chunks_test.campaign', $1, false)", name)
+	s.Exec(t, `do $$
+	           declare v_job text;
+	           begin
+	             for v_job in select cj.job_id from campaign_jobs as cj
+	                           where cj.campaign = current_setting('chunks_test.campaign') order by cj.seq loop
+	               loop exit when (run_chunk(v_job) ->> 'done')::boolean; end loop;
+	             end loop;
+	           end $$`)
+}
+
 func readTargets(t testing.TB, text string) driver.CampaignTargets {
 	t.Helper()
 	ct, err := driver.ReadCampaignTargets(strings.NewReader(text))
@@ -259,13 +275,7 @@ func TestCampaignReportAuditOutsideTheRange(t *testing.T) {
 	if _, err := driver.CreateCampaign(ctx, s.Conn, spec, readTargets(t, campaignLines(1, 180))); err != nil {
 		t.Fatal(err)
 	}
-	s.Exec(t, `do $$
-	           declare v_job text;
-	           begin
-	             for v_job in select cj.job_id from campaign_jobs as cj where cj.campaign = 'c' order by cj.seq loop
-	               loop exit when (run_chunk(v_job) ->> 'done')::boolean; end loop;
-	             end loop;
-	           end $$`)
+	runWholeCampaign(t, s, "c")
 	// The middle job's first three audit rows (ids 61, 62, 63) now name
 	// orders 350 (made to look the way the job left it), 300 and 500 (none).
 	s.Exec(t, `update job_audit set id = case ordinal when 0 then 350 when 1 then 300 else 500 end
