@@ -1,4 +1,7 @@
 -- Campaigns: report() over every job of a campaign, in one query.
+-- jit off: the planner prices campaign_committed's probes for ids outside
+-- its range for every row, and would JIT-compile the query for probes that
+-- do not run (campaign_committed.sql).
 create or replace function {{ .schema }}.campaign_report(name text) returns jsonb
 language plpgsql stable security definer
 set search_path = {{ .schema }}, pg_temp

@@ -1,5 +1,8 @@
 -- Campaigns: what a campaign is doing, summed over its jobs in one query
 -- that reads only its own jobs (campaign_jobs by campaign).
+-- jit off: the planner prices campaign_committed's probes for ids outside
+-- its range for every row, and would JIT-compile the query for probes that
+-- do not run (campaign_committed.sql).
 create or replace function {{ .schema }}.campaign_status(name text) returns jsonb
 language plpgsql stable security definer
 set search_path = {{ .schema }}, pg_temp
