@@ -26,13 +26,7 @@ func BenchmarkCampaign(b *testing.B) {
 		s.Exec(b, `select campaign_create($1, 'acme', 10, array(select generate_series($2::int, $2::int + $3::int - 1)),
 		             array_fill(3, array[$3::int]), array_fill(2, array[$3::int]))`, c.name, c.first, n)
 	}
-	s.Exec(b, `do $$
-	           declare v_job text;
-	           begin
-	             for v_job in select cj.job_id from campaign_jobs as cj where cj.campaign = 'c' order by cj.seq loop
-	               loop exit when (run_chunk(v_job) ->> 'done')::boolean; end loop;
-	             end loop;
-	           end $$`)
+	runWholeCampaign(b, s, "c")
 	s.Exec(b, "analyze")
 	st, err := driver.CampaignStatus(ctx, s.Conn, "c")
 	if err != nil {

@@ -22,6 +22,22 @@ func campaignLines(first, n int) string {
 	return b.String()
 }
 
+// runWholeCampaign runs every chunk of campaign NAME, job after job in seq
+// order, in one statement, as run_chunk would one by one.
+func runWholeCampaign(t testing.TB, s *pgtest.Schema, name string) {
+	t.Helper()
+	// A DO block takes no parameters: the name travels as a session setting.
+	s.Exec(t, "select set_config('chunks_test.campaign', $1, false)", name)
+	s.Exec(t, `do $$
+	           declare v_job text;
+	           begin
+	             for v_job in select cj.job_id from campaign_jobs as cj
+	                           where cj.campaign = current_setting('chunks_test.campaign') order by cj.seq loop
+	               loop exit when (run_chunk(v_job) ->> 'done')::boolean; end loop;
+	             end loop;
+	           end $$`)
+}
+
 func readTargets(t testing.TB, text string) driver.CampaignTargets {
 	t.Helper()
 	ct, err := driver.ReadCampaignTargets(strings.NewReader(text))
@@ -244,6 +260,40 @@ func TestCampaignStatusReportPause(t *testing.T) {
 	}
 	if _, err := driver.CampaignStatus(ctx, s.Conn, "nope"); !errors.Is(err, driver.ErrConflict) {
 		t.Fatalf("unknown campaign: %v", err)
+	}
+}
+
+// campaign_committed reads orders by one id range, guessed from the
+// campaign's first and last job with committed targets; an audit row
+// outside that range (here: tampered, in the middle job) still gets its
+// order: one that still matches, one that drifted, one that is missing.
+func TestCampaignReportAuditOutsideTheRange(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	seedOrders(t, s, "acme", 1, 400)
+	spec := driver.CampaignSpec{Name: "c", Tenant: "acme", ChunkSize: 10, QueueWindow: 3}
+	if _, err := driver.CreateCampaign(ctx, s.Conn, spec, readTargets(t, campaignLines(1, 180))); err != nil {
+		t.Fatal(err)
+	}
+	runWholeCampaign(t, s, "c")
+	// The middle job's first three audit rows (ids 61, 62, 63) now name
+	// orders 350 (made to look the way the job left it), 300 and 500 (none).
+	s.Exec(t, `update job_audit set id = case ordinal when 0 then 350 when 1 then 300 else 500 end
+	            where job_id = (select job_id from campaign_jobs where campaign = 'c' and seq = 1) and ordinal < 3`)
+	s.Exec(t, "update orders set state = 'cancelled', revision = 4 where id = 350")
+	r, err := driver.CampaignReport(ctx, s.Conn, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Committed != 180 || r.Matching != 178 || fmt.Sprint(r.Drifted) != "[300]" || fmt.Sprint(r.Missing) != "[500]" {
+		t.Fatalf("report %+v", r)
+	}
+	st, err := driver.CampaignStatus(ctx, s.Conn, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Committed != 180 || st.Drift != 2 {
+		t.Fatalf("status %+v", st)
 	}
 }
 

@@ -1,7 +1,11 @@
 -- Campaigns: report() over every job of a campaign, in one query.
+-- jit off: the planner prices campaign_committed's probes for ids outside
+-- its range for every row, and would JIT-compile the query for probes that
+-- do not run (campaign_committed.sql).
 create or replace function {{ .schema }}.campaign_report(name text) returns jsonb
 language plpgsql stable security definer
 set search_path = {{ .schema }}, pg_temp
+set jit = off
 as $$
 declare
   v_report jsonb;
@@ -20,11 +24,11 @@ begin
                  from campaign_jobs as cj
                  join jobs as j on j.job_id = cj.job_id
                 where cj.campaign = campaign_report.name) as p
-   cross join (select count(*) filter (where t.status = 'matching')::integer as matching,
-                      count(*) filter (where t.status = 'drifted')::integer as drifted_count,
-                      count(*) filter (where t.status = 'missing')::integer as missing_count,
-                      coalesce(jsonb_agg(t.id order by t.id) filter (where t.status = 'drifted'), '[]') as drifted,
-                      coalesce(jsonb_agg(t.id order by t.id) filter (where t.status = 'missing'), '[]') as missing
+   cross join (select count(*) filter (where t.matching)::integer as matching,
+                      count(*) filter (where not (t.matching or t.missing))::integer as drifted_count,
+                      count(*) filter (where t.missing)::integer as missing_count,
+                      coalesce(jsonb_agg(t.id order by t.id) filter (where not (t.matching or t.missing)), '[]') as drifted,
+                      coalesce(jsonb_agg(t.id order by t.id) filter (where t.missing), '[]') as missing
                  from campaign_committed(campaign_report.name) as t) as r
    where c.name = campaign_report.name;
   if v_report is null then
