@@ -263,7 +263,7 @@ func TestCampaignStatusReportPause(t *testing.T) {
 	}
 }
 
-// campaign_committed reads orders by one id range, guessed from the
+// campaign_committed_state reads orders by one id range, guessed from the
 // campaign's first and last job with committed targets; an audit row
 // outside that range (here: tampered, in the middle job) still gets its
 // order: one that still matches, one that drifted, one that is missing.

@@ -15,7 +15,7 @@ import (
 // inlined are the helpers that deliberately have no SET clause: a plain SQL
 // expression (no table, only built-ins) that the planner inlines into its
 // callers, which all pin search_path; a SET clause would prevent inlining.
-// campaign_committed is the one that reads tables (each named with its
+// campaign_committed_state is the one that reads tables (each named with its
 // schema): a set-returning SQL function inlined into the FROM clause of
 // campaign_status and campaign_report; its call is a FROM item (%s: the
 // function's qualified name).
@@ -51,7 +51,7 @@ var inlined = map[string]struct{ call, shows string }{
 	"is_name":            {"(n) from unnest(array['a']) n", "'^[A-Za-z0-9_-]{1,64}$'"},
 	"range_problem":      {"('qty', i) from unnest(array[1]) i", "format("},
 	"campaign_job_size":  {"(i) from unnest(array[10]) i", "%"},
-	"campaign_committed": {"count(*) from %s('c') as t", "job_audit"},
+	"campaign_committed_state": {"count(*) from %s('c') as t", "job_audit"},
 }
 
 // docs/contract.md §6: every function is documented with COMMENT ON; every
@@ -108,7 +108,7 @@ func TestSQLFunctionCatalog(t *testing.T) {
 				// them on near-empty tables (sql_plans_test.go).
 				want = append(want, "enable_seqscan=off")
 			case "campaign_status", "campaign_report":
-				// campaign_committed prices its probes for ids outside its guessed
+				// campaign_committed_state prices its probes for ids outside its guessed
 				// range for every row; a JIT compile would cost more than the query.
 				want = append(want, "jit=off")
 			case "pause_job", "pause_job_after", "resume_job", "register_undo", "campaign_pause", "campaign_resume", "campaign_undo":

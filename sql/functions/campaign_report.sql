@@ -1,7 +1,7 @@
 -- Campaigns: report() over every job of a campaign, in one query.
--- jit off: the planner prices campaign_committed's probes for ids outside
+-- jit off: the planner prices campaign_committed_state's probes for ids outside
 -- its range for every row, and would JIT-compile the query for probes that
--- do not run (campaign_committed.sql).
+-- do not run (campaign_committed_state.sql).
 create or replace function {{ .schema }}.campaign_report(name text) returns jsonb
 language plpgsql stable security definer
 set search_path = {{ .schema }}, pg_temp
@@ -29,7 +29,7 @@ begin
                       count(*) filter (where t.missing)::integer as missing_count,
                       coalesce(jsonb_agg(t.id order by t.id) filter (where not (t.matching or t.missing)), '[]') as drifted,
                       coalesce(jsonb_agg(t.id order by t.id) filter (where t.missing), '[]') as missing
-                 from campaign_committed(campaign_report.name) as t) as r
+                 from campaign_committed_state(campaign_report.name) as t) as r
    where c.name = campaign_report.name;
   if v_report is null then
     raise exception 'campaign %: not found', campaign_report.name using errcode = 'CH409';

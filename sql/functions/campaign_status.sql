@@ -1,8 +1,8 @@
 -- Campaigns: what a campaign is doing, summed over its jobs in one query
 -- that reads only its own jobs (campaign_jobs by campaign).
--- jit off: the planner prices campaign_committed's probes for ids outside
+-- jit off: the planner prices campaign_committed_state's probes for ids outside
 -- its range for every row, and would JIT-compile the query for probes that
--- do not run (campaign_committed.sql).
+-- do not run (campaign_committed_state.sql).
 create or replace function {{ .schema }}.campaign_status(name text) returns jsonb
 language plpgsql stable security definer
 set search_path = {{ .schema }}, pg_temp
@@ -51,8 +51,8 @@ begin
                       count(*) filter (where p.state = 'paused')::integer as paused,
                       count(*) filter (where p.state = 'queued')::integer as queued,
                       count(*) filter (where p.state = 'waiting')::integer as waiting,
-                      -- report's rules (campaign_committed): one pass, no jsonb.
-                      (select count(*)::integer from campaign_committed(campaign_status.name) as t
+                      -- report's rules (campaign_committed_state): one pass, no jsonb.
+                      (select count(*)::integer from campaign_committed_state(campaign_status.name) as t
                         where not t.matching) as drift
                  from per_job as p) as s
    where c.name = campaign_status.name;

@@ -56,7 +56,7 @@
 {{ template "lock_campaign.sql" . }}
 {{ template "campaign_pause.sql" . }}
 {{ template "campaign_resume.sql" . }}
-{{ template "campaign_committed.sql" . }}
+{{ template "campaign_committed_state.sql" . }}
 {{ template "campaign_status.sql" . }}
 {{ template "campaign_report.sql" . }}
 {{ template "campaign_check.sql" . }}

@@ -23,23 +23,25 @@
 --
 -- A plain SQL function (no SET, invoker), inlined into its callers, which
 -- pin search_path.
--- Its result changed (a text status became two booleans): CREATE OR REPLACE
--- cannot change it, so it is dropped first (no grant names it; its callers
--- are PL/pgSQL and find it again by name).
+-- It was campaign_committed(name), with a text status: CREATE OR REPLACE
+-- cannot change a result type, and a function dropped and made again on
+-- every migrate would change its oid each time, so it has a new name and the
+-- old one is dropped (a no-op after the first migrate; no grant named it,
+-- and its callers, PL/pgSQL, find functions by name).
 drop function if exists {{ .schema }}.campaign_committed(text);
-create or replace function {{ .schema }}.campaign_committed(name text)
+create or replace function {{ .schema }}.campaign_committed_state(name text)
 returns table(id integer, missing boolean, matching boolean)
 language sql stable
 as $$
   with bounds as materialized (
     select (select (select min(a.id) from {{ .schema }}.job_audit as a where a.job_id = cj.job_id)
               from {{ .schema }}.campaign_jobs as cj
-             where cj.campaign = campaign_committed.name
+             where cj.campaign = campaign_committed_state.name
                and exists (select from {{ .schema }}.job_audit as a where a.job_id = cj.job_id)
              order by cj.seq limit 1) as lo,
            (select (select max(a.id) from {{ .schema }}.job_audit as a where a.job_id = cj.job_id)
               from {{ .schema }}.campaign_jobs as cj
-             where cj.campaign = campaign_committed.name
+             where cj.campaign = campaign_committed_state.name
                and exists (select from {{ .schema }}.job_audit as a where a.job_id = cj.job_id)
              order by cj.seq desc limit 1) as hi
   )
@@ -61,7 +63,7 @@ as $$
                     from {{ .schema }}.campaign_jobs as cj
                     join {{ .schema }}.jobs as j on j.job_id = cj.job_id
                     left join {{ .schema }}.job_kind as k on k.job_id = cj.job_id
-                   where cj.campaign = campaign_committed.name
+                   where cj.campaign = campaign_committed_state.name
                   offset 0) as pj
             join {{ .schema }}.job_audit as a on a.job_id = pj.job_id
             left join {{ .schema }}.orders as o
@@ -69,5 +71,5 @@ as $$
              and o.id between (select b.lo from bounds as b) and (select b.hi from bounds as b)
           offset 0) as t
 $$;
-comment on function {{ .schema }}.campaign_committed(text) is
+comment on function {{ .schema }}.campaign_committed_state(text) is
   'chunks helper (campaign_report, campaign_status): every committed target of campaign NAME (its audit rows) by report''s rules: MISSING (no such order) and MATCHING (the order still looks the way the job left it); neither is drifted. Reads only this campaign''s jobs, and orders by one range (plus one probe per committed id outside it, if any).';
