@@ -44,13 +44,13 @@ var inlined = map[string]struct{ call, shows string }{
 	"is_worker":        {"(w) from unnest(array['a']) w", "~"},
 	"approval_problem": {"('j', 'cancel', 'a', e, 1, 'cancel', 'a', 'x', 1) from jsonb_array_elements('[[]]') e", "CASE WHEN"},
 	// limits() and its readers fold to constants (README "Decisions": the value rules, once).
-	"limits":             {"() -> 'targets_max' from unnest(array[1]) i", "'64'::jsonb"},
-	"limit_of":           {"(k) from unnest(array['targets_max']) k", "->>"},
-	"in_range":           {"('qty', i) from unnest(array[1]) i", "'1000'::bigint"},
-	"target_in_range":    {"(i, i, i) from unnest(array[1]) i", "'2147483646'::bigint"},
-	"is_name":            {"(n) from unnest(array['a']) n", "'^[A-Za-z0-9_-]{1,64}$'"},
-	"range_problem":      {"('qty', i) from unnest(array[1]) i", "format("},
-	"campaign_job_size":  {"(i) from unnest(array[10]) i", "%"},
+	"limits":                   {"() -> 'targets_max' from unnest(array[1]) i", "'64'::jsonb"},
+	"limit_of":                 {"(k) from unnest(array['targets_max']) k", "->>"},
+	"in_range":                 {"('qty', i) from unnest(array[1]) i", "'1000'::bigint"},
+	"target_in_range":          {"(i, i, i) from unnest(array[1]) i", "'2147483646'::bigint"},
+	"is_name":                  {"(n) from unnest(array['a']) n", "'^[A-Za-z0-9_-]{1,64}$'"},
+	"range_problem":            {"('qty', i) from unnest(array[1]) i", "format("},
+	"campaign_job_size":        {"(i) from unnest(array[10]) i", "%"},
 	"campaign_committed_state": {"count(*) from %s('c') as t", "job_audit"},
 }
 
