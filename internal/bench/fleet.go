@@ -212,7 +212,7 @@ func child(ctx context.Context, o Options, schema string, args ...string) *exec.
 // d.
 func fleetPair(ctx context.Context, o Options, cfg *pgx.ConnConfig, schema string, seed *seeder, rounds int) (p Pair, err error) {
 	half := o.Duration / 2
-	dr, err := newDrainer(ctx, cfg, seed, 10, runChunk)
+	dr, err := newDrainer(ctx, cfg, seed, 10, runChunk, false)
 	if err != nil {
 		return p, err
 	}

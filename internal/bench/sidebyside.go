@@ -84,14 +84,25 @@ type drainer struct {
 	// paused registers its jobs paused in the queue: beside a worker
 	// process, which would otherwise run them too.
 	paused bool
+	// change makes its jobs jobs of the bench's declared change
+	// (seeder.changeJobs) instead of cancellations of orders.
+	change bool
 }
 
-func newDrainer(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, size int, chunk chunkFunc) (*drainer, error) {
+// newJobs registers n fresh jobs of dr's kind and size.
+func (dr *drainer) newJobs(ctx context.Context, n int) ([]string, error) {
+	if dr.change {
+		return dr.seed.changeJobs(ctx, n, dr.size)
+	}
+	return dr.seed.register(ctx, n, dr.size, dr.paused)
+}
+
+func newDrainer(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, size int, chunk chunkFunc, change bool) (*drainer, error) {
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	dr := &drainer{conn: conn, seed: seed, size: size, chunk: chunk}
+	dr := &drainer{conn: conn, seed: seed, size: size, chunk: chunk, change: change}
 	if _, err := dr.drain(ctx, 1, time.Minute); err != nil {
 		return nil, errors.Join(err, conn.Close(context.WithoutCancel(ctx)))
 	}
@@ -100,7 +111,7 @@ func newDrainer(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, size int
 
 // drain seeds n jobs, then drains them for at most d.
 func (dr *drainer) drain(ctx context.Context, n int, d time.Duration) (sample, error) {
-	jobs, err := dr.seed.register(ctx, n, dr.size, dr.paused)
+	jobs, err := dr.newJobs(ctx, n)
 	if err != nil {
 		return sample{}, err
 	}
@@ -142,7 +153,7 @@ func alternate(ctx context.Context, name string, a, b *drainer, d time.Duration,
 	each := d / time.Duration(rounds)
 	for i := range rounds {
 		for _, dr := range []*drainer{a, b} {
-			jobs, err := dr.seed.jobs(ctx, jobsFor(each.Seconds(), dr.size, 1), dr.size)
+			jobs, err := dr.newJobs(ctx, jobsFor(each.Seconds(), dr.size, 1))
 			if err != nil {
 				return p, err
 			}
@@ -163,25 +174,32 @@ func alternate(ctx context.Context, name string, a, b *drainer, d time.Duration,
 	return p, nil
 }
 
-// inProcessPairs measures issue 26's in-process goals chunk by chunk, side
-// by side (alternate): RunChunk against the baseline script at sizes 1 and
-// 10, and against the floor at size 10, for d each.
+// inProcessPairs measures the in-process goals chunk by chunk, side by side
+// (alternate), for d each: RunChunk against the baseline script at sizes 1
+// and 10 and against the floor at size 10 (issue 26), and the built-in
+// cancellation against a declared change at sizes 1 and 10 (issue 25: its
+// ratio is the declared change's time per chunk over the built-in's).
 func inProcessPairs(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, d time.Duration, rounds int, logf func(string, ...any)) (pairs []Pair, err error) {
 	for _, c := range []struct {
-		name, other string
-		size        int
-		chunk       chunkFunc
+		name, a, b string
+		size       int
+		other      chunkFunc
+		change     bool // b is the declared change (a RunChunk of its jobs)
 	}{
-		{"RunChunk vs the baseline script, size 1", "baseline, size 1", 1, baselineChunk},
-		{"RunChunk vs the baseline script, size 10", "baseline, size 10", 10, baselineChunk},
-		{"RunChunk (size 10) vs the floor", "floor, size 10", 10, floorChunk},
+		{"RunChunk vs the baseline script, size 1", "RunChunk, size 1", "baseline, size 1", 1, baselineChunk, false},
+		{"RunChunk vs the baseline script, size 10", "RunChunk, size 10", "baseline, size 10", 10, baselineChunk, false},
+		{"RunChunk (size 10) vs the floor", "RunChunk, size 10", "floor, size 10", 10, floorChunk, false},
+		{"the declared change vs the built-in cancellation, size 1 (its time per chunk over the built-in's)",
+			"built-in, size 1", "declared, size 1", 1, runChunk, true},
+		{"the declared change vs the built-in cancellation, size 10 (its time per chunk over the built-in's)",
+			"built-in, size 10", "declared, size 10", 10, runChunk, true},
 	} {
 		logf("side by side: %s, chunk by chunk in turn, %d rounds, %v in all", c.name, rounds, d)
-		a, err := newDrainer(ctx, cfg, seed, c.size, runChunk)
+		a, err := newDrainer(ctx, cfg, seed, c.size, runChunk, false)
 		if err != nil {
 			return pairs, err
 		}
-		b, err := newDrainer(ctx, cfg, seed, c.size, c.chunk)
+		b, err := newDrainer(ctx, cfg, seed, c.size, c.other, c.change)
 		if err != nil {
 			return pairs, errors.Join(err, a.close(ctx))
 		}
@@ -189,7 +207,7 @@ func inProcessPairs(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, d ti
 		if err = errors.Join(err, a.close(ctx), b.close(ctx)); err != nil {
 			return pairs, err
 		}
-		p.A, p.B = fmt.Sprintf("RunChunk, size %d", c.size), c.other
+		p.A, p.B = c.a, c.b
 		pairs = append(pairs, p)
 	}
 	return pairs, nil

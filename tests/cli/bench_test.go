@@ -125,11 +125,13 @@ func TestBenchSmoke(t *testing.T) {
 	// Those goals are measured side by side: each the median of its
 	// pair's rounds, every round measured.
 	goalOf := map[string]string{
-		"RunChunk vs the baseline script, size 1":                           "chunks vs baseline, chunks/s, no delay, size 1",
-		"RunChunk vs the baseline script, size 10":                          "chunks vs baseline, chunks/s, no delay, size 10",
-		"RunChunk (size 10) vs the floor":                                   "chunks (size 10) vs the floor (its writes in one statement, no checks), chunks/s",
-		"one worker process vs RunChunk (size 10), the same number of jobs": "fleet (1 worker process) vs RunChunk, chunks/s, same jobs",
-		"the replica lag check, nothing throttling: with it vs without":     "the replica lag check, nothing throttling: chunks/s with it vs without",
+		"RunChunk vs the baseline script, size 1":                                                            "chunks vs baseline, chunks/s, no delay, size 1",
+		"RunChunk vs the baseline script, size 10":                                                           "chunks vs baseline, chunks/s, no delay, size 10",
+		"RunChunk (size 10) vs the floor":                                                                    "chunks (size 10) vs the floor (its writes in one statement, no checks), chunks/s",
+		"one worker process vs RunChunk (size 10), the same number of jobs":                                  "fleet (1 worker process) vs RunChunk, chunks/s, same jobs",
+		"the replica lag check, nothing throttling: with it vs without":                                      "the replica lag check, nothing throttling: chunks/s with it vs without",
+		"the declared change vs the built-in cancellation, size 1 (its time per chunk over the built-in's)":  "declared change vs the built-in cancellation, time per chunk (one round trip each), size 1",
+		"the declared change vs the built-in cancellation, size 10 (its time per chunk over the built-in's)": "declared change vs the built-in cancellation, time per chunk (one round trip each), size 10",
 	}
 	if !seen["pacing"] { // no standby of its own with --dsn
 		delete(goalOf, "the replica lag check, nothing throttling: with it vs without")
