@@ -73,7 +73,7 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 	if err := admin.QueryRow(ctx, "select version()").Scan(&r.Server); err != nil {
 		return r, err
 	}
-	for _, name := range []string{"fsync", "synchronous_commit", "full_page_writes", "wal_level", "shared_buffers"} {
+	for _, name := range []string{"fsync", "synchronous_commit", "full_page_writes", "wal_level", "shared_buffers", "checkpoint_timeout", "max_wal_size"} {
 		var v string
 		if err := admin.QueryRow(ctx, "select current_setting($1)", name).Scan(&v); err != nil {
 			return r, err

@@ -165,7 +165,7 @@ func TestBenchTypedDSNOnly(t *testing.T) {
 	r := clitest.RunWith(t, clitest.Options{Timeout: 3 * time.Minute, Env: []string{"CHUNKS_DSN=" + unreachableDSN, "DATABASE_URL=" + unreachableDSN}},
 		"bench", "--duration", "100ms", "--scale=false", "--json")
 	report := decode[bench.Report](t, r)
-	if s := report.Settings; s["fsync"] != "on" || s["synchronous_commit"] != "on" || s["full_page_writes"] != "on" || !report.Equivalent {
+	if s := report.Settings; s["fsync"] != "on" || s["synchronous_commit"] != "on" || s["full_page_writes"] != "on" || s["checkpoint_timeout"] != "1h" || !report.Equivalent {
 		t.Fatalf("bench without --dsn: settings %v, equivalent %t; want its own durable server", s, report.Equivalent)
 	}
 	r = clitest.Run(t, "bench", "--dsn", "host=h password = TopSecret port=abc")
