@@ -124,11 +124,11 @@ begin
   -- The chunk's writes, in one statement: change_orders' UPDATE of the
   -- orders (see there: one probe per id, in ascending id order, each row
   -- locked by its update; enable_bitmapscan = off keeps it so), one audit
-  -- row per order and the checkpoint. A statement less and no plpgsql call
-  -- against change_orders, then an INSERT, then an UPDATE: the fixed cost of
-  -- a chunk (BENCHMARKS.md). The only lock it can wait for is an order's:
-  -- the job row is this transaction's, so no other one writes the job's
-  -- audit rows or its row. When fewer orders matched than the chunk has,
+  -- row per order and the checkpoint: one statement where there were three
+  -- (a plpgsql call of change_orders, an INSERT, an UPDATE), part of the
+  -- fixed cost of a chunk (BENCHMARKS.md). The only lock it can wait for
+  -- is an order's: the job row is this transaction's, so no other one
+  -- writes the job's audit rows or its row. When fewer orders matched than the chunk has,
   -- change_orders_refused says why and the error undoes the statement.
   v_locking := null; -- an order of this chunk: the handler names them
   with changed as (                                                                  -- after-orders
