@@ -207,9 +207,9 @@ func child(ctx context.Context, o Options, schema string, args ...string) *exec.
 // (registered paused, then released in one commit, as throughput does),
 // RunChunk job after job, on jobs of its own that stay paused in the queue
 // (the first version of this pair left them runnable: the worker ran
-// chunks of them too, and RunChunk waited for it on their job rows). The worker and the connection are started and
-// warmed up once, and the number of jobs is what RunChunk drains in half of
-// d.
+// chunks of them too, and RunChunk waited for it on their job rows). The
+// worker and the connection are started and warmed up once, and the number
+// of jobs is what RunChunk drains in half of d.
 func fleetPair(ctx context.Context, o Options, cfg *pgx.ConnConfig, schema string, seed *seeder, rounds int) (p Pair, err error) {
 	half := o.Duration / 2
 	dr, err := newDrainer(ctx, cfg, seed, 10, runChunk, false)
