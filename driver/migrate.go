@@ -67,6 +67,14 @@ type MigrateOptions struct {
 	// of what it does not own. Owner should not be a superuser: see
 	// docs/roles.md.
 	Owner string
+	// Writer (a role name, as pg_roles spells it; "" keeps the recorded
+	// one, else SCHEMA_writer, created NOLOGIN when the migrating role may
+	// create roles) is the role that reads and writes the user's tables of
+	// declared changes: their triggers, policies and domain checks run as
+	// it, never as Owner. It must be an ordinary role that is a member of
+	// no role and holds nothing of chunks; the owners of those tables grant
+	// it SELECT and UPDATE. See docs/roles.md "Code on your tables".
+	Writer string
 }
 
 // Migrate installs chunks into schema, or upgrades it, in ONE transaction:
@@ -122,7 +130,7 @@ func Migrate(ctx context.Context, conn *pgx.Conn, schema string, opts MigrateOpt
 	if err != nil {
 		return fmt.Errorf("migrate %s: %w", schema, err)
 	}
-	if err := install(ctx, tx, schema, owner, versionTable, m.Migrations, functions); err != nil {
+	if err := install(ctx, tx, schema, owner, opts.Writer, versionTable, m.Migrations, functions); err != nil {
 		return dbutil.RollbackWithoutCancel(ctx, tx, fmt.Errorf("migrate %s: %w", schema, err))
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -132,7 +140,7 @@ func Migrate(ctx context.Context, conn *pgx.Conn, schema string, opts MigrateOpt
 }
 
 // install is Migrate's transaction.
-func install(ctx context.Context, tx pgx.Tx, schema, owner, versionTable string, migrations []*migrate.Migration, functions string) error {
+func install(ctx context.Context, tx pgx.Tx, schema, owner, writer, versionTable string, migrations []*migrate.Migration, functions string) error {
 	if _, err := tx.Exec(ctx, "select pg_advisory_xact_lock(hashtextextended($1, 0))", "chunks migrate "+schema); err != nil {
 		return fmt.Errorf("lock: %w", err)
 	}
@@ -167,13 +175,27 @@ func install(ctx context.Context, tx pgx.Tx, schema, owner, versionTable string,
 			return fmt.Errorf("version: %w", err)
 		}
 	}
+	// install.sql ends with install_writer(), which reads the writer asked for here.
+	if _, err := tx.Exec(ctx, "select set_config('chunks.writer', $1, true)", writer); err != nil {
+		return fmt.Errorf("writer: %w", err)
+	}
 	if _, err := tx.Exec(ctx, functions); err != nil {
 		return fmt.Errorf("install functions: %w", err)
 	}
 	if err := handOwnership(ctx, tx, schema, owner); err != nil {
 		return err
 	}
-	return restoreOwner(ctx, tx, schema)
+	if err := restoreOwner(ctx, tx, schema); err != nil {
+		return err
+	}
+	if owner != "" {
+		// A new owner becomes a member of the writer, and the writer's
+		// functions are made again by it.
+		if _, err := tx.Exec(ctx, "select "+pgx.Identifier{schema, "install_writer"}.Sanitize()+"()"); err != nil {
+			return fmt.Errorf("writer: %w", err)
+		}
+	}
+	return nil
 }
 
 // restoreOwner gives the schema's owner back every privilege of its own that

@@ -5,7 +5,8 @@ import (
 )
 
 // Roles and declared changes (issue 25): only the schema's owner defines or
-// drops a change, and only when it may UPDATE the table; an operator with no
+// drops a change, and only when the writer may SELECT the table and UPDATE
+// each column the change writes (issue 35); an operator with no
 // privilege on shop.payments registers and drains a job of it through the
 // generated SECURITY DEFINER function, which it cannot call itself; a
 // viewer cannot run it.
@@ -16,13 +17,38 @@ func TestChangeRoles(t *testing.T) {
 	p := shop + ".payments"
 	owner, op, viewer := r.connect(t, r.owner), r.connect(t, r.operator), r.connect(t, r.viewer)
 
-	_, err := tryString(owner, "select define_change($1)::text", holdPayment(shop))
-	wantExactPgError(t, err, "22023", "table: the owner of schema "+r.Name+" ("+r.owner.Name+") may not SELECT and UPDATE "+p+"; grant it first")
-	nothingDefined(t, r.Schema)
-	r.Schema.Exec(t, "grant usage on schema "+shop+" to "+r.owner.Name)
-	r.Schema.Exec(t, "grant select, update on "+p+" to "+r.owner.Name)
-	// The table's trigger runs as the generated function's owner: it writes payment_updates.
-	r.Schema.Exec(t, "grant insert on "+shop+".payment_updates to "+r.owner.Name)
+	w := writerOf(t, r.Schema)
+	// The writer, not the owner, reads and writes the table; each
+	// privilege it lacks is named, with who grants it (issue 35, item 4:
+	// SELECT alone used to pass a check of "SELECT, UPDATE").
+	r.Schema.Exec(t, "revoke all on all tables in schema "+shop+" from "+w)
+	r.Schema.Exec(t, "revoke usage on schema "+shop+" from "+w)
+	appOwner := mustString(t, r.Schema.Conn, "select current_user::text")
+	for _, step := range []struct{ want, grant string }{
+		{"table: the owner of schema " + r.Name + " (" + r.owner.Name + ") may not use schema " + shop + " to find " + p + "; its owner (" + appOwner + ") grants it: grant usage on schema " + shop + " to " + r.owner.Name,
+			"grant usage on schema " + shop + " to " + r.owner.Name},
+		{"table: the writer " + w + " may not use schema " + shop + "; its owner (" + appOwner + ") grants it: grant usage on schema " + shop + " to " + w,
+			"grant usage on schema " + shop + " to " + w},
+		{"table: the writer " + w + " may not SELECT " + p + "; its owner (" + appOwner + ") grants it: grant select, update on " + p + " to " + w,
+			"grant select on " + p + " to " + w},
+		{"table: the writer " + w + " may not UPDATE column status of " + p + "; its owner (" + appOwner + ") grants it: grant select, update on " + p + " to " + w,
+			"grant update (status, hold_reason) on " + p + " to " + w},
+		{"table: the writer " + w + " may not UPDATE column lock_version of " + p + "; its owner (" + appOwner + ") grants it: grant select, update on " + p + " to " + w,
+			"grant update (lock_version) on " + p + " to " + w},
+	} {
+		_, err := tryString(owner, "select define_change($1)::text", holdPayment(shop))
+		wantExactPgError(t, err, "22023", step.want)
+		nothingDefined(t, r.Schema)
+		r.Schema.Exec(t, step.grant)
+	}
+	// The table's trigger runs as the writer: it writes payment_updates.
+	r.Schema.Exec(t, "grant insert on "+shop+".payment_updates to "+w)
+	// Nothing is granted to the owner itself on the table (it is a member
+	// of the writer, so that it can hand the writer the functions it makes).
+	if got := mustString(t, r.Schema.Conn, "select count(*)::text from pg_class as c, aclexplode(c.relacl) as a where c.oid = $1::regclass and a.grantee = $2::regrole", p, r.owner.Name); got != "0" {
+		t.Fatalf("the owner holds %s grants on %s", got, p)
+	}
+	var err error
 	_, err = tryString(op, "select define_change($1)::text", holdPayment(shop))
 	wantExactPgError(t, err, "42501", "permission denied for function define_change")
 	_, err = tryString(viewer, "select define_change($1)::text", holdPayment(shop))
@@ -37,7 +63,7 @@ func TestChangeRoles(t *testing.T) {
 	if !mustBool(t, owner, "select define_change($1)", holdPayment(shop)) {
 		t.Fatal("define_change by the owner: false")
 	}
-	if got := mustString(t, r.Schema.Conn, "select string_agg(p.oid::regprocedure::text || ' ' || p.proowner::regrole::text || ' ' || p.prosecdef, ', ' order by p.pronargs) from pg_proc p where p.pronamespace = $1::regnamespace and p.proname = 'apply_hold_payment'", r.Name); got != "apply_hold_payment(text,jsonb) "+r.owner.Name+" true, apply_hold_payment(text,text,integer,jsonb) "+r.owner.Name+" true, apply_hold_payment(text,text,integer,jsonb,boolean) "+r.owner.Name+" true" {
+	if got := mustString(t, r.Schema.Conn, "select string_agg(p.oid::regprocedure::text || ' ' || p.proowner::regrole::text || ' ' || p.prosecdef, ', ' order by p.pronargs) from pg_proc p where p.pronamespace = $1::regnamespace and p.proname = 'apply_hold_payment'", r.Name); got != "apply_hold_payment(text,jsonb) "+w+" true, apply_hold_payment(text,text,integer,jsonb) "+w+" true, apply_hold_payment(text,text,integer,jsonb,boolean) "+w+" true" {
 		t.Fatalf("apply_hold_payment owner, security definer: %s", got)
 	}
 

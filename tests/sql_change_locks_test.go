@@ -16,7 +16,8 @@ import (
 // set_from_target column) and commits: the chunk then changes the row
 // anyway, and its audit keeps the value it replaced, the other session's,
 // not the one its statement's snapshot saw. apply_hold_payment is called
-// directly, as run_chunk calls it, so that no lock_timeout of run_chunk's
+// directly, as run_chunk calls it (its audit rows written as run_chunk
+// writes them), so that no lock_timeout of run_chunk's
 // cuts the wait short on a slow machine.
 func TestChangeChunkLocksRowsInKeyOrder(t *testing.T) {
 	t.Parallel()
@@ -25,7 +26,11 @@ func TestChangeChunkLocksRowsInKeyOrder(t *testing.T) {
 	s.Exec(t, "select define_change($1)", holdPayment(shop))
 	s.Exec(t, "select register_change('hold_payment', $1)", changePlan("j", "7", paymentTargets(1, 2, 3, 4, 5), 5))
 	tx := holding(t, s, "update "+shop+".payments set hold_reason = 'another session''s' where payment_id = 3")
-	done := waitingFor(t, s, "select apply_hold_payment('j', '7', 0, (select targets from jobs where job_id = 'j'))")
+	// As run_chunk does: the writer's function changes the rows and returns their audit rows, written here.
+	done := waitingFor(t, s, `insert into change_audit (job_id, ordinal, key, version_before, version_after, before, after)
+	    select 'j', r.ordinal, r.key, r.version_before, r.version_after, r.before, r.after
+	      from jsonb_to_recordset(apply_hold_payment('j', '7', 0, (select targets from jobs where job_id = 'j')))
+	           as r(ordinal integer, key text, version_before bigint, version_after bigint, before jsonb, after jsonb)`)
 	// Rows 1 and 2 are the runner's; 4 and 5 are not locked yet.
 	if got := mustString(t, s.Conn, `select coalesce(string_agg(payment_id::text, ' ' order by payment_id), '')
 	    from (select payment_id from `+shop+`.payments where payment_id in (1, 2, 4, 5)

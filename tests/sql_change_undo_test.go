@@ -179,9 +179,9 @@ func TestChangeRegeneratedByMigrate(t *testing.T) {
 	}
 	if n := mustString(t, s.Conn, `select count(*)::text from pg_proc as p
 	    where p.pronamespace = current_schema()::regnamespace and p.proname = 'apply_hold_payment'
-	      and p.proowner = (select nspowner from pg_namespace where nspname = current_schema())
+	      and p.proowner = (select role from change_writer)::regrole
 	      and not has_function_privilege('public', p.oid, 'EXECUTE')`); n != "3" {
-		t.Errorf("want 3 generated functions owned by the schema's owner, none PUBLIC's; got %s", n)
+		t.Errorf("want 3 generated functions owned by the writer, none PUBLIC's; got %s", n)
 	}
 	// The undo runs on the inverse migrate made again.
 	sameJSON(t, "register_undo", mustString(t, s.Conn, "select register_undo('p1')::text"),

@@ -29,22 +29,24 @@ func migrateCommand() *cli.Command {
 			"Example:\n  chunks migrate --dsn 'postgres://admin@localhost/shop' --schema lab --owner chunks_owner",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "owner", Usage: "the role that owns SCHEMA, its tables and functions (default: the schema's owner, or you)"},
+			&cli.StringFlag{Name: "writer", Usage: "the NOLOGIN role that reads and writes your tables for declared changes, so their triggers and policies run as it (default: the recorded one, else SCHEMA_writer, created when you may create roles)"},
 		},
 		Action: action(parseMigrate, runMigrate),
 	}
 }
 
-// migrateOptions is chunks migrate --schema SCHEMA [--owner ROLE]. The
+// migrateOptions is chunks migrate --schema SCHEMA [--owner ROLE] [--writer ROLE]. The
 // schema is the global --schema (or $CHUNKS_SCHEMA), which migrate needs.
 type migrateOptions struct {
 	Schema string // the schema to install chunks in
 	Owner  string // --owner: the role that owns it; "" keeps the schema's owner, or you
+	Writer string // --writer: the role that writes the user's tables; "" keeps the recorded one, or SCHEMA_writer
 }
 
 // parseMigrate fills migrateOptions from the command line (no arguments).
 func parseMigrate(c *cli.Context) (*migrateOptions, error) {
 	_, err := positional(c)
-	return &migrateOptions{Schema: global(c, "schema"), Owner: c.String("owner")}, err
+	return &migrateOptions{Schema: global(c, "schema"), Owner: c.String("owner"), Writer: c.String("writer")}, err
 }
 
 // Validate checks that there is a schema, and its name.
@@ -77,7 +79,7 @@ func runMigrate(ctx context.Context, d deps, o *migrateOptions, out io.Writer) e
 	var version int
 	var owner string
 	var superuser bool
-	err = driver.Migrate(ctx, conn, o.Schema, driver.MigrateOptions{Owner: o.Owner})
+	err = driver.Migrate(ctx, conn, o.Schema, driver.MigrateOptions{Owner: o.Owner, Writer: o.Writer})
 	if err == nil {
 		err = conn.QueryRow(ctx, `select v.version, r.rolname, r.rolsuper
 		  from `+pgx.Identifier{o.Schema, "schema_version"}.Sanitize()+` as v, pg_namespace as n join pg_roles as r on r.oid = n.nspowner

@@ -2,9 +2,9 @@
 -- rules for a change's job (report_change) over every job of it, summed;
 -- drifted and missing are the keys (numbers for integer keys, strings
 -- otherwise) in key order. Each job gets report's checks
--- (change_report_job); then one EXECUTE per change definition its jobs
--- were approved under (one, unless a job was tampered with) covers all
--- of them, instead of one per job.
+-- (change_report_job); then one read of the table, as the writer role,
+-- per change definition its jobs were approved under (one, unless a job
+-- was tampered with) covers all of them, instead of one per job.
 create or replace function {{ .schema }}.campaign_change_report(name text) returns jsonb
 language plpgsql stable security invoker
 set search_path = {{ .schema }}, pg_temp
@@ -16,25 +16,27 @@ declare
   v_off jsonb := '[]'::jsonb; -- the committed targets not matching: [seq, ord, key, status], of every definition
   v_part_matching integer;
   v_part_off jsonb;
+  v_input jsonb;
+  v_status jsonb;
 begin
   for v_group in
-    select d.def, array_agg(d.job_id order by d.seq) as job_ids, array_agg(d.targets order by d.seq) as targets,
-           array_agg(d.next_index order by d.seq) as next_index, array_agg(d.seq order by d.seq) as seqs,
-           sum(d.next_index)::integer as committed
-      from (select cj.job_id, cj.seq, j.targets, j.next_index, change_report_job(cj.job_id) as def
+    select d.def, array_agg(d.job_id order by d.seq) as job_ids, sum(d.next_index)::integer as committed
+      from (select cj.job_id, cj.seq, j.next_index, change_report_job(cj.job_id) as def
               from campaign_jobs as cj
               join jobs as j on j.job_id = cj.job_id
              where cj.campaign = campaign_change_report.name
             offset 0) as d
      group by d.def
   loop
-    execute format($q$
-      select count(*) filter (where t.status = 'matching')::integer,
-             coalesce(jsonb_agg(jsonb_build_array(t.seq, t.ord, t.k, t.status)) filter (where t.status <> 'matching'), '[]')
-        from (%s) as t
-       where t.committed$q$, change_report_sql(v_group.def))
+    -- The committed targets' audit (chunks' tables, read here), then their
+    -- rows (the user's table, read as the writer role).
+    v_input := change_report_input(v_group.job_ids);
+    v_status := writer_run(change_report_sql(v_group.def), v_input, null);
+    select count(*) filter (where s.e ->> 1 = 'matching')::integer,
+           coalesce(jsonb_agg(jsonb_build_array(i.e -> 's', i.e -> 'x', i.e -> 'k', s.e ->> 1)) filter (where s.e ->> 1 <> 'matching'), '[]')
       into v_part_matching, v_part_off
-      using v_group.job_ids, v_group.targets, v_group.next_index, v_group.seqs;
+      from jsonb_array_elements(v_status) as s(e)
+      join jsonb_array_elements(v_input) as i(e) on i.e -> 'o' = s.e -> 0;
     v_matching := v_matching + v_part_matching;
     v_off := v_off || v_part_off;
     v_committed := v_committed + v_group.committed;

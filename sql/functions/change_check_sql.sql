@@ -6,8 +6,9 @@
 -- [{"key", "problem"}, ...] in the targets' order, problem NULL when the
 -- row would take the change. check_change calls it. Built as
 -- change_function_sql builds the change: identifiers by %I, the body one
--- quoted literal, no EXECUTE in it.
-create or replace function {{ .schema }}.change_check_sql(definition jsonb) returns text
+-- quoted literal, no EXECUTE in it, run as the writer role.
+drop function if exists {{ .schema }}.change_check_sql(jsonb);
+create or replace function {{ .schema }}.change_check_sql(definition jsonb, writer text) returns text
 language plpgsql stable security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
@@ -20,16 +21,19 @@ begin
     from change_sql_parts(change_check_sql.definition, format('%I.targets', v_fn), format('%I.tenant', v_fn));
   return format($f$create or replace function {{ .schema }}.%I(tenant text, targets jsonb)
 returns jsonb
-language sql stable security definer
-set search_path = {{ .schema }}, pg_temp
-as %L$f$, v_fn, format($b$
+language plpgsql stable security definer
+%s
+as %L$f$, v_fn, writer_set_clauses(), format($b$
+begin%6$s
   -- Each target against its row now, in its chunk's words; nothing locked.
-  with %1$s,
-  current as (select %2$s from %3$s as r where r.%4$I = any (array(select t.%4$I from t)))
-  select coalesce(jsonb_agg(jsonb_build_object('key', to_jsonb(t.%4$I), 'problem', %5$s) order by t."?ordinal"), '[]')
-    from t left join current as l on l.%4$I = t.%4$I
-$b$, v_parts.targets_cte, v_parts.compared, (change_check_sql.definition ->> 'table')::regclass, v_key, v_parts.problem));
+  return (with %1$s,
+          current as (select %2$s from %3$s as r where r.%4$I = any (array(select t.%4$I from t)))
+          select coalesce(jsonb_agg(jsonb_build_object('key', to_jsonb(t.%4$I), 'problem', %5$s) order by t."?ordinal"), '[]')
+            from t left join current as l on l.%4$I = t.%4$I);
+end
+$b$, v_parts.targets_cte, v_parts.compared, (change_check_sql.definition ->> 'table')::regclass, v_key, v_parts.problem,
+     writer_guard_sql(change_check_sql.writer)));
 end
 $$;
-comment on function {{ .schema }}.change_check_sql(jsonb) is
-  'chunks helper: the CREATE FUNCTION text of the read-only check apply_<name>(tenant, targets) of a validated change DEFINITION (the same CASE as its generated function, no lock), for define_change.';
+comment on function {{ .schema }}.change_check_sql(jsonb, text) is
+  'chunks helper: the CREATE FUNCTION text of the read-only check apply_<name>(tenant, targets) of a validated change DEFINITION (the same CASE as its generated function, no lock), run as the writer role WRITER, for generate_change.';

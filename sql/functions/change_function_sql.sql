@@ -4,8 +4,11 @@
 -- targets[first_ordinal:]) the way change_orders does for orders: one
 -- statement updates every row that can take the change (its WHERE is the
 -- check of the row against its target and the change's "when"), each
--- locked by its update in key order, and writes one change_audit row each
--- with the before and after of every written column; only when it changed
+-- locked by its update in key order, and returns one row each for
+-- change_audit (ordinal, key, the version before and after, the before and
+-- after of every written column), which run_change_chunk writes as chunks'
+-- owner: the function runs as the writer role (generate_change), which may
+-- not touch chunks' tables; only when it changed
 -- fewer rows than TARGETS are the rest locked in key order and compared
 -- (CH409 naming the key and the first column that differs), all or none.
 -- Every identifier is quoted
@@ -21,9 +24,11 @@
 -- whose targets are {key, version?, "?after", "?before"} (the values the
 -- undone job wrote and those it found, from change_audit): each row must
 -- still have the after values (and the version), naming the column that
--- differs, and gets the before values back with version + 1, audited the
--- same way. DEFINITION was validated by define_change.
-create or replace function {{ .schema }}.change_function_sql(definition jsonb, restore boolean) returns text
+-- differs, and gets the before values back with version + 1, returned for
+-- the audit the same way. DEFINITION was validated by define_change; WRITER
+-- is the role that will own the function (its guard, writer_guard_sql).
+drop function if exists {{ .schema }}.change_function_sql(jsonb, boolean);
+create or replace function {{ .schema }}.change_function_sql(definition jsonb, restore boolean, writer text) returns text
 language plpgsql stable security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
@@ -73,7 +78,7 @@ begin
 
   -- One chunk's change as one statement, the generated body's twice (below):
   -- the targets not yet in V_DONE (their "?ordinal"s) whose rows can take
-  -- the change now are updated, audited, and added to V_DONE. The WHERE is
+  -- the change now are updated, added to V_DONE and their audit rows to V_ROWS. The WHERE is
   -- the check itself (its CASE is NULL: the row can take the change), over
   -- the row l being updated, so the update changes exactly the rows the
   -- check passes, and PostgreSQL re-evaluates it on the newest version of a
@@ -102,14 +107,13 @@ begin
        and b.tableoid = l.tableoid and b.ctid = l.ctid
        and %6$s is null
     returning t."?ordinal" as "?ordinal", t.%4$I::text as "?key", %7$s
-  ),
-  a as (
-    insert into {{ .schema }}.change_audit (job_id, ordinal, key, version_before, version_after, before, after)
-    select %1$I.job_id, %1$I.first_ordinal + (u."?ordinal" - 1)::integer, u."?key", u."?version_before", u."?version_after",
-           u."?before", u."?after"
-      from u
   )
-  select v_done || coalesce(array_agg(u."?ordinal"), '{}') into v_done from u;$f$,
+  select v_done || coalesce(array_agg(u."?ordinal"), '{}'),
+         v_rows || coalesce(jsonb_agg(jsonb_build_object('ordinal', %1$I.first_ordinal + (u."?ordinal" - 1)::integer, 'key', u."?key",
+                                                         'version_before', u."?version_before", 'version_after', u."?version_after",
+                                                         'before', u."?before", 'after', u."?after")), '[]')
+    into v_done, v_rows
+    from u;$f$,
     v_fn, v_t, v_table, v_key, v_sets, v_checks,
     format('%s as "?version_before", %s as "?version_after", %s',
            case when v_version is not null then format('b.%I', v_version) else 'null::bigint' end,
@@ -124,10 +128,11 @@ begin
 declare
   v_problem text;
   v_done bigint[] := '{}'::bigint[];
-begin%7$s
+  v_rows jsonb := '[]'::jsonb;
+begin%9$s%7$s
   -- The change, in one statement (see change_function_sql).%6$s
   if cardinality(v_done) = jsonb_array_length(%1$I.targets) then
-    return;
+    return v_rows;
   end if;
 
   -- Fewer rows changed than targets: lock the rest in key order, then
@@ -157,9 +162,16 @@ begin%7$s
   -- a concurrent transaction after the first statement's snapshot. The same
   -- statement again reads them afresh.%6$s
   if cardinality(v_done) <> jsonb_array_length(%1$I.targets) then
-    -- Cannot happen while the rows are locked; checked so it can never pass silently.
-    raise exception 'changed %% of %% rows', cardinality(v_done), jsonb_array_length(%1$I.targets) using errcode = 'CH409';
+    -- Every row left matched and was locked, yet the update did not
+    -- change it: a BEFORE trigger skipped it (returned NULL), or a policy
+    -- hid it from the update. Named, so it never passes silently.
+    raise exception '%%', (select format('%%s %%s: the row matches but the update did not change it (a trigger on the table skipped it, or a row security policy hides it from the writer %%s)',
+                                         %10$L, string_agg(t.%5$I::text, ', ' order by t."?ordinal"), current_user)
+                             from rows from (jsonb_to_recordset(%1$I.targets) as (%5$I %11$s)) with ordinality as t(%5$I, "?ordinal")
+                            where t."?ordinal" <> all (v_done))
+      using errcode = 'CH409';
   end if;
+  return v_rows;
 end
 $f$,
     v_fn, v_t,
@@ -169,15 +181,17 @@ $f$,
     case when change_function_sql.restore then format(E'\n  if %I.restore is not true then\n    raise exception %L using errcode = %L;\n  end if;',
                                                       v_fn, 'restore: must be true (the inverse of a change runs an undo''s chunk)', '22023')
          else '' end,
-    v_checks);
+    v_checks,
+    writer_guard_sql(change_function_sql.writer),
+    v_key, (select f.type from change_fields(v_def) as f where f.role = 'key'));
   return format($f$create or replace function {{ .schema }}.%I(job_id text, tenant text, first_ordinal integer, targets jsonb%s)
-returns void
+returns jsonb
 language plpgsql volatile security definer
-set search_path = {{ .schema }}, pg_temp
+%s
 set enable_seqscan = off
 set enable_bitmapscan = off
-as %L$f$, v_fn, case when change_function_sql.restore then ', restore boolean' else '' end, v_sql);
+as %L$f$, v_fn, case when change_function_sql.restore then ', restore boolean' else '' end, writer_set_clauses(), v_sql);
 end
 $$;
-comment on function {{ .schema }}.change_function_sql(jsonb, boolean) is
-  'chunks helper: the CREATE FUNCTION text of the static function apply_<name> of a validated change DEFINITION (identifiers by %I, types by format_type, constants as typed literals), for define_change; with RESTORE, its inverse apply_<name>(..., restore boolean) that an undo runs (the after values expected, the before values set, version + 1).';
+comment on function {{ .schema }}.change_function_sql(jsonb, boolean, text) is
+  'chunks helper: the CREATE FUNCTION text of the static function apply_<name> of a validated change DEFINITION (identifiers by %I, types by format_type, constants as typed literals), run as the writer role WRITER, returning the audit rows of what it changed; with RESTORE, its inverse apply_<name>(..., restore boolean) that an undo runs (the after values expected, the before values set, version + 1).';

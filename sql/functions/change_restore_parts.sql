@@ -38,14 +38,20 @@ begin
     problem := problem || format(E'\n               when l.%1$I is distinct from t.%1$I then format(%2$L, %3$L, t.%4$I, %1$L, l.%1$I, t.%1$I)',
                                    v_version, '%s %s: %s is %s, the undone job left %s', v_key, v_key);
   end if;
-  -- A written column compares as change_audit keeps it (jsonb_build_object's value).
+  -- A written column compares with what the undone job left as a value of
+  -- its type (change_audit keeps it as jsonb), never as text: a
+  -- timestamptz's text depends on the session's TimeZone.
   foreach v_c in array change_restore_parts.written loop
-    problem := problem || format(E'\n               when coalesce(to_jsonb(l.%1$I), %2$L) is distinct from t."?after" -> %1$L then format(%3$L, %4$L, t.%5$I, %1$L, {{ .schema }}.excerpt(l.%1$I::text, false), {{ .schema }}.excerpt(t."?after" ->> %1$L, false))',
-                                   v_c, 'null', '%s %s: %s is %s, the undone job left %s', v_key, v_key);
+    problem := problem || format(E'\n               when l.%1$I is distinct from %2$s then format(%3$L, %4$L, t.%5$I, %1$L, %6$s, %7$s)',
+                                   v_c, typed_field_sql('t."?after"', v_c, change_column_type(v_rel, v_c)),
+                                   '%s %s: %s is %s, the undone job left %s', v_key, v_key,
+                                   excerpt_sql(format('l.%I::text', v_c)), excerpt_sql(format('t."?after" ->> %L', v_c)));
   end loop;
   problem := problem || E'\n                 end';
-  -- jsonb_populate_record reads each value back as its column's type.
-  select string_agg(format('%1$I = (jsonb_populate_record(null::%2$s, t."?before")).%1$I', c, v_rel), ', ' order by o)
+  -- Each column read back from the audit's jsonb as its type alone (a
+  -- record of the whole table would check every NOT NULL domain column
+  -- the audit does not hold).
+  select string_agg(format('%I = %s', c, typed_field_sql('t."?before"', c, change_column_type(v_rel, c))), ', ' order by o)
          || case when v_version is not null then format(', %1$I = l.%1$I + 1', v_version) else '' end
     into sets
     from unnest(change_restore_parts.written) with ordinality as w(c, o);
@@ -53,3 +59,27 @@ end
 $$;
 comment on function {{ .schema }}.change_restore_parts(jsonb, text, text, text[]) is
   'chunks helper: the SQL text of a declared change''s inverse (change_function_sql with restore, run by an undo): the typed targets CTE over TARGETS (key, version, "?after", "?before"), the columns the check reads, the CASE naming the first difference from what the undone job left (TENANT: the tenant expression), and the set list restoring the WRITTEN columns with version + 1.';
+
+-- The SQL text of field COL of the jsonb object expression OBJ as a value
+-- of type TYPE (jsonb_to_record: a JSON array, object, number or string is
+-- read as the type reads it, as change_audit's values were made by
+-- to_jsonb), NULL when the field is absent or null.
+create or replace function {{ .schema }}.typed_field_sql(obj text, col text, type text) returns text
+language sql immutable parallel safe
+as $$
+  select format('(select x.%1$I from jsonb_to_record(%2$s) as x(%1$I %3$s))', typed_field_sql.col, typed_field_sql.obj,
+                typed_field_sql.type)
+$$;
+comment on function {{ .schema }}.typed_field_sql(text, text, text) is
+  'chunks helper: SQL text reading field COL of the jsonb object OBJ as a value of TYPE (jsonb_to_record), for typed comparisons and restores.';
+
+-- The type of column COL of REL as format_type writes it.
+create or replace function {{ .schema }}.change_column_type(rel regclass, col text) returns text
+language sql stable
+set search_path = {{ .schema }}, pg_temp
+as $$
+  select format_type(a.atttypid, a.atttypmod) from pg_attribute as a
+   where a.attrelid = change_column_type.rel and a.attname = change_column_type.col and a.attnum > 0 and not a.attisdropped
+$$;
+comment on function {{ .schema }}.change_column_type(regclass, text) is
+  'chunks helper: the type of column COL of table REL, as format_type writes it (NULL when there is none).';

@@ -45,13 +45,16 @@ begin
       raise exception '%.%: must be an integer of at least 0, got %', change_target.label, v_f.field,
         excerpt(v_v::text, false) using errcode = '22023';
     end if;
-    begin
-      -- The value as its column's type prints it (a uuid in lower case).
-      execute format('select to_jsonb($1::%s)', v_f.typid) into v_value using v_v #>> '{}';
-    exception when others then
-      raise exception '%.%: % is not a value of column % (%): %', change_target.label, v_f.field,
-        excerpt(v_v::text, false), v_f."column", v_f.type, sqlerrm using errcode = '22023';
-    end;
+    if v_f.role = 'version' and (v_v)::numeric >= (case v_f.typid when 'smallint'::regtype then 32767
+                                                             when 'integer'::regtype then 2147483647
+                                                             else 9223372036854775807 end) then
+      raise exception '%.%: % is the largest value column % (%) holds, and a change adds 1 to the version', change_target.label,
+        v_f.field, excerpt(v_v::text, false), v_f."column", v_f.type using errcode = '22023';
+    end if;
+    -- The value as its column's type prints it (a uuid in lower case),
+    -- cast as the writer role (writer_cast: a domain's check is code).
+    v_value := writer_cast(v_v, v_f.type, v_f.typid, format('%s.%s:', change_target.label, v_f.field),
+                           format('column %s (%s)', v_f."column", v_f.type));
     v_target := v_target || jsonb_build_object(v_f.field, v_value);
   end loop;
   return v_target;

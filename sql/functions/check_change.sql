@@ -22,14 +22,17 @@ begin
   v_plan := v_change.approval;
   v_job_id := v_plan ->> 'job_id';
   select j.next_index into v_next_index from jobs as j where j.job_id = v_job_id;
+  select c.function_name into v_function from changes as c where c.name = v_change.name;
+  -- Its check must still be the writer's as chunks made it, and no
+  -- temporary object may stand in for what code on the table reads.
+  v_problem := coalesce(writer_function_problem(format('%I.%I(text, jsonb)', '{{ .schema }}', v_function), writer_role()),
+                        temp_objects_problem());
+  if v_problem is not null then
+    raise exception 'change %: cannot check: % (chunks migrate says why and makes it again)', v_change.name, v_problem
+      using errcode = 'CH409';
+  end if;
   v_problem := change_job_problem(v_job_id, v_change.name, v_change.digest, v_plan ->> 'tenant', v_plan -> 'targets',
                                   (v_plan -> 'chunk_size')::integer);
-  select c.function_name into v_function from changes as c
-   where c.name = v_change.name and to_regprocedure(format('%I.%I(text, jsonb)', '{{ .schema }}', c.function_name)) is not null;
-  if not found then
-    raise exception 'change %: its generated check %.apply_%(text, jsonb) is gone (define the change again after chunks change drop)',
-      v_change.name, '{{ .schema }}', v_change.name using errcode = 'CH409';
-  end if;
   -- The change's generated check (define_change): one call, planned once.
   execute format('select %I.%I($1, $2)', '{{ .schema }}', v_function)
     into v_targets using v_plan ->> 'tenant', v_plan -> 'targets';

@@ -12,7 +12,6 @@ as $$
 declare
   v_fields constant text[] := array['name', 'table', 'key', 'tenant', 'version', 'expect', 'when', 'set', 'set_from_target'];
   v_def jsonb := define_change.definition;
-  v_owner oid;
   v_field text;
   v_name text;
   v_ident text[];
@@ -30,8 +29,8 @@ declare
   v_k text;
   v_v jsonb;
   v_existing jsonb;
+  v_problem text;
 begin
-  select n.nspowner into v_owner from pg_namespace as n where n.nspname = '{{ .schema }}';
   perform check_change_owner('define_change');
   if jsonb_typeof(v_def) is distinct from 'object' then
     raise exception 'definition: must be an object, got %', coalesce(jsonb_typeof(v_def), 'null') using errcode = '22023';
@@ -54,7 +53,7 @@ begin
   perform check_change_name(v_name, 'name');
 
   -- The table: schema-qualified, an ordinary (or partitioned) table, in no
-  -- system schema and not in chunks' own.
+  -- system schema and in no schema of chunks (change_table_problem, below).
   begin
     v_ident := parse_ident(v_def ->> 'table');
   exception when others then
@@ -76,9 +75,13 @@ begin
   if v_rel is null or v_relkind not in ('r', 'p') then
     raise exception 'table: there is no table %', excerpt(v_def ->> 'table', true) using errcode = '22023';
   end if;
-  if not has_schema_privilege(v_owner, v_nsp, 'USAGE') or not has_table_privilege(v_owner, v_rel, 'SELECT, UPDATE') then
-    raise exception 'table: the owner of schema {{ .schema }} (%) may not SELECT and UPDATE %; grant it first',
-      v_owner::regrole, v_rel::regclass using errcode = '22023';
+  -- chunks' owner finds the table by its name (USAGE on its schema, which
+  -- reads nothing); the writer alone reads and writes it.
+  if not has_schema_privilege((select n.nspowner from pg_namespace as n where n.nspname = '{{ .schema }}'), v_nsp, 'USAGE') then
+    raise exception 'table: the owner of schema {{ .schema }} (%) may not use schema % to find %; its owner (%) grants it: grant usage on schema % to %',
+      (select n.nspowner::regrole from pg_namespace as n where n.nspname = '{{ .schema }}'), quote_ident(v_nsp), v_rel::regclass,
+      (select n.nspowner::regrole from pg_namespace as n where n.nspname = v_nsp), quote_ident(v_nsp),
+      (select n.nspowner::regrole from pg_namespace as n where n.nspname = '{{ .schema }}') using errcode = '22023';
   end if;
 
   -- The key: NOT NULL, unique on its own, of a type a key can be.
@@ -178,12 +181,17 @@ begin
           raise exception '%.%: must be a string, number or boolean constant, got %', v_field, v_k, jsonb_typeof(v_v)
             using errcode = '22023';
         end if;
-        begin
-          execute format('select $1::%s', v_col.typid) using v_v #>> '{}';
-        exception when others then
-          raise exception '%.%: constant % is not a value of column %.% (%): %', v_field, v_k, excerpt(v_v::text, false),
-            v_rel::regclass, quote_ident(v_k), v_col.type, sqlerrm using errcode = '22023';
-        end;
+        -- A constant means one value in every session: no word that
+        -- depends on the day it is read (issue 35; the chunk's own time is
+        -- a feature of its own).
+        if (select t.typcategory from pg_type as t where t.oid = v_col.typid) = 'D' and v_v #>> '{}' ~* '\m(now|today|tomorrow|yesterday)\M' then
+          raise exception '%.%: constant % is relative to the day it is read; give the date or time itself', v_field, v_k,
+            excerpt(v_v::text, false) using errcode = '22023';
+        end if;
+        -- Cast as the writer role, under its pinned TimeZone and DateStyle
+        -- (the generated function casts it the same way), exactly.
+        perform writer_cast(v_v, v_col.type, v_col.typid, format('%s.%s: constant', v_field, v_k),
+                            format('column %s.%s (%s)', v_rel::regclass, quote_ident(v_k), v_col.type));
       end if;
     end loop;
   end loop;
@@ -209,6 +217,12 @@ begin
       using errcode = 'CH409';
   end if;
 
+  -- The table as it is now (the writer's privileges, the key's index, a
+  -- schema of chunks, inheritance), as every install asks it again.
+  v_problem := change_table_problem(v_def, writer_role());
+  if v_problem is not null then
+    raise exception 'table: %', v_problem using errcode = '22023';
+  end if;
   perform generate_change(v_def);
   insert into changes (name, definition, digest, function_name)
   values (v_name, v_def, encode(sha256(convert_to(v_def::text, 'UTF8')), 'hex'), 'apply_' || v_name);
@@ -220,7 +234,7 @@ $c$Declares a change of one of the user's tables (README "Your own tables"): DEF
 {"name", "table": "schema.table", "key", "tenant"?, "version"?, "expect"?: [columns],
 "when"?: {column: constant}, "set"?: {column: constant}, "set_from_target"?: {column: field}}.
 Validates it against the catalog, records it in changes and generates its static function
-apply_<name> (SECURITY DEFINER, owned by the schema's owner, executable only through run_chunk).
+apply_<name> (SECURITY DEFINER, owned by the writer role, executable only through run_chunk).
 Returns true when new, false when the same definition is already there.
 Errors: 42501 the caller is not the schema's owner; 22023 a bad definition (names the field,
 table, column or constant); CH409 another definition under this name.$c$;

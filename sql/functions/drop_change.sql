@@ -21,9 +21,7 @@ begin
       v_jobs || case when v_jobs = 1 then ' job' else ' jobs' end, case when v_jobs = 1 then 'exists' else 'exist' end
       using errcode = 'CH409';
   end if;
-  execute format('drop function if exists %I.%I(text, text, integer, jsonb)', '{{ .schema }}', v_function);
-  execute format('drop function if exists %I.%I(text, jsonb)', '{{ .schema }}', v_function);
-  execute format('drop function if exists %I.%I(text, text, integer, jsonb, boolean)', '{{ .schema }}', v_function);
+  perform drop_change_functions(v_function);
   delete from changes as c where c.name = drop_change.name;
   return true;
 end

@@ -1,43 +1,61 @@
 -- The functions of one declared change, made from its definition (stored in
 -- changes, already validated by define_change): apply_<name> for a job's
--- chunks, its inverse for an undo's, and the read-only check; owned by the
--- schema's owner, for nobody else. define_change calls it for a new change,
--- and every install (chunks migrate) calls it again for every defined
--- change, so the generated code is always this build's generator's (a
--- definition, and so its digest and every approval of it, never changes).
-create or replace function {{ .schema }}.generate_change(definition jsonb) returns void
+-- chunks, its inverse for an undo's, and the read-only check. Each is owned
+-- by the writer role (install_writer) and touches the user's table as it,
+-- never as chunks' owner: a trigger, policy or domain check on the table
+-- runs with the writer's rights, which hold nothing of chunks (docs/roles.md
+-- "Code on your tables"); chunks' owner alone may execute them.
+-- define_change calls it for a new change, and every install
+-- (install_writer) calls it again for every defined change, so the
+-- generated code is always this build's generator's (a definition, and so
+-- its digest and every approval of it, never changes). A change that no
+-- longer fits its table (change_table_problem) is refused, CH409, naming
+-- the change: generation never drops a column of a definition.
+create or replace function {{ .schema }}.generate_change(definition jsonb) returns text[]
 language plpgsql volatile security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare
   v_def jsonb := generate_change.definition;
   v_name text := v_def ->> 'name';
-  v_owner regrole;
+  v_writer regrole := writer_role();
+  v_problem text;
   v_function regprocedure;
+  v_removed text[] := '{}';
 begin
-  select n.nspowner::regrole into v_owner from pg_namespace as n where n.nspname = '{{ .schema }}';
-  execute change_function_sql(v_def, false);
-  execute change_function_sql(v_def, true);
-  execute change_check_sql(v_def);
+  v_problem := change_table_problem(v_def, v_writer);
+  if v_problem is not null then
+    raise exception 'change %: %', v_name, v_problem using errcode = 'CH409';
+  end if;
+  -- Made by an older chunks (returning void, owned by chunks' owner): dropped, then made anew.
   for v_function in select p.oid::regprocedure from pg_proc as p
-                where p.pronamespace = '{{ .schema }}'::regnamespace and p.proname = 'apply_' || v_name loop
-    execute format('alter function %s owner to %s', v_function, v_owner);
-    execute format('revoke all on function %s from public', v_function);
+                     where p.pronamespace = '{{ .schema }}'::regnamespace and p.proname = 'apply_' || v_name
+                       and (p.proowner <> v_writer or p.prorettype <> 'jsonb'::regtype) loop
+    execute format('drop function %s', v_function);
+  end loop;
+  execute change_function_sql(v_def, false, v_writer::text);
+  execute change_function_sql(v_def, true, v_writer::text);
+  execute change_check_sql(v_def, v_writer::text);
+  for v_function in select p.oid::regprocedure from pg_proc as p
+                     where p.pronamespace = '{{ .schema }}'::regnamespace and p.proname = 'apply_' || v_name loop
+    v_removed := v_removed || writer_own(v_function, v_writer);
   end loop;
   execute format('comment on function %I.%I(text, text, integer, jsonb) is %L', '{{ .schema }}', 'apply_' || v_name,
-                 format('chunks: the generated function of change %s (define_change): applies it to the targets of one chunk of a job (run_chunk calls it), writing change_audit. Definition: %s',
+                 format('chunks: the generated function of change %s (define_change), run as the writer role: applies it to the targets of one chunk of a job and returns what it changed, which run_chunk audits. Definition: %s',
                         v_name, v_def::text));
   execute format('comment on function %I.%I(text, text, integer, jsonb, boolean) is %L', '{{ .schema }}', 'apply_' || v_name,
-                 format('chunks: the generated inverse of change %s (define_change): restores the before values of the rows of one chunk of an undo (register_undo; run_chunk calls it), version + 1, writing change_audit. Definition: %s',
+                 format('chunks: the generated inverse of change %s (define_change), run as the writer role: restores the before values of the rows of one chunk of an undo (register_undo; run_chunk calls it and audits what it returns), version + 1. Definition: %s',
                         v_name, v_def::text));
   execute format('comment on function %I.%I(text, jsonb) is %L', '{{ .schema }}', 'apply_' || v_name,
-                 format('chunks: the generated read-only check of change %s (define_change): judges targets against their rows now, locking nothing (check_change calls it). Definition: %s',
+                 format('chunks: the generated read-only check of change %s (define_change), run as the writer role: judges targets against their rows now, locking nothing (check_change calls it). Definition: %s',
                         v_name, v_def::text));
+  return v_removed;
 end
 $$;
 comment on function {{ .schema }}.generate_change(jsonb) is
 $c$chunks helper: (re)creates the generated functions of the declared change DEFINITION (a row of
 changes): apply_<name>(job_id, tenant, first_ordinal, targets) for a job's chunks, its inverse
 apply_<name>(..., restore) for an undo's, and the read-only check apply_<name>(tenant, targets),
-owned by the schema's owner and executable by nobody else. Called by define_change, and by every
-install for every defined change.$c$;
+owned by the writer role and executable by the schema's owner alone (writer_own). CH409 naming
+the change when it no longer fits its table (change_table_problem). Returns the roles whose
+grants on them it took back. Called by define_change, and by every install for every change.$c$;

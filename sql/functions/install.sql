@@ -4,6 +4,12 @@
 -- so an upgrade replaces bodies and touches no data.
 {{ template "limits.sql" . }}
 {{ template "validate.sql" . }}
+{{ template "writer_config.sql" . }}
+{{ template "writer_role.sql" . }}
+{{ template "writer_own.sql" . }}
+{{ template "writer_run.sql" . }}
+{{ template "writer_cast.sql" . }}
+{{ template "install_writer.sql" . }}
 {{ template "approval.sql" . }}
 {{ template "state_before.sql" . }}
 {{ template "state_after.sql" . }}
@@ -66,6 +72,8 @@
 {{ template "change_column.sql" . }}
 {{ template "change_fields.sql" . }}
 {{ template "change_problem_start.sql" . }}
+{{ template "change_table_problem.sql" . }}
+{{ template "change_key_problem.sql" . }}
 {{ template "change_sql_parts.sql" . }}
 {{ template "change_restore_parts.sql" . }}
 {{ template "change_function_sql.sql" . }}
@@ -99,9 +107,10 @@
 -- Least privilege (README "Roles"): no function of chunks is executable by
 -- PUBLIC, not even one a DBA opened to PUBLIC by hand; grant_access grants
 -- them by role. The owner (and a superuser) can always execute them.
--- Every declared change's functions, made again by this build's generator
--- (generate_change): an upgrade that improves or fixes the generated code
--- reaches the changes defined before it.
-select {{ .schema }}.generate_change(c.definition) from {{ .schema }}.changes as c order by c.name;
-
 revoke all on all functions in schema {{ .schema }} from public;
+
+-- The writer role, and every declared change's functions, made again by
+-- this build's generator (install_writer, generate_change): an upgrade that
+-- improves or fixes the generated code reaches the changes defined before
+-- it. chunks migrate calls it again after handing the schema to its owner.
+select {{ .schema }}.install_writer();

@@ -11,7 +11,7 @@
 -- job_approval), run by run_chunk with the change's inverse: the before
 -- values back, version + 1, audited in change_audit. Drifted and missing
 -- rows are listed and left alone. One statement over the user's table,
--- built from the definition: no hot path, so it is EXECUTEd.
+-- built from the definition, run as the writer role (writer_run).
 create or replace function {{ .schema }}.register_change_undo(job_id text, new_job_id text, tenant text, targets jsonb,
                                                               chunk_size integer, next_index integer, change text,
                                                               digest text, stored jsonb)
@@ -22,15 +22,15 @@ as $$
 declare
   v_def jsonb;
   v_key text;
-  v_key_type text;
   v_version text;
   v_version_type regtype;
-  v_written text[];
   v_n integer;
   v_bad bigint;
   v_audit_rows bigint;
   v_targets jsonb;
   v_lists jsonb;
+  v_input jsonb;
+  v_status jsonb;
   v_problem text;
 begin
   select c.definition into v_def from changes as c
@@ -41,10 +41,7 @@ begin
   end if;
   v_key := v_def ->> 'key';
   v_version := v_def ->> 'version';
-  select f.type into v_key_type from change_fields(v_def) as f where f.role = 'key';
   select f.typid into v_version_type from change_fields(v_def) as f where f.role = 'version';
-  v_written := array(select k from jsonb_object_keys(coalesce(v_def -> 'set', '{}')) as k)
-               || array(select k from jsonb_object_keys(coalesce(v_def -> 'set_from_target', '{}')) as k);
 
   if register_change_undo.stored is null then
     -- CONTRACT §4: the undo is built from the job's audit, so it must be
@@ -65,33 +62,31 @@ begin
     end if;
   end if;
 
-  -- One SELECT reads the committed targets, their audit and their rows:
-  -- each is restored (matching, or a target of the stored undo), drifted or missing.
-  execute format($q$
-    select jsonb_agg(c.target order by c.ord) filter (where c.status = 'restore'),
-           jsonb_build_object(
-             'targets', coalesce(jsonb_agg(c.k order by c.ord) filter (where c.status = 'restore'), '[]'),
-             'drifted', coalesce(jsonb_agg(c.k order by c.ord) filter (where c.status = 'drifted'), '[]'),
-             'missing', coalesce(jsonb_agg(c.k order by c.ord) filter (where c.status = 'missing'), '[]'))
-      from (select x.ord, x.e -> %1$L as k,
-                   jsonb_build_object(%1$L, x.e -> %1$L) || %2$s || jsonb_build_object('?after', a.after, '?before', a.before) as target,
-                   case when $4 is not null and $4 @> jsonb_build_array(jsonb_build_object(%1$L, x.e -> %1$L)) then 'restore'
-                        when r.%1$I is null then 'missing'
-                        when $4 is null %3$s and jsonb_build_object(%4$s) = a.after %5$s then 'restore'
-                        else 'drifted' end as status
-              from jsonb_array_elements($1) with ordinality as x(e, ord)
-              join change_audit as a on a.job_id = $3 and a.ordinal = x.ord - 1
-              left join %6$s as r on r.%1$I = (x.e ->> %1$L)::%7$s
-             where x.ord <= $2) as c$q$,
-    v_key,
-    case when v_version is not null then format('jsonb_build_object(%L, a.version_after)', v_version) else '''{}''::jsonb' end,
-    case when v_def ? 'tenant' then format('and r.%I::text = $5', v_def ->> 'tenant') else '' end,
-    (select string_agg(format('%L, r.%I', c, c), ', ') from unnest(v_written) as c),
-    case when v_version is not null then format('and r.%I = a.version_after', v_version) else '' end,
-    (v_def ->> 'table')::regclass, v_key_type)
+  -- The committed targets and their audit (chunks' tables, read here),
+  -- then their rows (the user's table, read as the writer role): each is
+  -- restored (matching and still of the tenant, or a target of the stored
+  -- undo), drifted or missing.
+  v_input := change_report_input(array[register_change_undo.job_id]);
+  v_status := writer_run(change_report_sql(v_def), v_input, jsonb_build_object('tenant', register_change_undo.tenant));
+  select jsonb_agg(c.target order by c.ord) filter (where c.status = 'restore'),
+         jsonb_build_object(
+           'targets', coalesce(jsonb_agg(c.k order by c.ord) filter (where c.status = 'restore'), '[]'),
+           'drifted', coalesce(jsonb_agg(c.k order by c.ord) filter (where c.status = 'drifted'), '[]'),
+           'missing', coalesce(jsonb_agg(c.k order by c.ord) filter (where c.status = 'missing'), '[]'))
     into v_targets, v_lists
-    using register_change_undo.targets, register_change_undo.next_index, register_change_undo.job_id,
-          register_change_undo.stored, register_change_undo.tenant;
+    from (select x.ord, x.e -> v_key as k,
+                 jsonb_build_object(v_key, x.e -> v_key)
+                 || case when v_version is not null then jsonb_build_object(v_version, a.version_after) else '{}'::jsonb end
+                 || jsonb_build_object('?after', a.after, '?before', a.before) as target,
+                 case when register_change_undo.stored is not null
+                           and register_change_undo.stored @> jsonb_build_array(jsonb_build_object(v_key, x.e -> v_key)) then 'restore'
+                      when s.e ->> 1 = 'missing' then 'missing'
+                      when register_change_undo.stored is null and s.e ->> 1 = 'matching' then 'restore'
+                      else 'drifted' end as status
+            from jsonb_array_elements(register_change_undo.targets) with ordinality as x(e, ord)
+            join change_audit as a on a.job_id = register_change_undo.job_id and a.ordinal = x.ord - 1
+            join jsonb_array_elements(v_status) as s(e) on (s.e ->> 0)::bigint = x.ord
+           where x.ord <= register_change_undo.next_index) as c;
 
   if register_change_undo.stored is not null then
     return jsonb_build_object('job_id', register_change_undo.new_job_id, 'undoes', register_change_undo.job_id, 'created', false,

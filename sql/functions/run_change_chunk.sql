@@ -3,9 +3,11 @@
 -- chunk_size, next_index on a chunk boundary, change_audit exactly
 -- targets[0:next_index] by key), still its approval (job_approval), and
 -- its change still the definition it was approved under (changes.digest,
--- and its function); then the change's generated function changes the
--- chunk's rows and audits them, and next_index moves. The one dynamic
--- statement per chunk is the call of that function.
+-- and its function, still the writer's as chunks made it); then the
+-- change's generated function changes the chunk's rows as the writer role
+-- and returns what it changed, which is audited here, as chunks' owner,
+-- with next_index moved in the same statement. The one dynamic statement
+-- per chunk is the call of that function.
 create or replace function {{ .schema }}.run_change_chunk(job_id text, tenant text, targets jsonb, chunk_size integer,
                                                           next_index integer, change text, digest text,
                                                           a_kind text, a_tenant text, a_targets_sha256 text,
@@ -24,6 +26,8 @@ declare
   v_bad bigint;
   v_audit_rows bigint;
   v_slice jsonb;
+  v_def jsonb;
+  v_rows jsonb;
   v_processed jsonb;
   -- An undo (job_kind restore) runs the change's inverse; its approval is of kind restore.
   v_restore constant boolean := run_change_chunk.kind = 'restore';
@@ -54,13 +58,22 @@ begin
   if v_problem is not null then
     raise exception '%', v_problem using errcode = 'CH409';
   end if;
-  select c.definition ->> 'key', c.function_name into v_key, v_function
+  select c.definition ->> 'key', c.function_name, c.definition into v_key, v_function, v_def
     from changes as c
-   where c.name = run_change_chunk.change and c.digest = run_change_chunk.digest
-     and to_regprocedure(format('%I.%I', '{{ .schema }}', c.function_name) || v_signature) is not null;
+   where c.name = run_change_chunk.change and c.digest = run_change_chunk.digest;
   if not found then
     raise exception 'job %: its change % was redefined or dropped since it was approved', run_change_chunk.job_id,
       run_change_chunk.change using errcode = 'CH409';
+  end if;
+  -- The function must still be the writer's as chunks made it, the
+  -- session must hold no temporary object that code on the table could
+  -- read instead of its own, and the key must still be unique on the
+  -- table alone (catalog lookups by oid, each a cache hit).
+  v_problem := coalesce(writer_function_problem(format('%I.%I', '{{ .schema }}', v_function) || v_signature, writer_role()),
+                        temp_objects_problem(), change_key_problem(v_def));
+  if v_problem is not null then
+    raise exception 'job %: change % cannot run: %', run_change_chunk.job_id, run_change_chunk.change, v_problem
+      using errcode = 'CH409';
   end if;
 
   -- The audit is exactly targets[0:next_index], by ordinal and key.
@@ -82,14 +95,33 @@ begin
   select jsonb_agg(t.e order by t.ord), jsonb_agg(t.e -> v_key order by t.ord) into v_slice, v_processed
     from jsonb_array_elements(run_change_chunk.targets) with ordinality as t(e, ord)
    where t.ord - 1 >= run_change_chunk.next_index and t.ord - 1 < v_end;
+  -- The change's function, as the writer: it changes the rows and returns
+  -- what it changed; the audit is written here, as chunks' owner, and must
+  -- be exactly this chunk's targets, by ordinal and key.
   if v_restore then
     execute format('select %I.%I($1, $2, $3, $4, true)', '{{ .schema }}', v_function)
-      using run_change_chunk.job_id, run_change_chunk.tenant, run_change_chunk.next_index, v_slice;
+      into v_rows using run_change_chunk.job_id, run_change_chunk.tenant, run_change_chunk.next_index, v_slice;
   else
     execute format('select %I.%I($1, $2, $3, $4)', '{{ .schema }}', v_function)
-      using run_change_chunk.job_id, run_change_chunk.tenant, run_change_chunk.next_index, v_slice;
+      into v_rows using run_change_chunk.job_id, run_change_chunk.tenant, run_change_chunk.next_index, v_slice;
   end if;
-  update jobs as j set next_index = v_end where j.job_id = run_change_chunk.job_id;
+  with r as (
+    select r.* from jsonb_to_recordset(v_rows) as r(ordinal integer, key text, version_before bigint, version_after bigint,
+                                                    before jsonb, after jsonb)
+  ), audit as (
+    insert into change_audit (job_id, ordinal, key, version_before, version_after, before, after)
+    select run_change_chunk.job_id, r.ordinal, r.key, r.version_before, r.version_after, r.before, r.after from r
+  ), moved as (
+    update jobs as j set next_index = v_end where j.job_id = run_change_chunk.job_id
+  )
+  select count(*) filter (where t.e ->> v_key is not distinct from r.key) into v_bad
+    from r join jsonb_array_elements(v_slice) with ordinality as t(e, ord)
+      on run_change_chunk.next_index + (t.ord - 1)::integer = r.ordinal;
+  if v_bad <> v_end - run_change_chunk.next_index or jsonb_array_length(v_rows) <> v_end - run_change_chunk.next_index then
+    raise exception 'job %: change %''s function returned % audit rows that are not exactly the chunk''s % targets',
+      run_change_chunk.job_id, run_change_chunk.change, jsonb_array_length(v_rows), v_end - run_change_chunk.next_index
+      using errcode = 'CH409';
+  end if;
   return jsonb_build_object('processed', v_processed, 'next_index', v_end, 'done', v_end = v_n);
 end
 $$;

@@ -1,0 +1,78 @@
+-- Why the declared change DEFINITION cannot run on its table as it is now,
+-- or NULL: define_change asks it before recording a change, every install
+-- before making its functions again, and register before approving a job
+-- (a definition never moves, but the table may: a column renamed or
+-- dropped, the key's unique index dropped, inheritance children added, a
+-- grant taken back). WRITER is the role that reads and writes the table.
+create or replace function {{ .schema }}.change_table_problem(definition jsonb, writer regrole) returns text
+language plpgsql stable security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_def jsonb := change_table_problem.definition;
+  v_rel regclass := to_regclass(v_def ->> 'table');
+  v_kind "char";
+  v_nsp text;
+  v_owner regrole;
+  v_col text;
+  v_key smallint;
+  v_written text[];
+begin
+  if v_rel is null then
+    return format('table %s no longer exists', v_def ->> 'table');
+  end if;
+  select c.relkind, n.nspname, c.relowner::regrole into v_kind, v_nsp, v_owner
+    from pg_class as c join pg_namespace as n on n.oid = c.relnamespace where c.oid = v_rel;
+  if v_kind not in ('r', 'p') then
+    return format('%s is no longer a table', v_rel);
+  end if;
+  if to_regprocedure(format('%I.installed_version()', v_nsp)) is not null or to_regprocedure(format('%I.shard_of(text)', v_nsp)) is not null then
+    return format('%s is in schema %s, where chunks is installed: declare changes of your own tables', v_rel, v_nsp);
+  end if;
+  v_written := array(select jsonb_object_keys(coalesce(v_def -> 'set', '{}')))
+               || array(select jsonb_object_keys(coalesce(v_def -> 'set_from_target', '{}')));
+  for v_col in
+    select c from unnest(array[v_def ->> 'key', v_def ->> 'tenant', v_def ->> 'version']
+                         || array(select jsonb_array_elements_text(coalesce(v_def -> 'expect', '[]')))
+                         || array(select jsonb_object_keys(coalesce(v_def -> 'when', '{}')))
+                         || v_written) as c
+     where c is not null
+  loop
+    if not exists (select from pg_attribute as a where a.attrelid = v_rel and a.attname = v_col and a.attnum > 0 and not a.attisdropped) then
+      return format('table %s has no column %s (renamed or dropped since the change was defined)', v_rel, quote_ident(v_col));
+    end if;
+  end loop;
+  select a.attnum into v_key from pg_attribute as a where a.attrelid = v_rel and a.attname = v_def ->> 'key';
+  if not exists (select from pg_index as i
+                  where i.indrelid = v_rel and i.indisunique and i.indisvalid and i.indnatts = 1 and i.indkey[0] = v_key
+                    and i.indpred is null and i.indexprs is null) then
+    return format('key: column %s.%s is not unique on its own (no primary key, unique constraint or non-partial unique index of exactly this column)',
+                  v_rel, quote_ident(v_def ->> 'key'));
+  end if;
+  if v_kind = 'r' and exists (select from pg_inherits as h where h.inhparent = v_rel) then
+    return format('table %s has inheritance children (%s): its key is unique in it alone, not in them', v_rel,
+                  (select string_agg(h.inhrelid::regclass::text, ', ' order by h.inhrelid::regclass::text) from pg_inherits as h where h.inhparent = v_rel));
+  end if;
+  if change_table_problem.writer is null then
+    return 'this install has no writer role: chunks migrate makes one (or names one: chunks migrate --writer ROLE)';
+  end if;
+  if not has_schema_privilege(change_table_problem.writer, v_nsp, 'USAGE') then
+    return format('the writer %s may not use schema %s; its owner (%s) grants it: grant usage on schema %s to %s',
+                  change_table_problem.writer, quote_ident(v_nsp), (select n.nspowner::regrole from pg_namespace as n where n.nspname = v_nsp),
+                  quote_ident(v_nsp), change_table_problem.writer);
+  end if;
+  if not has_table_privilege(change_table_problem.writer, v_rel, 'SELECT') then
+    return format('the writer %s may not SELECT %s; its owner (%s) grants it: grant select, update on %s to %s',
+                  change_table_problem.writer, v_rel, v_owner, v_rel, change_table_problem.writer);
+  end if;
+  for v_col in select c from unnest(v_written || (v_def ->> 'version')) as c where c is not null loop
+    if not has_column_privilege(change_table_problem.writer, v_rel, v_col, 'UPDATE') then
+      return format('the writer %s may not UPDATE column %s of %s; its owner (%s) grants it: grant select, update on %s to %s',
+                    change_table_problem.writer, quote_ident(v_col), v_rel, v_owner, v_rel, change_table_problem.writer);
+    end if;
+  end loop;
+  return null;
+end
+$$;
+comment on function {{ .schema }}.change_table_problem(jsonb, regrole) is
+  'chunks helper: why the declared change DEFINITION cannot run on its table now (gone, not a table, in a chunks schema, a column renamed or dropped, the key no longer unique, inheritance children, no writer, or the writer WRITER lacking USAGE, SELECT or UPDATE of a column it writes, naming who grants it), or NULL.';

@@ -1,0 +1,87 @@
+-- Hands FUNCTION (made by the caller, chunks' owner or the role running
+-- migrate) to the writer role: it then runs as the writer. ALTER ... OWNER
+-- needs the new owner to hold CREATE on the schema; it holds it only inside
+-- this statement's transaction, never where another session could see it.
+-- Then every grant on FUNCTION is taken back but the writer's own and
+-- chunks' owner's EXECUTE: a default privilege (ALTER DEFAULT PRIVILEGES
+-- ... GRANT EXECUTE ON FUNCTIONS) would open it to another role, which
+-- could then write the user's table as the writer, with no approval and no
+-- audit. Returns the roles whose grants were taken back.
+create or replace function {{ .schema }}.writer_own(function regprocedure, writer regrole) returns text[]
+language plpgsql volatile security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_owner regrole := (select n.nspowner::regrole from pg_namespace as n where n.nspname = '{{ .schema }}');
+  v_had_create boolean := has_schema_privilege(writer_own.writer, '{{ .schema }}', 'CREATE');
+  v_removed text[];
+begin
+  if not v_had_create then
+    execute format('grant create on schema %I to %s', '{{ .schema }}', writer_own.writer);
+  end if;
+  execute format('alter function %s owner to %s', writer_own.function, writer_own.writer);
+  if not v_had_create then
+    execute format('revoke create on schema %I from %s', '{{ .schema }}', writer_own.writer);
+  end if;
+  v_removed := revoke_foreign_grants(writer_own.function, array[writer_own.writer::oid, v_owner::oid]);
+  execute format('grant execute on function %s to %s', writer_own.function, v_owner);
+  return v_removed;
+end
+$$;
+comment on function {{ .schema }}.writer_own(regprocedure, regrole) is
+  'chunks helper: makes WRITER own FUNCTION (CREATE on the schema granted for the ALTER ... OWNER only, in this transaction) and leaves EXECUTE on it to WRITER and the schema''s owner alone; returns the other roles whose grants it took back.';
+
+-- Takes back every grant on FUNCTION but those to the roles KEPT (PUBLIC's
+-- included). Returns the roles it took them from.
+create or replace function {{ .schema }}.revoke_foreign_grants(function regprocedure, kept oid[]) returns text[]
+language plpgsql volatile security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_removed text[];
+  v_role text;
+begin
+  -- No ACL at all is the default: EXECUTE for PUBLIC.
+  if (select p.proacl is null from pg_proc as p where p.oid = revoke_foreign_grants.function) then
+    execute format('revoke all on function %s from public', revoke_foreign_grants.function);
+    v_removed := array['PUBLIC'];
+  end if;
+  for v_role in
+    select distinct case when a.grantee = 0 then 'PUBLIC' else a.grantee::regrole::text end
+      from pg_proc as p, aclexplode(p.proacl) as a
+     where p.oid = revoke_foreign_grants.function and a.grantee <> all (revoke_foreign_grants.kept)
+     order by 1
+  loop
+    execute format('revoke all on function %s from %s', revoke_foreign_grants.function, v_role);
+    v_removed := v_removed || v_role;
+  end loop;
+  return coalesce(v_removed, '{}');
+end
+$$;
+comment on function {{ .schema }}.revoke_foreign_grants(regprocedure, oid[]) is
+  'chunks helper: revokes every privilege on FUNCTION from every role but KEPT (PUBLIC included, also when the function had the default ACL); returns the roles it revoked from.';
+
+-- Why the writer's function FUNCTION is not as chunks made it, or NULL: it
+-- must still be owned by the writer, SECURITY DEFINER, pin writer_config()
+-- and be executable by no role but the writer and chunks' owner. Its owner
+-- can alter all of that without being able to change its body; run_chunk,
+-- check and report ask this before every call.
+create or replace function {{ .schema }}.writer_function_problem(function text, writer regrole) returns text
+language sql stable
+set search_path = {{ .schema }}, pg_temp
+as $$
+  select case
+    when p.oid is null then format('function %s is gone', writer_function_problem.function)
+    when writer_function_problem.writer is null then 'this install has no writer role (chunks migrate --writer ROLE)'
+    when p.proowner <> writer_function_problem.writer then
+      format('function %s belongs to %s, not to the writer %s', p.oid::regprocedure, p.proowner::regrole, writer_function_problem.writer)
+    when not p.prosecdef or p.proconfig is null or not p.proconfig @> writer_config() or p.proacl is null
+         or exists (select from aclexplode(p.proacl) as a
+                     where a.grantee not in (writer_function_problem.writer, (select n.nspowner from pg_namespace as n where n.oid = p.pronamespace))) then
+      format('function %s was altered (its security, settings or grants)', p.oid::regprocedure)
+  end
+    from (select to_regprocedure(writer_function_problem.function) as oid) as f
+    left join pg_proc as p on p.oid = f.oid
+$$;
+comment on function {{ .schema }}.writer_function_problem(text, regrole) is
+  'chunks helper: NULL when FUNCTION (a signature) is as chunks made it for the writer WRITER (owned by it, SECURITY DEFINER, writer_config() pinned, EXECUTE for the writer and the schema''s owner only), else what is wrong; chunks migrate makes it again.';
