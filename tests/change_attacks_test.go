@@ -1,0 +1,148 @@
+package tests
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/chunks-dev/chunks/internal/pgtest"
+)
+
+// attackSQL is the user's schema %[1]s of the probe of issue 35, owned by
+// the application's role %[3]s (the writer %[4]s, chunks' owner %[5]s): a table whose code tries to take over the
+// chunks install %[2]s whenever it runs, and records in loot, with whose
+// rights it ran (current_user), whether each attempt worked. Each attempt
+// is caught, so the chunk itself goes on. The attack runs from a
+// BEFORE UPDATE trigger, a row security policy or the CHECK of the domain
+// of the column the change sets.
+const attackSQL = `
+create table %[1]s.loot(vector text, who text, attempt text, ok boolean);
+grant insert on %[1]s.loot to public;
+create function %[1]s.attack(vector text) returns boolean language plpgsql set search_path = pg_catalog as $a$
+begin
+  begin
+    execute 'grant select, insert, update, delete on %[2]s.change_audit, %[2]s.job_approval, %[2]s.jobs to %[3]s';
+    insert into %[1]s.loot values (vector, current_user, 'grant', true);
+  exception when others then
+    insert into %[1]s.loot values (vector, current_user, 'grant', false);
+  end;
+  begin
+    insert into %[2]s.job_approval (job_id, kind, tenant, chunk_size, targets_sha256, recorded_from)
+    values ('forged', 'change', '7', 1, repeat('0', 64), 'register');
+    insert into %[1]s.loot values (vector, current_user, 'forge', true);
+  exception when others then
+    insert into %[1]s.loot values (vector, current_user, 'forge', false);
+  end;
+  begin
+    execute 'alter role %[3]s superuser';
+    insert into %[1]s.loot values (vector, current_user, 'superuser', true);
+  exception when others then
+    insert into %[1]s.loot values (vector, current_user, 'superuser', false);
+  end;
+  return true;
+end
+$a$;
+create domain %[1]s.tag as text check (value = 'old' or %[1]s.attack('domain check'));
+create table %[1]s.t(id bigint primary key, m integer not null, v integer not null, tag %[1]s.tag);
+insert into %[1]s.t select g, 7, 0, 'old' from generate_series(1, 4) g;
+create function %[1]s.on_update() returns trigger language plpgsql set search_path = pg_catalog as $a$
+begin
+  perform %[1]s.attack('trigger');
+  return new;
+end
+$a$;
+create trigger before_update before update on %[1]s.t for each row execute function %[1]s.on_update();
+alter table %[1]s.t enable row level security;
+create policy everyone on %[1]s.t using (%[1]s.attack('policy'));
+alter table %[1]s.t owner to %[3]s;
+alter schema %[1]s owner to %[3]s;
+alter function %[1]s.attack(text) owner to %[3]s;
+alter function %[1]s.on_update() owner to %[3]s;
+alter domain %[1]s.tag owner to %[3]s;
+alter table %[1]s.loot owner to %[3]s;
+grant usage on schema %[1]s to %[4]s, %[5]s;
+grant select, update on %[1]s.t to %[4]s;`
+
+// TestChangeCodeOnTheTableRunsAsTheWriter: the three attacks of issue 35's
+// probe, a trigger, a policy function and a domain's CHECK function on the
+// table of a declared change, each trying to grant the table's owner
+// chunks' tables, to forge an approval and to make it a superuser, on an
+// install owned by an ordinary role and on one owned by a superuser. The
+// code runs (loot records it) as the writer at define, register, check,
+// each chunk, report and undo; every attempt fails, and the table's owner
+// gains nothing.
+func TestChangeCodeOnTheTableRunsAsTheWriter(t *testing.T) {
+	t.Parallel()
+	for _, install := range []string{"ordinary owner", "superuser owner"} {
+		t.Run(install, func(t *testing.T) {
+			t.Parallel()
+			var s *pgtest.Schema
+			var owner, operator *pgx.Conn
+			var ownerName string
+			if install == "ordinary owner" {
+				r := newRoles(t)
+				s, owner, operator, ownerName = r.Schema, r.connect(t, r.owner), r.connect(t, r.operator), r.owner.Name
+			} else {
+				s = pgtest.NewSchema(t)
+				owner, operator = s.Conn, s.Conn
+				ownerName = mustString(t, s.Conn, "select nspowner::regrole::text from pg_namespace where nspname = $1", s.Name)
+				if !mustBool(t, s.Conn, "select rolsuper from pg_roles where rolname = $1", ownerName) {
+					t.Fatalf("the owner %s of %s is not a superuser", ownerName, s.Name)
+				}
+			}
+			app := pgtest.NewRole(t, pgtest.DSN(), "app")
+			w := writerOf(t, s)
+			shop := pgtest.NewSchemaName(t)
+			s.Exec(t, "create schema "+shop)
+			t.Cleanup(func() {
+				if _, err := s.Conn.Exec(ctx, "drop schema "+shop+" cascade"); err != nil {
+					t.Errorf("drop schema %s: %v", shop, err)
+				}
+			})
+			s.Exec(t, fmt.Sprintf(attackSQL, shop, s.Name, app.Name, w, ownerName))
+
+			def := fmt.Sprintf(`{"name": "retag", "table": "%s.t", "key": "id", "tenant": "m", "version": "v", "set": {"tag": "new"}}`, shop)
+			if !mustBool(t, owner, "select define_change($1)", def) {
+				t.Fatal("define_change: false")
+			}
+			plan := changePlan("a1", "7", `[{"id": 1, "v": 0}, {"id": 2, "v": 0}, {"id": 3, "v": 0}]`, 2)
+			sameJSON(t, "check", mustString(t, operator, "select (check_change('retag', $1) -> 'ok')::text", plan), "true")
+			if !mustBool(t, operator, "select register_change('retag', $1)", plan) {
+				t.Fatal("register_change: false")
+			}
+			for _, want := range []string{`{"processed": [1, 2], "next_index": 2, "done": false}`, `{"processed": [3], "next_index": 3, "done": true}`} {
+				sameJSON(t, "chunk", mustString(t, operator, "select run_chunk('a1')::text"), want)
+			}
+			sameJSON(t, "report", mustString(t, operator, "select (report('a1') -> 'matching')::text"), "[1, 2, 3]")
+			sameJSON(t, "undo", mustString(t, operator, "select (register_undo('a1') -> 'targets')::text"), "[1, 2, 3]")
+			mustString(t, operator, "select run_chunk('a1-undo')::text")
+			mustString(t, operator, "select run_chunk('a1-undo')::text")
+			if got := mustString(t, s.Conn, "select string_agg(id || ':' || tag || ':' || v, ' ' order by id) from "+shop+".t"); got != "1:old:2 2:old:2 3:old:2 4:old:0" {
+				t.Fatalf("rows after the change and its undo: %s", got)
+			}
+
+			// The code ran, each vector at least once, always as the writer, and nothing worked.
+			if got := mustString(t, s.Conn, "select string_agg(distinct vector, ', ' order by vector) from "+shop+".loot"); got != "domain check, policy, trigger" {
+				t.Errorf("vectors that ran: %s", got)
+			}
+			if got := mustString(t, s.Conn, "select coalesce(string_agg(distinct who, ', '), 'none') from "+shop+".loot"); got != w {
+				t.Errorf("the code on the table ran as %s, want only the writer %s", got, w)
+			}
+			if got := mustString(t, s.Conn, "select coalesce(string_agg(vector || ' ' || attempt, ', ' order by vector, attempt), 'none') from (select distinct vector, attempt from "+shop+".loot where ok) as x"); got != "none" {
+				t.Errorf("attempts that worked: %s", got)
+			}
+			if got := mustString(t, s.Conn, "select count(*)::text from job_approval where job_id = 'forged'"); got != "0" {
+				t.Errorf("forged approvals: %s", got)
+			}
+			if got := mustString(t, s.Conn, `select (select rolsuper from pg_roles where rolname = $1)::text || ' '
+			    || (has_table_privilege($1, 'change_audit', 'INSERT, UPDATE, DELETE, SELECT') or has_table_privilege($1, 'job_approval', 'INSERT, UPDATE, DELETE, SELECT')
+			        or has_table_privilege($1, 'jobs', 'INSERT, UPDATE, DELETE, SELECT'))::text`, app.Name); got != "false false" {
+				t.Errorf("the table's owner after the attacks: superuser, rights on chunks' tables = %s", got)
+			}
+			if got := mustString(t, s.Conn, `select (has_schema_privilege($1, $2, 'USAGE') or has_schema_privilege($1, $2, 'CREATE'))::text`, w, s.Name); got != "false" {
+				t.Errorf("the writer has a privilege on schema %s", s.Name)
+			}
+		})
+	}
+}
