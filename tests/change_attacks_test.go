@@ -2,10 +2,13 @@ package tests
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
@@ -144,5 +147,59 @@ func TestChangeCodeOnTheTableRunsAsTheWriter(t *testing.T) {
 				t.Errorf("the writer has a privilege on schema %s", s.Name)
 			}
 		})
+	}
+}
+
+// TestDefaultPrivilegesLeakNoExecute (issue 35, item 3): a default
+// privilege of the role that defines a change and runs migrate
+// (ALTER DEFAULT PRIVILEGES ... GRANT EXECUTE ON FUNCTIONS) opened the
+// generated functions and chunks' helpers to another role, which could
+// change an unapproved row with an audit row under any job. After define
+// and after migrate, that role may execute none of them, and migrate says
+// what it took back.
+func TestDefaultPrivilegesLeakNoExecute(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	alice := pgtest.NewRole(t, pgtest.DSN(), "alice")
+	shop := userSchema(t, s, paymentsSQL)
+	s.Exec(t, "alter default privileges in schema "+s.Name+" grant execute on functions to "+alice.Name)
+	t.Cleanup(func() {
+		if _, err := s.Conn.Exec(ctx, "alter default privileges in schema "+s.Name+" revoke execute on functions from "+alice.Name); err != nil {
+			t.Errorf("alter default privileges: %v", err)
+		}
+	})
+	s.Exec(t, "select define_change($1)", holdPayment(shop))
+	leaked := `select coalesce(string_agg(p.oid::regprocedure::text, ', ' order by p.oid::regprocedure::text), 'none')
+	  from pg_proc as p where p.pronamespace = $1::regnamespace and has_function_privilege($2, p.oid, 'EXECUTE')
+	   and p.proname in ('apply_hold_payment', 'writer_exec', 'record_job', 'change_orders')`
+	if got := mustString(t, s.Conn, leaked, s.Name, alice.Name); got != "none" {
+		t.Errorf("after define, %s may execute %s", alice.Name, got)
+	}
+	// A grant by hand on a helper, then migrate.
+	s.Exec(t, "grant execute on function record_job(text, text, jsonb, integer, text, text) to "+alice.Name)
+	var notices []string
+	cfg, err := pgx.ParseConfig(pgtest.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { notices = append(notices, n.Message) }
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := conn.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	if err := driver.Migrate(ctx, conn, s.Name, driver.MigrateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustString(t, s.Conn, leaked, s.Name, alice.Name); got != "none" {
+		t.Errorf("after migrate, %s may execute %s", alice.Name, got)
+	}
+	want := "chunks: took back EXECUTE on record_job(text,text,jsonb,integer,text,text), which only chunks' own functions call, from " + alice.Name
+	if !slices.Contains(notices, want) {
+		t.Errorf("migrate's notices %q lack %q", notices, want)
 	}
 }

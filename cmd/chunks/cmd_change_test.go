@@ -30,8 +30,16 @@ func userTables(t testing.TB, l *clitest.Lab) string {
 	  create table %[1]s.contacts(id uuid primary key, email text, opted_out boolean not null default false);
 	  insert into %[1]s.contacts values ('00000000-0000-0000-0000-00000000000a', 'a@example.com', false),
 	                                    ('00000000-0000-0000-0000-00000000000b', 'b@example.com', false);`, shop))
+	l.Exec(t, fmt.Sprintf(grantWriterSQL, shop))
 	return shop
 }
+
+// grantWriterSQL grants the writer of the chunks schema on the search_path
+// (docs/roles.md "Code on your tables") what the tests' changes of the
+// user's schema %s need: USAGE, and SELECT, INSERT and UPDATE on its tables.
+const grantWriterSQL = `do $g$ declare w text := (select quote_ident(role) from change_writer); begin
+  execute format('grant usage on schema %%1$I to %%2$s; grant select, insert, update on all tables in schema %%1$I to %%2$s', '%s', w);
+end $g$`
 
 // holdPayment is the issue's definition on payments of schema shop.
 func holdPayment(shop string) string {

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -81,7 +82,11 @@ func (s *seeder) changeJobs(ctx context.Context, n, chunkSize int) (ids []string
 	table := pgx.Identifier{s.shop, "tickets"}.Sanitize()
 	if !s.changeDefined {
 		if _, err := s.conn.Exec(ctx, "create schema "+pgx.Identifier{s.shop}.Sanitize()+"; create table "+table+
-			"(id integer primary key, qty integer not null, state text not null, revision integer not null)"); err != nil {
+			"(id integer primary key, qty integer not null, state text not null, revision integer not null); "+
+			// The writer of the chunks schema writes the table (docs/roles.md "Code on your tables").
+			"do $g$ declare w text := (select quote_ident(role) from change_writer); begin "+
+			"execute format('grant usage on schema %1$I to %2$s; grant select, update on %1$I.tickets to %2$s', "+
+			pgQuote(s.shop)+", w); end $g$"); err != nil {
 			return nil, fmt.Errorf("create the declared change's table: %w", err)
 		}
 		def := fmt.Sprintf(`{"name": %q, "table": %q, "key": "id", "version": "revision", "expect": ["qty"], "set": {"state": "cancelled"}}`,
@@ -146,3 +151,6 @@ func jobsFor(seconds float64, chunkSize, workers int) int {
 	chunksPerJob := (targetsPerJob + chunkSize - 1) / chunkSize
 	return max(workers, int(seconds*maxChunksPerSecond)/chunksPerJob+1)
 }
+
+// pgQuote is text as an SQL string literal.
+func pgQuote(text string) string { return "'" + strings.ReplaceAll(text, "'", "''") + "'" }

@@ -141,6 +141,8 @@ create table shop.payments(payment_id bigint primary key, merchant_id integer no
 insert into shop.payments values
   (5, 42, 'captured', 300, null, 0),
   (7, 42, 'captured', 1200, null, 3);
+grant usage on schema shop to lab_writer;
+grant select, update on shop.payments to lab_writer;
 `
 
 // ExampleChunks is a new database (see [ExampleDatabase]) with chunks

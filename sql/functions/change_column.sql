@@ -17,6 +17,11 @@ begin
     raise exception '%: table % has no column %', change_column.field, change_column.rel::regclass,
       excerpt(change_column.col, true) using errcode = '22023';
   end if;
+  -- The generated code names its own columns "?ordinal", "?key", ...
+  if change_column.col like '?%' then
+    raise exception '%: column % starts with ?, which chunks keeps for the columns of its generated code; rename it',
+      change_column.field, excerpt(change_column.col, true) using errcode = '22023';
+  end if;
 end
 $$;
 comment on function {{ .schema }}.change_column(oid, text, text) is

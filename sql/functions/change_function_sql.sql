@@ -124,7 +124,11 @@ begin
 
   -- The body is passed as one quoted literal (%L), so no text of the
   -- definition can end it, as it could end a dollar quote.
+  -- use_variable: a column of the user's table named like a variable
+  -- here (v_done) is never what an unqualified name means; the generated
+  -- SQL qualifies every column it reads (l., b., t., r.).
   v_sql := format($f$
+#variable_conflict use_variable
 declare
   v_problem text;
   v_done bigint[] := '{}'::bigint[];

@@ -114,3 +114,4 @@ revoke all on all functions in schema {{ .schema }} from public;
 -- improves or fixes the generated code reaches the changes defined before
 -- it. chunks migrate calls it again after handing the schema to its owner.
 select {{ .schema }}.install_writer();
+select {{ .schema }}.revoke_stray_grants();

@@ -85,3 +85,35 @@ as $$
 $$;
 comment on function {{ .schema }}.writer_function_problem(text, regrole) is
   'chunks helper: NULL when FUNCTION (a signature) is as chunks made it for the writer WRITER (owned by it, SECURITY DEFINER, writer_config() pinned, EXECUTE for the writer and the schema''s owner only), else what is wrong; chunks migrate makes it again.';
+
+-- Every function of chunks that no role but the owner is meant to execute
+-- (all but access_functions('operator'), and the writer's own) loses any
+-- grant another role holds: a default privilege (ALTER DEFAULT PRIVILEGES
+-- ... GRANT EXECUTE ON FUNCTIONS) of the role that ran migrate or
+-- define_change, or a grant by hand, would let that role run a helper such
+-- as record_job or change_orders directly. Says in a notice what it took
+-- back. Run by every install.
+create or replace function {{ .schema }}.revoke_stray_grants() returns void
+language plpgsql volatile security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_owner oid := (select n.nspowner from pg_namespace as n where n.nspname = '{{ .schema }}');
+  v_function regprocedure;
+  v_removed text[];
+begin
+  for v_function in
+    select p.oid::regprocedure from pg_proc as p
+     where p.pronamespace = '{{ .schema }}'::regnamespace and p.proowner = v_owner
+       and p.oid not in (select f from access_functions('operator') as f)
+       and exists (select from aclexplode(p.proacl) as a where a.grantee <> v_owner)
+     order by 1::text
+  loop
+    v_removed := revoke_foreign_grants(v_function, array[v_owner]);
+    raise notice 'chunks: took back EXECUTE on %, which only chunks'' own functions call, from %', v_function,
+      array_to_string(v_removed, ', ');
+  end loop;
+end
+$$;
+comment on function {{ .schema }}.revoke_stray_grants() is
+  'chunks helper, run by every install: takes back every grant on a function of chunks that no operator or viewer is meant to execute (all but access_functions(''operator'')), saying in a notice from whom.';

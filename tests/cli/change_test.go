@@ -15,6 +15,13 @@ import (
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
+// grantWriterSQL grants the writer of the chunks schema on the search_path
+// (docs/roles.md "Code on your tables") what the tests' changes of the
+// user's schema %s need: USAGE, and SELECT, INSERT and UPDATE on its tables.
+const grantWriterSQL = `do $g$ declare w text := (select quote_ident(role) from change_writer); begin
+  execute format('grant usage on schema %%1$I to %%2$s; grant select, insert, update on all tables in schema %%1$I to %%2$s', '%s', w);
+end $g$`
+
 // userSchema creates a schema of the user's own tables (not chunks') for
 // one test, with sql (%[1]s its name), and drops it when the test ends.
 func userSchema(t testing.TB, l *lab, sql string) string {
@@ -27,6 +34,7 @@ func userSchema(t testing.TB, l *lab, sql string) string {
 		}
 	})
 	l.Exec(t, fmt.Sprintf(sql, name))
+	l.Exec(t, fmt.Sprintf(grantWriterSQL, name))
 	return name
 }
 

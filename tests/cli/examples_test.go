@@ -276,7 +276,8 @@ func (w *exampleWorld) prepare(t *testing.T, routed bool) {
 		for _, sql := range []string{"drop schema if exists shop cascade", "create schema shop",
 			`create table shop.payments(payment_id bigint primary key, merchant_id integer not null, status text not null,
 			   amount_cents integer not null, hold_reason text, lock_version integer not null default 0)`,
-			"insert into shop.payments select g, 42, 'captured', 100 * g, null, 0 from generate_series(1, 4) g"} {
+			"insert into shop.payments select g, 42, 'captured', 100 * g, null, 0 from generate_series(1, 4) g",
+			"grant usage on schema shop to lab_writer", "grant select, update on shop.payments to lab_writer"} {
 			if _, err := conn.Exec(ctx, sql); err != nil {
 				return err
 			}

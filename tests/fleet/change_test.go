@@ -29,6 +29,9 @@ func TestStatusPageShowsTheChange(t *testing.T) {
 	})
 	l.Exec(t, fmt.Sprintf(`create table %[1]s.payments(payment_id bigint primary key, status text not null, lock_version integer not null);
 	  insert into %[1]s.payments select g, 'captured', 0 from generate_series(1, 6) g`, shop))
+	l.Exec(t, fmt.Sprintf(`do $g$ declare w text := (select quote_ident(role) from change_writer); begin
+	  execute format('grant usage on schema %%1$I to %%2$s; grant select, update on all tables in schema %%1$I to %%2$s', '%s', w);
+	end $g$`, shop))
 	for _, name := range []string{"hold", "unused"} {
 		l.Exec(t, "select define_change($1)", fmt.Sprintf(`{"name": %q, "table": "%s.payments", "key": "payment_id", "version": "lock_version",
 		  "when": {"status": "captured"}, "set": {"status": "on_hold"}}`, name, shop))

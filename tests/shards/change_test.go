@@ -22,6 +22,8 @@ func TestRouterRegisterChange(t *testing.T) {
 			"create schema " + c.schema + "_shop",
 			"create table " + def.Table + "(payment_id bigint primary key, status text not null, lock_version integer not null)",
 			"insert into " + def.Table + " select g, 'captured', 0 from generate_series(1, 3) g",
+			"grant usage on schema " + c.schema + "_shop to " + c.schema + "_writer",
+			"grant select, update on " + def.Table + " to " + c.schema + "_writer",
 		} {
 			if _, err := sh.conn.Exec(ctx, sql); err != nil {
 				t.Fatalf("%s: %v", sql, err)
