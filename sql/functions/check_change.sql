@@ -16,6 +16,7 @@ declare
   v_problem text;
   v_function text;
   v_targets jsonb;
+  v_warning text;
 begin
   select p.name, p.definition, p.digest, p.approval into v_change  -- 22023 naming the field
     from valid_change_plan(check_change.change, check_change.plan) as p;
@@ -33,6 +34,10 @@ begin
   end if;
   v_problem := change_job_problem(v_job_id, v_change.name, v_change.digest, v_plan ->> 'tenant', v_plan -> 'targets',
                                   (v_plan -> 'chunk_size')::integer);
+  v_warning := change_code_warning(to_regclass(v_change.definition ->> 'table'));
+  if v_warning is not null then
+    raise notice '%', v_warning;
+  end if;
   -- The change's generated check (define_change): one call, planned once.
   execute format('select %I.%I($1, $2)', '{{ .schema }}', v_function)
     into v_targets using v_plan ->> 'tenant', v_plan -> 'targets';

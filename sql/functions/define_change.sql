@@ -224,6 +224,10 @@ begin
     raise exception 'table: %', v_problem using errcode = '22023';
   end if;
   perform generate_change(v_def);
+  v_problem := change_code_warning(v_rel);
+  if v_problem is not null then
+    raise notice '%', v_problem;
+  end if;
   insert into changes (name, definition, digest, function_name)
   values (v_name, v_def, encode(sha256(convert_to(v_def::text, 'UTF8')), 'hex'), 'apply_' || v_name);
   return true;

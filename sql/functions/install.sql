@@ -74,6 +74,7 @@
 {{ template "change_problem_start.sql" . }}
 {{ template "change_table_problem.sql" . }}
 {{ template "change_key_problem.sql" . }}
+{{ template "change_code_warning.sql" . }}
 {{ template "change_sql_parts.sql" . }}
 {{ template "change_restore_parts.sql" . }}
 {{ template "change_function_sql.sql" . }}
