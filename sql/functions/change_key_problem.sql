@@ -2,9 +2,12 @@
 -- its table, or NULL: its unique index was dropped, or the table has
 -- inheritance children (a key is unique in a table alone). run_chunk asks
 -- it before every chunk (lookups by oid), register before every approval.
+-- jit off: run_chunk's enable_seqscan = off prices a catalog scan at 1e10,
+-- which JIT would compile for most of a second on every chunk.
 create or replace function {{ .schema }}.change_key_problem(definition jsonb) returns text
 language sql stable
 set search_path = {{ .schema }}, pg_temp
+set jit = off
 as $$
   select case
     when c.oid is null then format('table %s no longer exists', change_key_problem.definition ->> 'table')

@@ -66,9 +66,12 @@ comment on function {{ .schema }}.revoke_foreign_grants(regprocedure, oid[]) is
 -- and be executable by no role but the writer and chunks' owner. Its owner
 -- can alter all of that without being able to change its body; run_chunk,
 -- check and report ask this before every call.
+-- jit off: run_chunk's enable_seqscan = off prices a catalog scan at 1e10,
+-- which JIT would compile for most of a second on every chunk.
 create or replace function {{ .schema }}.writer_function_problem(function text, writer regrole) returns text
 language sql stable
 set search_path = {{ .schema }}, pg_temp
+set jit = off
 as $$
   select case
     when p.oid is null then format('function %s is gone', writer_function_problem.function)

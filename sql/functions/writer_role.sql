@@ -4,7 +4,7 @@ create or replace function {{ .schema }}.writer_role() returns regrole
 language sql stable
 set search_path = {{ .schema }}, pg_temp
 as $$
-  select r.oid::regrole from change_writer as w join pg_roles as r on r.rolname = w.role
+  select to_regrole(quote_ident(w.role)) from change_writer as w where w.one
 $$;
 comment on function {{ .schema }}.writer_role() is
   'chunks helper: the writer role of this install (change_writer), or NULL when none is recorded or it was dropped.';

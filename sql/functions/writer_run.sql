@@ -30,9 +30,12 @@ comment on function {{ .schema }}.writer_run(text, jsonb, jsonb) is
 -- temporary tables, views or types, which an unqualified name in a trigger
 -- or policy would find (pg_temp is searched for relations and types
 -- whatever search_path says). chunks' own statements never need any.
+-- jit off: run_chunk's enable_seqscan = off prices a catalog scan at 1e10,
+-- which JIT would compile for most of a second on every chunk.
 create or replace function {{ .schema }}.temp_objects_problem() returns text
 language sql stable
 set search_path = {{ .schema }}, pg_temp
+set jit = off
 as $$
   select format('this session has temporary objects (%s); code on the table (a trigger, a policy) could read them instead of the tables it means, so run chunks from a session without any (DISCARD TEMP)',
                 string_agg(x.name, ', ' order by x.name))
