@@ -95,6 +95,8 @@ func TestChangeEdges(t *testing.T) {
 	s.Exec(t, "alter table "+shop+".t drop constraint t_pkey")
 	_, err = tryString(s.Conn, "select run_chunk('e3')::text")
 	wantExactPgError(t, err, "CH409", "job e3: change stamp cannot run: key: column "+shop+".t.id is no longer unique on its own (its unique index was dropped, or the column renamed)")
+	_, err = tryString(s.Conn, "select register_change('stamp', $1)::text", changePlan("e4", "7", `[{"id": 2, "v": 2, "amount": 1}]`, 2))
+	wantExactPgError(t, err, "CH409", "change stamp: key: column "+shop+".t.id is no longer unique on its own (its unique index was dropped, or the column renamed)")
 
 	// Item 2: a temporary table never stands in for the one a trigger reads.
 	s.Exec(t, "alter table "+shop+".t add primary key (id)")

@@ -1,17 +1,25 @@
 -- The declared change CHANGE (valid_change_plan, campaign_create_change):
--- 22023 naming FIELD when CHANGE is no change's name or there is none.
+-- 22023 naming FIELD when CHANGE is no change's name or there is none;
+-- CH409 when its key no longer names one row (change_key_problem).
 create or replace function {{ .schema }}.change_named(change text, field text, out name text,
                                                       out definition jsonb, out digest text)
 language plpgsql stable security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
+declare
+  v_problem text;
 begin
   perform check_change_name(change_named.change, change_named.field);
   select c.name, c.definition, c.digest into name, definition, digest from changes as c where c.name = change_named.change;
   if not found then
     raise exception '%: there is no change % (chunks change list)', change_named.field, change_named.change using errcode = '22023';
   end if;
+  -- An approval names rows by their key: it must still name one row each.
+  v_problem := change_key_problem(definition);
+  if v_problem is not null then
+    raise exception 'change %: %', name, v_problem using errcode = 'CH409';
+  end if;
 end
 $$;
 comment on function {{ .schema }}.change_named(text, text) is
-  'chunks helper: the declared change CHANGE (name, definition, digest); 22023 naming FIELD when the name is bad or there is no such change.';
+  'chunks helper: the declared change CHANGE (name, definition, digest); 22023 naming FIELD when the name is bad or there is no such change; CH409 when its key no longer names one row of its table.';
