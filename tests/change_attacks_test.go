@@ -203,3 +203,29 @@ func TestDefaultPrivilegesLeakNoExecute(t *testing.T) {
 		t.Errorf("migrate's notices %q lack %q", notices, want)
 	}
 }
+
+// TestCheckShowsValuesOnlyToWhoMayReadThem (issue 35, item 19): an operator
+// with no SELECT on the table learns through check (and a chunk's
+// conflict) which column differs, never its value, and cannot tell a
+// missing row from another tenant's; with SELECT on the columns, it reads
+// both, as psql would show it.
+func TestCheckShowsValuesOnlyToWhoMayReadThem(t *testing.T) {
+	t.Parallel()
+	r := newRoles(t)
+	shop := userSchema(t, r.Schema, paymentsSQL)
+	p := shop + ".payments"
+	r.Schema.Exec(t, "grant usage on schema "+shop+" to "+r.owner.Name)
+	owner, op := r.connect(t, r.owner), r.connect(t, r.operator)
+	mustBool(t, owner, "select define_change($1)", holdPayment(shop))
+	r.Schema.Exec(t, "update "+p+" set amount_cents = 999 where payment_id = 2")
+	r.Schema.Exec(t, "update "+p+" set merchant_id = 8 where payment_id = 3")
+	plan := changePlan("c1", "7", paymentTargets(2, 3, 9), 3)
+	problems := "select string_agg(x ->> 'problem', ' | ' order by x ->> 'key') from jsonb_array_elements(check_change('hold_payment', $1) -> 'targets') as x"
+	if got := mustString(t, op, problems, plan); got != "payment_id 2: amount_cents is ? (you may not SELECT amount_cents), approved 200 | payment_id 3: not found in tenant 7 | payment_id 9: not found in tenant 7" {
+		t.Errorf("check, no SELECT: %s", got)
+	}
+	r.Schema.Exec(t, "grant select (amount_cents, merchant_id) on "+p+" to "+r.operator.Name)
+	if got := mustString(t, op, problems, plan); got != "payment_id 2: amount_cents is 999, approved 200 | payment_id 3: belongs to another tenant | payment_id 9: missing" {
+		t.Errorf("check, SELECT on the columns: %s", got)
+	}
+}

@@ -12,11 +12,18 @@ declare
   v_key text := change_problem_start.definition ->> 'key';
   v_tenant text := change_problem_start.definition ->> 'tenant';
   v_start text;
+  v_hidden text;
 begin
-  v_start := 'case' || format(E'\n               when l.%I is null then format(%L, %L, t.%I)', v_key, '%s %s: missing', v_key, v_key);
-  if v_tenant is not null then
-    v_start := v_start || format(E'\n               when l.%I::text is distinct from %s then format(%L, %L, t.%I)',
-                                 v_tenant, change_problem_start.tenant, '%s %s: belongs to another tenant', v_key, v_key);
+  if v_tenant is null then
+    v_start := 'case' || format(E'\n               when l.%I is null then format(%L, %L, t.%I)', v_key, '%s %s: missing', v_key, v_key);
+  else
+    -- Missing and another tenant's are told apart only to a session whose
+    -- login role may read the tenant column: to anyone else, "belongs to
+    -- another tenant" would say that the row exists, and whose it is.
+    v_hidden := format('format(%L, %L, t.%I, %s)', '%s %s: not found in tenant %s', v_key, v_key, change_problem_start.tenant);
+    v_start := 'case' || format(E'\n               when l.%1$I is null or l.%2$I::text is distinct from %3$s then (case when not pg_catalog.has_column_privilege(session_user, %4$L, %2$L, %5$L) then %6$s when l.%1$I is null then format(%7$L, %8$L, t.%1$I) else format(%9$L, %8$L, t.%1$I) end)',
+                                v_key, v_tenant, change_problem_start.tenant, to_regclass(change_problem_start.definition ->> 'table')::text,
+                                'SELECT', v_hidden, '%s %s: missing', v_key, '%s %s: belongs to another tenant');
   end if;
   return v_start;
 end

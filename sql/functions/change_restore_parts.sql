@@ -35,8 +35,9 @@ begin
                         where c is not null) as d);
   problem := change_problem_start(v_def, change_restore_parts.tenant);
   if v_version is not null then
-    problem := problem || format(E'\n               when l.%1$I is distinct from t.%1$I then format(%2$L, %3$L, t.%4$I, %1$L, l.%1$I, t.%1$I)',
-                                   v_version, '%s %s: %s is %s, the undone job left %s', v_key, v_key);
+    problem := problem || format(E'\n               when l.%1$I is distinct from t.%1$I then format(%2$L, %3$L, t.%4$I, %1$L, %5$s, t.%1$I)',
+                                   v_version, '%s %s: %s is %s, the undone job left %s', v_key, v_key,
+                                   shown_sql(v_rel::text, v_version, format('l.%I::text', v_version)));
   end if;
   -- A written column compares with what the undone job left as a value of
   -- its type (change_audit keeps it as jsonb), never as text: a
@@ -45,7 +46,7 @@ begin
     problem := problem || format(E'\n               when l.%1$I is distinct from %2$s then format(%3$L, %4$L, t.%5$I, %1$L, %6$s, %7$s)',
                                    v_c, typed_field_sql('t."?after"', v_c, change_column_type(v_rel, v_c)),
                                    '%s %s: %s is %s, the undone job left %s', v_key, v_key,
-                                   excerpt_sql(format('l.%I::text', v_c)), excerpt_sql(format('t."?after" ->> %L', v_c)));
+                                   shown_sql(v_rel::text, v_c, excerpt_sql(format('l.%I::text', v_c))), excerpt_sql(format('t."?after" ->> %L', v_c)));
   end loop;
   problem := problem || E'\n                 end';
   -- Each column read back from the audit's jsonb as its type alone (a

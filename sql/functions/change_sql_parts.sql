@@ -42,16 +42,17 @@ begin
   for v_k, v_v in select e.key, e.value from jsonb_each(coalesce(v_def -> 'when', '{}')) as e order by e.key loop
     problem := problem || format(E'\n               when l.%I is distinct from %L::%s then format(%L, %L, t.%I, %L, %s, %L)',
                                    v_k, v_v #>> '{}', (select format_type(a.atttypid, a.atttypmod) from pg_attribute as a where a.attrelid = v_rel and a.attname = v_k),
-                                   '%s %s: %s is %s, the change requires %s', v_key, v_key, v_k, excerpt_sql(format('l.%I::text', v_k)), v_v #>> '{}');
+                                   '%s %s: %s is %s, the change requires %s', v_key, v_key, v_k, shown_sql(v_rel::text, v_k, excerpt_sql(format('l.%I::text', v_k))), v_v #>> '{}');
   end loop;
   if v_version is not null then
-    problem := problem || format(E'\n               when l.%I is distinct from t.%I then format(%L, %L, t.%I, %L, l.%I, t.%I)',
-                                   v_version, v_version, '%s %s: %s is %s, approved %s', v_key, v_key, v_version, v_version, v_version);
+    problem := problem || format(E'\n               when l.%I is distinct from t.%I then format(%L, %L, t.%I, %L, %s, t.%I)',
+                                   v_version, v_version, '%s %s: %s is %s, approved %s', v_key, v_key, v_version,
+                                   shown_sql(v_rel::text, v_version, format('l.%I::text', v_version)), v_version);
   end if;
   for v_k in select jsonb_array_elements_text(coalesce(v_def -> 'expect', '[]')) loop
     problem := problem || format(E'\n               when l.%1$I is distinct from t.%1$I then format(%2$L, %3$L, t.%4$I, %1$L, %5$s, %6$s)',
-                                   v_k, '%s %s: %s is %s, approved %s', v_key, v_key, excerpt_sql(format('l.%I::text', v_k)),
-                                   excerpt_sql(format('t.%I::text', v_k)));
+                                   v_k, '%s %s: %s is %s, approved %s', v_key, v_key,
+                                   shown_sql(v_rel::text, v_k, excerpt_sql(format('l.%I::text', v_k))), excerpt_sql(format('t.%I::text', v_k)));
   end loop;
   problem := problem || E'\n                 end';
 end

@@ -53,3 +53,18 @@ as $$
 $$;
 comment on function {{ .schema }}.excerpt_sql(text) is
   'chunks helper: SQL text of excerpt(EXPR, false) written out inline, for the functions the writer role owns.';
+
+-- EXPR (SQL text of a value of column COL of table REL, as text), shown in
+-- a conflict only to a session whose login role may SELECT that column
+-- (session_user: the operator, whoever the function runs as): check and
+-- run name what differs to anyone who may run them, and its value only to
+-- who may read it (docs/roles.md "What an operator reads"). Evaluated only
+-- when the conflict is.
+create or replace function {{ .schema }}.shown_sql(rel text, col text, expr text) returns text
+language sql immutable parallel safe
+as $$
+  select format('(case when pg_catalog.has_column_privilege(session_user, %L, %L, %L) then %s else %L end)',
+                shown_sql.rel, shown_sql.col, 'SELECT', shown_sql.expr, '? (you may not SELECT ' || shown_sql.col || ')')
+$$;
+comment on function {{ .schema }}.shown_sql(text, text, text) is
+  'chunks helper: SQL text of the value EXPR of column COL of table REL in a conflict message, or "? (you may not SELECT COL)" when the session''s login role may not read that column.';
