@@ -43,6 +43,7 @@
 {{ template "worker_lock_key.sql" . }}
 {{ template "worker_locks.sql" . }}
 {{ template "worker_status.sql" . }}
+{{ template "change_job_drift.sql" . }}
 {{ template "job_rows.sql" . }}
 {{ template "job_status.sql" . }}
 {{ template "status_page.sql" . }}

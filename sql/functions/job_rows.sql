@@ -25,10 +25,12 @@ as $$
            'progressed_at', s.progressed_at,
            'rate', s.rate,
            -- report's rules: a committed target that is not matching is
-           -- drifted or missing. NULL when the stored targets or next_index
-           -- cannot be read (report refuses such a job). Only for the jobs
-           -- of the page.
+           -- drifted or missing (a declared change's: change_job_drift, its
+           -- table read as the writer). NULL when the stored targets or
+           -- next_index cannot be read (report refuses such a job). Only for
+           -- the jobs of the page.
            'drift', case
+                      when s.change is not null then change_job_drift(s.job_id)
                       when targets_look_normal(s.targets) and s.next_index <= s.n then
                         (select count(*)
                            from jsonb_array_elements(s.targets) with ordinality as x(e, ord)
@@ -71,5 +73,5 @@ one jsonb object each: {"job_id", "tenant", "next_index", "n", "chunk_size", "st
 "progressed_at", "rate", "drift"}, as job_status describes them. progressed_at is when a fleet worker last saw the job move forward, and
 rate its recent rate in ids per second (NULL until two points of progress are known); both come
 from job_progress. kind is 'change' for a job of a declared change (register_change) and
-'restore' for its undo, as for an orders job's; their drift is NULL here (report tells it);
+'restore' for its undo, as for an orders job's; their drift is report's, counted by change_job_drift;
 change is that change's name (job_change), NULL for other jobs. Read-only: it locks nothing.$c$;
