@@ -50,7 +50,7 @@ begin
       execute format('select to_jsonb($1::%s)', v_f.typid) into v_value using v_v #>> '{}';
     exception when others then
       raise exception '%.%: % is not a value of column % (%): %', change_target.label, v_f.field,
-        excerpt(v_v::text, false), v_f."column", v_f.type, sqlerrm using errcode = '22023';
+        excerpt(v_v::text, false), v_f."column", v_f.type, excerpt_error(sqlerrm, v_v #>> '{}') using errcode = '22023';
     end;
     v_target := v_target || jsonb_build_object(v_f.field, v_value);
   end loop;

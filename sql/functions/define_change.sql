@@ -52,6 +52,9 @@ begin
   end loop;
   v_name := v_def ->> 'name';
   perform check_change_name(v_name, 'name');
+  -- Two defines of one name at once: the second waits here until the first
+  -- commits, then finds its definition (below) rather than its function.
+  perform pg_advisory_xact_lock(hashtext('{{ .schema }}.define_change'), hashtext(v_name));
 
   -- The table: schema-qualified, an ordinary (or partitioned) table, in no
   -- system schema and not in chunks' own.
@@ -73,8 +76,14 @@ begin
   select c.oid, c.relkind, n.nspname into v_rel, v_relkind, v_nsp
     from pg_class as c join pg_namespace as n on n.oid = c.relnamespace
    where n.nspname = v_ident[1] and c.relname = v_ident[2];
-  if v_rel is null or v_relkind not in ('r', 'p') then
+  if v_rel is null then
     raise exception 'table: there is no table %', excerpt(v_def ->> 'table', true) using errcode = '22023';
+  end if;
+  if v_relkind not in ('r', 'p') then
+    raise exception 'table: % is %; a change is of an ordinary or partitioned table', excerpt(v_def ->> 'table', true),
+      case v_relkind when 'v' then 'a view' when 'm' then 'a materialized view' when 'f' then 'a foreign table'
+                     when 'S' then 'a sequence' when 'c' then 'a composite type' when 't' then 'a TOAST table'
+                     else 'an index' end using errcode = '22023';
   end if;
   if not has_schema_privilege(v_owner, v_nsp, 'USAGE') or not has_table_privilege(v_owner, v_rel, 'SELECT, UPDATE') then
     raise exception 'table: the owner of schema {{ .schema }} (%) may not SELECT and UPDATE %; grant it first',
@@ -182,7 +191,7 @@ begin
           execute format('select $1::%s', v_col.typid) using v_v #>> '{}';
         exception when others then
           raise exception '%.%: constant % is not a value of column %.% (%): %', v_field, v_k, excerpt(v_v::text, false),
-            v_rel::regclass, quote_ident(v_k), v_col.type, sqlerrm using errcode = '22023';
+            v_rel::regclass, quote_ident(v_k), v_col.type, excerpt_error(sqlerrm, v_v #>> '{}') using errcode = '22023';
         end;
       end if;
     end loop;
@@ -213,6 +222,12 @@ begin
   insert into changes (name, definition, digest, function_name)
   values (v_name, v_def, encode(sha256(convert_to(v_def::text, 'UTF8')), 'hex'), 'apply_' || v_name);
   return true;
+exception when unique_violation then
+  -- Another define of this name committed after this transaction's
+  -- snapshot was taken (repeatable read or serializable; under read
+  -- committed the lock above orders them): a retry sees it.
+  raise exception 'change %: defined by another transaction that this one''s snapshot cannot see; run define_change again',
+    v_name using errcode = '40001';
 end
 $$;
 comment on function {{ .schema }}.define_change(jsonb) is
@@ -223,4 +238,6 @@ Validates it against the catalog, records it in changes and generates its static
 apply_<name> (SECURITY DEFINER, owned by the schema's owner, executable only through run_chunk).
 Returns true when new, false when the same definition is already there.
 Errors: 42501 the caller is not the schema's owner; 22023 a bad definition (names the field,
-table, column or constant); CH409 another definition under this name.$c$;
+table, column or constant); CH409 another definition under this name; 40001 another transaction
+defined this name after this one's snapshot was taken (repeatable read: run it again). Two defines
+of one name at once are ordered by a transaction-level advisory lock on the name.$c$;
