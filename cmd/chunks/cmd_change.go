@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 
@@ -106,7 +107,7 @@ func runChangeDefine(ctx context.Context, d deps, o *changeDefineOptions, out io
 		return err
 	})
 	if err != nil {
-		return err
+		return ownerOnly(err, "define")
 	}
 	switch {
 	case d.json:
@@ -202,7 +203,7 @@ func runChangeDrop(ctx context.Context, d deps, o *changeNameOptions, out io.Wri
 		return err
 	})
 	if err != nil {
-		return err
+		return ownerOnly(err, "drop")
 	}
 	switch {
 	case d.json:
@@ -213,6 +214,18 @@ func runChangeDrop(ctx context.Context, d deps, o *changeNameOptions, out io.Wri
 		say(out, "no change %s is defined; nothing changed", o.Name)
 	}
 	return nil
+}
+
+// ownerOnly is err of chunks change define or drop (action), where a role
+// with no chunks access at all (a driver.AccessError, which names the
+// grant it lacks) is told what an operator or a viewer is told: only the
+// schema's owner may, and no grant helps.
+func ownerOnly(err error, action string) error {
+	var access *driver.AccessError
+	if !errors.As(err, &access) {
+		return err
+	}
+	return &driver.OwnerError{Action: action, Role: access.Role, Schema: access.Schema, Owner: access.Owner, Err: err}
 }
 
 // safeText is text of many lines from the database (a function's source)
