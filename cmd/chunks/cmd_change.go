@@ -30,10 +30,11 @@ func changeCommand() *cli.Command {
 				Usage:     "declare a change from its JSON definition; says whether it was new",
 				UsageText: "chunks change define [--dsn DSN] [--schema S] [--json] FILE",
 				Description: "FILE (- reads stdin) is read strictly: one JSON object, no field the definition does not\n" +
-					"name. The same definition again changes nothing (exit 0); another one under the same name\n" +
-					"is a conflict (exit 3); a definition the catalog refuses exits 2, naming the table, column\n" +
-					"or constant at fault. Only the owner of the chunks schema may define a change. --json\n" +
-					"prints {\"name\", \"created\"}.\n\n" +
+					"name, no key twice, no \\u0000. The same definition again changes nothing (exit 0); another one\n" +
+					"under the same name is a conflict (exit 3), also when it is defined by another session at the\n" +
+					"same time; a definition the catalog refuses exits 2, naming the table, column or constant at\n" +
+					"fault. Only the owner of the chunks schema may define a change. --json prints {\"name\",\n" +
+					"\"created\"}.\n\n" +
 					"Example:\n  chunks --schema lab change define hold_payment.json",
 				Action: action(parseChangeDefine, runChangeDefine),
 			},
