@@ -102,12 +102,14 @@ func chunksMissing(pgErr *pgconn.PgError) bool {
 	return m != nil && chunksObjects()[m[1]]
 }
 
-// missingFunction and missingRelation read the name (without its schema)
-// out of the server's messages for a function and a relation that do not
-// exist.
+// missingFunction and missingRelation read the name out of the server's
+// messages for a function and a relation that do not exist, when it is
+// not qualified by a schema: chunks calls its functions, and they name its
+// tables, unqualified (the search_path is the schema); a name with a schema
+// (shop.jobs, say, of a declared change) is the user's.
 var (
-	missingFunction = regexp.MustCompile(`^function (?:[a-z0-9_]+\.)?([a-z0-9_]+)\(.*\) does not exist$`)
-	missingRelation = regexp.MustCompile(`^relation "(?:[a-z0-9_]+\.)?([a-z0-9_]+)" does not exist$`)
+	missingFunction = regexp.MustCompile(`^function ([a-z0-9_]+)\(.*\) does not exist$`)
+	missingRelation = regexp.MustCompile(`^relation "([a-z0-9_]+)" does not exist$`)
 )
 
 // chunksObjects are the names of chunks' functions and tables, read once

@@ -163,6 +163,9 @@ func TestInstallHintOnlyForChunks(t *testing.T) {
 		"select id, revision, qty from nope":                         `relation "nope" does not exist (SQLSTATE 42P01)`,
 		"select id, revision, qty from orders where state = 1":       "operator does not exist: text = integer (SQLSTATE 42883)",
 		"select id, revision, qty from orders where nope(state) = 1": "function nope(text) does not exist (SQLSTATE 42883)",
+		// Named like chunks' own, but in a schema of the user's.
+		"select id, revision, qty from public.jobs":                           `relation "public.jobs" does not exist (SQLSTATE 42P01)`,
+		"select id, revision, qty from orders where public.report(state) = 1": "function public.report(text) does not exist (SQLSTATE 42883)",
 	} {
 		r := create(query)
 		wantFailure(t, r, 1, want)
