@@ -82,9 +82,6 @@ func checkChangeName(field, name string) error {
 	return nil
 }
 
-// changeFields are a definition's fields, as define_change names them.
-var changeFields = []string{"name", "table", "key", "tenant", "version", "expect", "when", "set", "set_from_target"}
-
 // ParseChange reads a change definition (a JSON file) strictly: one JSON
 // object of at most [MaxInputBytes], no field ChangeDefinition does not
 // name (an [ErrInvalid] "definition: unknown field ..."), no key twice at
@@ -225,8 +222,11 @@ func (def ChangeDefinition) checkText() error {
 // is new, false when the same definition is already there. The server
 // checks it against the catalog ([ErrInvalid] naming the table, column or
 // constant at fault) and generates its static function; another definition
-// under the same name is an [ErrConflict]. Only the owner of the chunks
-// schema may define a change (SQLSTATE 42501 for any other role).
+// under the same name is an [ErrConflict], also when another session
+// defines the name at the same time. \u0000 in any text of def is an
+// [ErrInvalid] naming the field, before anything is sent. Only the owner of
+// the chunks schema may define a change: any other role gets an
+// [*OwnerError] (SQLSTATE 42501).
 func DefineChange(ctx context.Context, db DB, def ChangeDefinition) (bool, error) {
 	if err := checkChangeName("name", def.Name); err != nil {
 		return false, err
@@ -270,7 +270,7 @@ func ShowChange(ctx context.Context, db DB, name string) (*ChangeInfo, error) {
 // DropChange drops the declared change name and its generated function:
 // true when it was there, false when there is no such change. It is an
 // [ErrConflict] while any job of the change exists. Only the owner of the
-// chunks schema may drop a change.
+// chunks schema may drop a change: any other role gets an [*OwnerError].
 func DropChange(ctx context.Context, db DB, name string) (bool, error) {
 	if err := checkChangeName("name", name); err != nil {
 		return false, err
@@ -287,8 +287,9 @@ func DropChange(ctx context.Context, db DB, name string) (bool, error) {
 // is already registered; a different job under the same id is an
 // [ErrConflict]. What needs no database is checked first, with Register's
 // messages (job_id, tenant, the number of targets, chunk_size,
-// allow_partial); the server checks the targets against the change and
-// stores them sorted by key. A router routes it by the plan's tenant.
+// allow_partial), and \u0000 in a target ("targets[3].reason"); the server
+// checks the targets against the change and stores them sorted by key. A
+// router routes it by the plan's tenant.
 func RegisterChange(ctx context.Context, db DB, change string, plan ChangePlan) (bool, error) {
 	body, err := plan.check(change)
 	if err != nil {

@@ -1,5 +1,5 @@
 -- define_change of a definition as text, the form a file or psql gives
--- (docs/limits-and-decisions.md, "Duplicate keys in a definition"). jsonb
+-- (docs/limits-and-decisions.md, "What jsonb cannot show"). jsonb
 -- keeps the last of a key given twice, and cannot hold \u0000 at all, so
 -- both are checked here, on the text, before it becomes jsonb: each is a
 -- 22023 naming where it is. Then define_change(jsonb) checks the rest.
