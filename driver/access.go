@@ -73,3 +73,52 @@ func ExplainMissing(ctx context.Context, db DB, err error, need Access) error {
 	}
 	return err
 }
+
+// OwnerError is a role that may not define or drop a declared change:
+// only the owner of the chunks schema, or a member of its role, may
+// (docs/roles.md), and no access that chunks grant gives changes that.
+// [DefineChange] and [DropChange] turn the server's 42501 into this one
+// when the session's role is not such a member. It reads as SQLSTATE 42501
+// and unwraps to the server's error.
+type OwnerError struct {
+	Action string // "define" or "drop"
+	Role   string // the session's role (current_user)
+	Schema string // the schema that holds chunks
+	Owner  string // the schema's owner
+	Err    error  // the server's error
+}
+
+// Error says who may do it, and that no grant helps.
+func (e *OwnerError) Error() string {
+	return fmt.Sprintf("permission denied to %s a change in schema %s (SQLSTATE 42501): only its owner (%s), or a member of that role,"+
+		" may define or drop a change, and role %s is neither; chunks grant gives no such right", e.Action, e.Schema, e.Owner, e.Role)
+}
+
+// SQLState is 42501, insufficient_privilege.
+func (e *OwnerError) SQLState() string { return pgerrcode.InsufficientPrivilege }
+
+// Unwrap returns the server's error.
+func (e *OwnerError) Unwrap() error { return e.Err }
+
+// explainOwnerOnly returns, in place of err, an [*OwnerError] when err is
+// a 42501 and the session's role is no member of the owner of the schema
+// of its search_path that holds chunks (define_change). Otherwise, or when
+// db cannot answer (an aborted transaction), it returns err unchanged.
+func explainOwnerOnly(ctx context.Context, db DB, err error, action string) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != pgerrcode.InsufficientPrivilege {
+		return err
+	}
+	e := &OwnerError{Action: action, Err: err}
+	var member bool
+	if qerr := db.QueryRow(ctx, `select n.nspname::text, pg_get_userbyid(n.nspowner)::text, current_user::text,
+	         pg_has_role(current_user, n.nspowner, 'MEMBER')
+	    from unnest(string_to_array(current_setting('search_path'), ',')) with ordinality as s(name, ord)
+	    join pg_namespace as n on n.nspname = replace(btrim(btrim(s.name), '"'), '""', '"')
+	   where exists (select from pg_proc as p where p.pronamespace = n.oid and p.proname = 'define_change')
+	   order by s.ord
+	   limit 1`).Scan(&e.Schema, &e.Owner, &e.Role, &member); qerr != nil || member {
+		return err
+	}
+	return e
+}

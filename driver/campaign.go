@@ -444,7 +444,7 @@ func CampaignTargetsFromQuery(ctx context.Context, conn *pgx.Conn, query string)
 			for i, f := range fields {
 				names[i] = f.Name
 			}
-			return Invalidf("query: must return exactly the columns id, revision, qty, got %v", names)
+			return Invalidf("query: must return exactly the columns id, revision, qty, got %s", keyList(names))
 		}
 		for rows.Next() {
 			if len(items) == MaxCampaignTargets {
@@ -452,7 +452,7 @@ func CampaignTargetsFromQuery(ctx context.Context, conn *pgx.Conn, query string)
 			}
 			var id, rev, qty *int64
 			if err := rows.Scan(&id, &rev, &qty); err != nil {
-				return Invalidf("row %d: %v", len(items)+1, err)
+				return Invalidf("row %d: %s", len(items)+1, excerptWords(err.Error())) // pgx's words quote the value whole
 			}
 			for j, v := range []*int64{id, rev, qty} {
 				if v == nil {

@@ -1,13 +1,11 @@
 package driver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"io"
 	"regexp"
-	"strings"
 	"time"
 )
 
@@ -86,8 +84,11 @@ func checkChangeName(field, name string) error {
 
 // ParseChange reads a change definition (a JSON file) strictly: one JSON
 // object of at most [MaxInputBytes], no field ChangeDefinition does not
-// name (an [ErrInvalid] "definition: unknown field ..."), numbers kept as
-// written.
+// name (an [ErrInvalid] "definition: unknown field ..."), no key twice at
+// any depth ("set: duplicate key ..."), each field of its kind (one column
+// for the key: composite keys are not supported yet), no \u0000, which
+// PostgreSQL text cannot store; numbers kept as written. Each refusal
+// names the field.
 func ParseChange(r io.Reader) (ChangeDefinition, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxInputBytes+1))
 	if err != nil {
@@ -96,30 +97,141 @@ func ParseChange(r io.Reader) (ChangeDefinition, error) {
 	if len(data) > MaxInputBytes {
 		return ChangeDefinition{}, Invalidf("definition: is larger than the 1 MiB limit (at most %d bytes)", MaxInputBytes)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
+	v, err := decodeStrict("definition", data, nil)
+	if err != nil {
+		return ChangeDefinition{}, err
+	}
+	obj, ok := v.(*object)
+	if !ok {
+		return ChangeDefinition{}, Invalidf("definition: must be an object, got %s", describe(v))
+	}
 	var def ChangeDefinition
-	if err := dec.Decode(&def); err != nil {
-		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return ChangeDefinition{}, Invalidf("definition: unknown field %s", field)
+	for _, k := range obj.keys {
+		if err := def.setField(k, obj.vals[k]); err != nil {
+			return ChangeDefinition{}, err
 		}
-		return ChangeDefinition{}, Invalidf("definition: %v", err)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return ChangeDefinition{}, Invalidf("definition: must be a single JSON value, found more after it")
+	return def, def.checkText()
+}
+
+// setField sets the field key of def to v, a value of decodeStrict,
+// checking its kind.
+func (def *ChangeDefinition) setField(key string, v any) error {
+	switch key {
+	case "name", "table", "key", "tenant", "version":
+		s, ok := v.(string)
+		switch {
+		case !ok && key == "key":
+			if _, list := v.([]any); list {
+				return Invalidf("key: must be the name of one column (a string), got list: composite keys are not supported yet")
+			}
+			return Invalidf("key: must be the name of one column (a string), got %s", describe(v))
+		case !ok:
+			return Invalidf("%s: must be a string, got %s", key, describe(v))
+		}
+		switch key {
+		case "name":
+			def.Name = s
+		case "table":
+			def.Table = s
+		case "key":
+			def.Key = s
+		case "tenant":
+			def.Tenant = s
+		default:
+			def.Version = s
+		}
+	case "expect":
+		list, ok := v.([]any)
+		if !ok {
+			return Invalidf("expect: must be a list of column names, got %s", describe(v))
+		}
+		def.Expect = make([]string, len(list))
+		for i, e := range list {
+			if def.Expect[i], ok = e.(string); !ok {
+				return Invalidf("expect[%d]: must be a column name (a string), got %s", i, describe(e))
+			}
+		}
+	case "when", "set":
+		obj, ok := v.(*object)
+		if !ok {
+			return Invalidf("%s: must be an object of column: constant, got %s", key, describe(v))
+		}
+		m := make(map[string]any, len(obj.keys))
+		for _, k := range obj.keys {
+			switch c := obj.vals[k].(type) {
+			case string, bool, json.Number:
+				m[k] = c
+			default:
+				return Invalidf("%s.%s: must be a string, number or boolean constant, got %s", key, Excerpt(k, false), describe(c))
+			}
+		}
+		if key == "when" {
+			def.When = m
+		} else {
+			def.Set = m
+		}
+	case "set_from_target":
+		obj, ok := v.(*object)
+		if !ok {
+			return Invalidf("set_from_target: must be an object of column: target field, got %s", describe(v))
+		}
+		def.SetFromTarget = make(map[string]string, len(obj.keys))
+		for _, k := range obj.keys {
+			if def.SetFromTarget[k], ok = obj.vals[k].(string); !ok {
+				return Invalidf("set_from_target.%s: must be a target field's name (a string), got %s", Excerpt(k, false), describe(obj.vals[k]))
+			}
+		}
+	default:
+		return Invalidf("definition: unknown field %s", Excerpt(key, true))
 	}
-	return def, nil
+	return nil
+}
+
+// checkText refuses \u0000 in any text of def, naming the field:
+// PostgreSQL text (and so jsonb) cannot store it.
+func (def ChangeDefinition) checkText() error {
+	for _, f := range []struct{ name, value string }{
+		{"name", def.Name}, {"table", def.Table}, {"key", def.Key}, {"tenant", def.Tenant}, {"version", def.Version},
+	} {
+		if err := checkNUL(f.name, f.value); err != nil {
+			return err
+		}
+	}
+	for i, e := range def.Expect {
+		if err := checkNUL(fmt.Sprintf("expect[%d]", i), e); err != nil {
+			return err
+		}
+	}
+	for _, m := range []struct {
+		name   string
+		values map[string]any
+	}{{"when", def.When}, {"set", def.Set}} {
+		if err := checkNULs(m.name, m.values); err != nil {
+			return err
+		}
+	}
+	fromTarget := make(map[string]any, len(def.SetFromTarget))
+	for k, v := range def.SetFromTarget {
+		fromTarget[k] = v
+	}
+	return checkNULs("set_from_target", fromTarget)
 }
 
 // DefineChange declares def with the server's define_change: true when it
 // is new, false when the same definition is already there. The server
 // checks it against the catalog ([ErrInvalid] naming the table, column or
 // constant at fault) and generates its static function; another definition
-// under the same name is an [ErrConflict]. Only the owner of the chunks
-// schema may define a change (SQLSTATE 42501 for any other role).
+// under the same name is an [ErrConflict], also when another session
+// defines the name at the same time. \u0000 in any text of def is an
+// [ErrInvalid] naming the field, before anything is sent. Only the owner of
+// the chunks schema may define a change: any other role gets an
+// [*OwnerError] (SQLSTATE 42501).
 func DefineChange(ctx context.Context, db DB, def ChangeDefinition) (bool, error) {
 	if err := checkChangeName("name", def.Name); err != nil {
+		return false, err
+	}
+	if err := def.checkText(); err != nil {
 		return false, err
 	}
 	body, err := json.Marshal(def)
@@ -128,7 +240,7 @@ func DefineChange(ctx context.Context, db DB, def ChangeDefinition) (bool, error
 	}
 	var created bool
 	if err := db.QueryRow(ctx, "select define_change($1::jsonb)", string(body)).Scan(&created); err != nil {
-		return false, MapError(err)
+		return false, explainOwnerOnly(ctx, db, MapError(err), "define")
 	}
 	return created, nil
 }
@@ -158,14 +270,14 @@ func ShowChange(ctx context.Context, db DB, name string) (*ChangeInfo, error) {
 // DropChange drops the declared change name and its generated function:
 // true when it was there, false when there is no such change. It is an
 // [ErrConflict] while any job of the change exists. Only the owner of the
-// chunks schema may drop a change.
+// chunks schema may drop a change: any other role gets an [*OwnerError].
 func DropChange(ctx context.Context, db DB, name string) (bool, error) {
 	if err := checkChangeName("name", name); err != nil {
 		return false, err
 	}
 	var dropped bool
 	if err := db.QueryRow(ctx, "select drop_change($1)", name).Scan(&dropped); err != nil {
-		return false, MapError(err)
+		return false, explainOwnerOnly(ctx, db, MapError(err), "drop")
 	}
 	return dropped, nil
 }
@@ -175,8 +287,9 @@ func DropChange(ctx context.Context, db DB, name string) (bool, error) {
 // is already registered; a different job under the same id is an
 // [ErrConflict]. What needs no database is checked first, with Register's
 // messages (job_id, tenant, the number of targets, chunk_size,
-// allow_partial); the server checks the targets against the change and
-// stores them sorted by key. A router routes it by the plan's tenant.
+// allow_partial), and \u0000 in a target ("targets[3].reason"); the server
+// checks the targets against the change and stores them sorted by key. A
+// router routes it by the plan's tenant.
 func RegisterChange(ctx context.Context, db DB, change string, plan ChangePlan) (bool, error) {
 	body, err := plan.check(change)
 	if err != nil {
@@ -210,6 +323,11 @@ func (plan ChangePlan) check(change string) (string, error) {
 	}
 	if !plan.AllowPartial {
 		return "", Invalidf("allow_partial: must be true (each chunk commits on its own), got false")
+	}
+	for i, target := range plan.Targets {
+		if err := checkNULs(fmt.Sprintf("targets[%d]", i), target); err != nil {
+			return "", err
+		}
 	}
 	body, err := json.Marshal(plan)
 	if err != nil {

@@ -3,6 +3,7 @@ package driver
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -31,4 +32,16 @@ func Excerpt(value string, quote bool) string {
 		shown = strconv.Quote(shown)
 	}
 	return shown + suffix
+}
+
+// excerptWords is message with each word (a run of characters between
+// spaces) of more than [ExcerptChars] characters shown as its [Excerpt]:
+// for the message of another library that quotes a value whole, as pgx's
+// "can't scan into dest[0] (col: id): 9999… is out of range for int64".
+func excerptWords(message string) string {
+	words := strings.Split(message, " ")
+	for i, w := range words {
+		words[i] = Excerpt(w, false)
+	}
+	return strings.Join(words, " ")
 }

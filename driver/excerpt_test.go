@@ -25,3 +25,17 @@ func TestExcerpt(t *testing.T) {
 		}
 	}
 }
+
+func TestExcerptWords(t *testing.T) {
+	long := strings.Repeat("9", 100)
+	for message, want := range map[string]string{
+		"":                                      "",
+		"a short message":                       "a short message",
+		long + " is out of range for int64":     long[:64] + "… (100 characters) is out of range for int64",
+		"two  spaces, " + long + " and " + long: "two  spaces, " + long[:64] + "… (100 characters) and " + long[:64] + "… (100 characters)",
+	} {
+		if got := excerptWords(message); got != want {
+			t.Errorf("excerptWords(%.30q…) = %q, want %q", message, got, want)
+		}
+	}
+}

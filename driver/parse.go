@@ -44,8 +44,8 @@ func (p *jsonPath) full() string {
 		return p.key
 	case p.isIndex:
 		return fmt.Sprintf("%s[%d]", p.parent.full(), p.index)
-	case p.parent.parent == nil && p.parent.key == "plan":
-		return p.key // a plan's keys are the fields themselves
+	case p.parent.parent == nil && (p.parent.key == "plan" || p.parent.key == "definition"):
+		return p.key // a plan's or a definition's keys are the fields themselves
 	}
 	return p.parent.full() + "." + p.key
 }

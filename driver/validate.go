@@ -2,7 +2,9 @@ package driver
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -118,4 +120,41 @@ func describe(v any) string {
 		return "list"
 	}
 	return Excerpt(fmt.Sprint(v), false) // a json.Number: its text
+}
+
+// checkNUL returns an [ErrInvalid] naming path when s holds U+0000:
+// PostgreSQL text, and so jsonb, cannot store it (the server would refuse
+// the whole value with a raw SQLSTATE 22P05).
+func checkNUL(path, s string) error {
+	if strings.IndexByte(s, 0) >= 0 {
+		return Invalidf(`%s: must not contain \u0000 (PostgreSQL text cannot store it)`, Excerpt(path, false))
+	}
+	return nil
+}
+
+// checkNULs is checkNUL for every key and text in v, a value as
+// encoding/json decodes one (objects as map[string]any), keys in order:
+// "targets[0].reason", or "set: key ..." for a key.
+func checkNULs(path string, v any) error {
+	switch v := v.(type) {
+	case string:
+		return checkNUL(path, v)
+	case []any:
+		for i, e := range v {
+			if err := checkNULs(fmt.Sprintf("%s[%d]", path, i), e); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		keys := slices.Sorted(maps.Keys(v))
+		for _, k := range keys {
+			if strings.IndexByte(k, 0) >= 0 {
+				return Invalidf(`%s: key %s must not contain \u0000 (PostgreSQL text cannot store it)`, Excerpt(path, false), Excerpt(k, true))
+			}
+			if err := checkNULs(path+"."+k, v[k]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

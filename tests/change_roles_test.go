@@ -55,10 +55,12 @@ func TestChangeRoles(t *testing.T) {
 	wantExactPgError(t, err, "42501", "permission denied for function define_change")
 	// Even with EXECUTE granted by hand, a role that is not the owner is
 	// refused: it may not run the helpers either (the first is the owner check).
-	r.Schema.Exec(t, "grant execute on function define_change(jsonb) to "+r.operator.Name)
-	_, err = tryString(op, "select define_change($1)::text", holdPayment(shop))
-	wantExactPgError(t, err, "42501", "permission denied for function check_change_owner")
-	r.Schema.Exec(t, "revoke execute on function define_change(jsonb) from "+r.operator.Name)
+	r.Schema.Exec(t, "grant execute on function define_change(jsonb), define_change(text) to "+r.operator.Name)
+	for _, call := range []string{"select define_change($1::jsonb)::text", "select define_change($1::text)::text"} {
+		_, err = tryString(op, call, holdPayment(shop))
+		wantExactPgError(t, err, "42501", "permission denied for function check_change_owner")
+	}
+	r.Schema.Exec(t, "revoke execute on function define_change(jsonb), define_change(text) from "+r.operator.Name)
 	nothingDefined(t, r.Schema)
 	if !mustBool(t, owner, "select define_change($1)", holdPayment(shop)) {
 		t.Fatal("define_change by the owner: false")

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -63,6 +64,29 @@ func TestLongValuesAreExcerpted(t *testing.T) {
 			var pgErr *pgconn.PgError
 			if !errors.As(err, &pgErr) || pgErr.Code != "22023" || pgErr.Message != c.sqlMsg {
 				t.Errorf("register:\n got %v\nwant 22023 %s", err, c.sqlMsg)
+			}
+		})
+	}
+}
+
+// Issue 35 item 15: a campaign query's value that does not scan, and its
+// columns, come back shortened too: pgx's own words quote the value whole.
+func TestCampaignQueryValuesExcerpted(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	columns, names := make([]string, 200), make([]string, 200)
+	for i := range columns {
+		columns[i], names[i] = fmt.Sprintf("%d as c%d", i, i), fmt.Sprintf("c%d", i)
+	}
+	for _, c := range []struct{ name, query, msg string }{
+		{"an id of 1000 digits", "select repeat('9', 1000)::numeric as id, 0 as revision, 1 as qty",
+			"invalid: row 1: can't scan into dest[0] (col: id): " + strings.Repeat("9", 64) + "… (1000 characters) is out of range for int64"},
+		{"200 columns", "select " + strings.Join(columns, ", "),
+			"invalid: query: must return exactly the columns id, revision, qty, got " + driver.Excerpt(strings.Join(names, ", "), false)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := driver.CampaignTargetsFromQuery(ctx, s.Conn, c.query); !errors.Is(err, driver.ErrInvalid) || err.Error() != c.msg {
+				t.Fatalf("CampaignTargetsFromQuery:\n got %v\nwant %s", err, c.msg)
 			}
 		})
 	}

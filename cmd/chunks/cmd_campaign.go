@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -158,7 +157,7 @@ func runCampaignCreate(ctx context.Context, d deps, o *campaignCreateOptions, ou
 func readCampaignFile(stdin io.Reader, path string, ofChange bool) (ct driver.CampaignTargets, err error) {
 	r := stdin
 	if path != "-" {
-		f, err := os.Open(path)
+		f, err := openInput(path)
 		if err != nil {
 			return ct, err
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 
@@ -29,10 +30,11 @@ func changeCommand() *cli.Command {
 				Usage:     "declare a change from its JSON definition; says whether it was new",
 				UsageText: "chunks change define [--dsn DSN] [--schema S] [--json] FILE",
 				Description: "FILE (- reads stdin) is read strictly: one JSON object, no field the definition does not\n" +
-					"name. The same definition again changes nothing (exit 0); another one under the same name\n" +
-					"is a conflict (exit 3); a definition the catalog refuses exits 2, naming the table, column\n" +
-					"or constant at fault. Only the owner of the chunks schema may define a change. --json\n" +
-					"prints {\"name\", \"created\"}.\n\n" +
+					"name, no key twice, no \\u0000. The same definition again changes nothing (exit 0); another one\n" +
+					"under the same name is a conflict (exit 3), also when it is defined by another session at the\n" +
+					"same time; a definition the catalog refuses exits 2, naming the table, column or constant at\n" +
+					"fault. Only the owner of the chunks schema may define a change. --json prints {\"name\",\n" +
+					"\"created\"}.\n\n" +
 					"Example:\n  chunks --schema lab change define hold_payment.json",
 				Action: action(parseChangeDefine, runChangeDefine),
 			},
@@ -106,7 +108,7 @@ func runChangeDefine(ctx context.Context, d deps, o *changeDefineOptions, out io
 		return err
 	})
 	if err != nil {
-		return err
+		return ownerOnly(err, "define")
 	}
 	switch {
 	case d.json:
@@ -202,7 +204,7 @@ func runChangeDrop(ctx context.Context, d deps, o *changeNameOptions, out io.Wri
 		return err
 	})
 	if err != nil {
-		return err
+		return ownerOnly(err, "drop")
 	}
 	switch {
 	case d.json:
@@ -213,6 +215,18 @@ func runChangeDrop(ctx context.Context, d deps, o *changeNameOptions, out io.Wri
 		say(out, "no change %s is defined; nothing changed", o.Name)
 	}
 	return nil
+}
+
+// ownerOnly is err of chunks change define or drop (action), where a role
+// with no chunks access at all (a driver.AccessError, which names the
+// grant it lacks) is told what an operator or a viewer is told: only the
+// schema's owner may, and no grant helps.
+func ownerOnly(err error, action string) error {
+	var access *driver.AccessError
+	if !errors.As(err, &access) {
+		return err
+	}
+	return &driver.OwnerError{Action: action, Role: access.Role, Schema: access.Schema, Owner: access.Owner, Err: err}
 }
 
 // safeText is text of many lines from the database (a function's source)

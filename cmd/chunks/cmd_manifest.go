@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -132,7 +134,7 @@ func (o *planOptions) Validate() error {
 func readInput(path string, stdin io.Reader) (data []byte, err error) {
 	in, name := stdin, "stdin"
 	if path != "-" {
-		f, err := os.Open(path)
+		f, err := openInput(path)
 		if err != nil {
 			return nil, err
 		}
@@ -152,4 +154,22 @@ func readInput(path string, stdin io.Reader) (data []byte, err error) {
 			driver.Excerpt(name, false), driver.MaxInputBytes)
 	}
 	return data, nil
+}
+
+// openInput opens the input file path. A file that cannot be read (there
+// is none, it may not be read, it is a directory) is bad input, exit 2 as
+// any other: an [driver.ErrInvalid] naming it.
+func openInput(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			err = pathErr.Err
+		}
+		return nil, driver.NewError(driver.ErrInvalid, err, "%s: cannot be read: %v", driver.Excerpt(path, true), err)
+	}
+	if info, err := f.Stat(); err == nil && info.IsDir() {
+		return nil, errors.Join(driver.Invalidf("%s: cannot be read: it is a directory", driver.Excerpt(path, true)), f.Close())
+	}
+	return f, nil
 }

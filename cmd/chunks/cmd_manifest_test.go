@@ -36,7 +36,7 @@ func TestManifestOptions(t *testing.T) {
 	wantExit(t, chunksIn(t, nil, "", "manifest", "--job-id", "j1", path), 2, "manifest needs --tenant, --chunk-size (chunks manifest --help)")
 	wantExit(t, chunksIn(t, nil, "", "manifest"), 2, "manifest needs ITEMS.json (chunks manifest [flags] ITEMS.json; - reads stdin)")
 	wantExit(t, chunksIn(t, nil, `[{"id": 1}]`, "manifest", "--job-id", "j1", "--tenant", "acme", "--chunk-size", "2", "-"), 2, "targets[0]")
-	wantExit(t, chunksIn(t, nil, "", "manifest", "--job-id", "j1", "--tenant", "acme", "--chunk-size", "2", path+".not-there"), 1, "no such file")
+	wantExit(t, chunksIn(t, nil, "", "manifest", "--job-id", "j1", "--tenant", "acme", "--chunk-size", "2", path+".not-there"), 2, "cannot be read: no such file")
 }
 
 // The plan comes out normalized (targets by id), from a file or stdin.

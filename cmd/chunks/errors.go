@@ -4,14 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/urfave/cli/v2"
 
 	"github.com/chunks-dev/chunks/driver"
+	chunkssql "github.com/chunks-dev/chunks/sql"
 )
 
 // usageError is a command line that cannot be run as typed (exit 2).
@@ -64,7 +69,11 @@ func exitCode(err error) int {
 // on a shard itself).
 func hint(err error) string {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == pgerrcode.UndefinedFunction || pgErr.Code == pgerrcode.UndefinedTable) {
+	var owner *driver.OwnerError
+	if errors.As(err, &owner) {
+		return "" // it says who may, and that no grant helps
+	}
+	if errors.As(err, &pgErr) && chunksMissing(pgErr) {
 		return " (is chunks installed in the schema given by --schema or $CHUNKS_SCHEMA? install it with chunks migrate --schema SCHEMA;" +
 			" through a chunks router, the job commands need --tenant, and campaign commands need the tenant's shard itself)"
 	}
@@ -78,7 +87,83 @@ func hint(err error) string {
 	return ""
 }
 
-// oneLine keeps an error message on one line.
+// chunksMissing is whether pgErr says that one of chunks' own functions
+// or tables does not exist (42883, 42P01), as when chunks is not installed
+// in the schema: not an operator, a function or a relation of the user's
+// own SQL (a campaign's --from-query).
+func chunksMissing(pgErr *pgconn.PgError) bool {
+	var m []string
+	switch pgErr.Code {
+	case pgerrcode.UndefinedFunction:
+		m = missingFunction.FindStringSubmatch(pgErr.Message)
+	case pgerrcode.UndefinedTable:
+		m = missingRelation.FindStringSubmatch(pgErr.Message)
+	}
+	return m != nil && chunksObjects()[m[1]]
+}
+
+// missingFunction and missingRelation read the name out of the server's
+// messages for a function and a relation that do not exist, when it is
+// not qualified by a schema: chunks calls its functions, and they name its
+// tables, unqualified (the search_path is the schema); a name with a schema
+// (shop.jobs, say, of a declared change) is the user's.
+var (
+	missingFunction = regexp.MustCompile(`^function ([a-z0-9_]+)\(.*\) does not exist$`)
+	missingRelation = regexp.MustCompile(`^relation "([a-z0-9_]+)" does not exist$`)
+)
+
+// chunksObjects are the names of chunks' functions and tables, read once
+// from the SQL this binary installs (chunks migrate).
+var chunksObjects = sync.OnceValue(func() map[string]bool {
+	names := map[string]bool{}
+	created := regexp.MustCompile(`(?m)^create (?:or replace function|table if not exists) \{\{ \.schema \}\}\.([a-z0-9_]+)\(`)
+	for _, fsys := range []fs.FS{chunkssql.Functions(), chunkssql.Migrations()} {
+		files, err := fs.Glob(fsys, "*.sql")
+		if err != nil {
+			panic(err) // the pattern is valid
+		}
+		for _, name := range files {
+			text, err := fs.ReadFile(fsys, name)
+			if err != nil {
+				panic(err) // embedded: it is there
+			}
+			for _, m := range created.FindAllSubmatch(text, -1) {
+				names[string(m[1])] = true
+			}
+		}
+	}
+	return names
+})
+
+// oneLine keeps an error message on one line. A failed connection says
+// each attempt's error once: pgx joins the errors of every attempt, and
+// libpq's default sslmode (prefer) makes two attempts at one address that
+// fail alike ("connection refused" twice).
 func oneLine(err error) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
+	text := err.Error()
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) {
+		text = strings.Replace(text, connectErr.Error(), connectText(connectErr), 1)
+	}
+	return strings.Join(strings.Fields(strings.ReplaceAll(text, "\n", " ")), " ")
+}
+
+// connectText is a connection error with each attempt's error once.
+func connectText(err *pgconn.ConnectError) string {
+	whole := err.Error()
+	joined, ok := err.Unwrap().(interface{ Unwrap() []error })
+	if !ok {
+		return whole
+	}
+	var attempts []string
+	for _, e := range joined.Unwrap() {
+		if !slices.Contains(attempts, e.Error()) {
+			attempts = append(attempts, e.Error())
+		}
+	}
+	prefix := fmt.Sprintf("failed to connect to `user=%s database=%s`:", err.Config.User, err.Config.Database) // as pgx words it
+	if !strings.HasPrefix(whole, prefix) {
+		return whole
+	}
+	return prefix + " " + strings.Join(attempts, "; ")
 }

@@ -51,6 +51,9 @@ begin
   end loop;
   v_name := v_def ->> 'name';
   perform check_change_name(v_name, 'name');
+  -- Two defines of one name at once: the second waits here until the first
+  -- commits, then finds its definition (below) rather than its function.
+  perform pg_advisory_xact_lock(hashtext('{{ .schema }}.define_change'), hashtext(v_name));
 
   -- The table: schema-qualified, an ordinary (or partitioned) table, in no
   -- system schema and in no schema of chunks (change_table_problem, below).
@@ -72,8 +75,14 @@ begin
   select c.oid, c.relkind, n.nspname into v_rel, v_relkind, v_nsp
     from pg_class as c join pg_namespace as n on n.oid = c.relnamespace
    where n.nspname = v_ident[1] and c.relname = v_ident[2];
-  if v_rel is null or v_relkind not in ('r', 'p') then
+  if v_rel is null then
     raise exception 'table: there is no table %', excerpt(v_def ->> 'table', true) using errcode = '22023';
+  end if;
+  if v_relkind not in ('r', 'p') then
+    raise exception 'table: % is %; a change is of an ordinary or partitioned table', excerpt(v_def ->> 'table', true),
+      case v_relkind when 'v' then 'a view' when 'm' then 'a materialized view' when 'f' then 'a foreign table'
+                     when 'S' then 'a sequence' when 'c' then 'a composite type' when 't' then 'a TOAST table'
+                     else 'an index' end using errcode = '22023';
   end if;
   -- chunks' owner finds the table by its name (USAGE on its schema, which
   -- reads nothing); the writer alone reads and writes it.
@@ -231,6 +240,12 @@ begin
   insert into changes (name, definition, digest, function_name)
   values (v_name, v_def, encode(sha256(convert_to(v_def::text, 'UTF8')), 'hex'), 'apply_' || v_name);
   return true;
+exception when unique_violation then
+  -- Another define of this name committed after this transaction's
+  -- snapshot was taken (repeatable read or serializable; under read
+  -- committed the lock above orders them): a retry sees it.
+  raise exception 'change %: defined by another transaction that this one''s snapshot cannot see; run define_change again',
+    v_name using errcode = '40001';
 end
 $$;
 comment on function {{ .schema }}.define_change(jsonb) is
@@ -241,4 +256,6 @@ Validates it against the catalog, records it in changes and generates its static
 apply_<name> (SECURITY DEFINER, owned by the writer role, executable only through run_chunk).
 Returns true when new, false when the same definition is already there.
 Errors: 42501 the caller is not the schema's owner; 22023 a bad definition (names the field,
-table, column or constant); CH409 another definition under this name.$c$;
+table, column or constant); CH409 another definition under this name; 40001 another transaction
+defined this name after this one's snapshot was taken (repeatable read: run it again). Two defines
+of one name at once are ordered by a transaction-level advisory lock on the name.$c$;

@@ -82,6 +82,7 @@
 {{ template "change_check_sql.sql" . }}
 {{ template "generate_change.sql" . }}
 {{ template "define_change.sql" . }}
+{{ template "define_change_text.sql" . }}
 {{ template "drop_change.sql" . }}
 {{ template "change_list.sql" . }}
 {{ template "change_show.sql" . }}

@@ -19,6 +19,26 @@ $$;
 comment on function {{ .schema }}.excerpt(text, boolean) is
   'chunks helper: VALUE as an error message shows it: whole up to 64 characters, else its first 64, … and its length; QUOTED as a JSON string.';
 
+-- The server's own message about a refused VALUE (the sqlerrm of a failed
+-- cast: 'invalid input syntax for type integer: "…"', '"1000…" is out of
+-- range for type double precision'), shortened as every error shows a
+-- refused value: where it quotes VALUE (as the input functions do), VALUE
+-- becomes its excerpt; a message still longer than 256 characters (one
+-- that quotes the value changed) is cut there, with its length. So a
+-- constant or target of a million characters makes a short message.
+create or replace function {{ .schema }}.excerpt_error(message text, value text) returns text
+language sql stable parallel safe
+set search_path = {{ .schema }}, pg_temp
+as $$
+  select case when length(m.text) <= 256 then m.text
+              else left(m.text, 256) || '… (' || length(m.text) || ' characters)' end
+    from (select case when length(excerpt_error.value) > 64
+                      then replace(excerpt_error.message, excerpt_error.value, excerpt(excerpt_error.value, false))
+                      else excerpt_error.message end) as m(text)
+$$;
+comment on function {{ .schema }}.excerpt_error(text, text) is
+  'chunks helper: the server''s MESSAGE about a refused VALUE (a failed cast''s sqlerrm) with VALUE in it shown as excerpt() shows it, and cut at 256 characters (… and its length) if still longer.';
+
 -- Whether VALUE is a name (job_id, tenant): 1 to limits()' name_max_length
 -- ASCII letters, digits, _ or -. Inlined, its pattern folded to a constant.
 create or replace function {{ .schema }}.is_name(value text) returns boolean

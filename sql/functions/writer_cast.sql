@@ -24,7 +24,7 @@ begin
                            writer_cast.value, null);
   exception when data_exception or integrity_constraint_violation or raise_exception or check_violation then
     raise exception '% % is not a value of %: %', writer_cast.what, excerpt(writer_cast.value::text, false), writer_cast.of,
-      excerpt(sqlerrm, false) using errcode = '22023';
+      excerpt_error(sqlerrm, writer_cast.value #>> '{}') using errcode = '22023';
   end;
   if (v_result -> 1) is distinct from 'true'::jsonb then
     raise exception '% % would be stored as % in % (rounded or cut); give the value exactly', writer_cast.what,
