@@ -459,9 +459,9 @@ func TestChangeRegisterRefusals(t *testing.T) {
 	if got := mustString(t, s.Conn, "select run_next_chunk('w1')::text"); got != "<null>" {
 		t.Fatalf("run_next_chunk after the job: %s", got)
 	}
-	// Status and lineage say the job is a declared change's.
+	// Status and lineage say the job is a declared change's, with its drift (report's).
 	sameJSON(t, "job_status", mustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(x ->> 'job_id', x ->> 'kind', x ->> 'state', x -> 'drift'))::text from jsonb_array_elements(job_status()) x"),
-		`[["orders-job", "cancel", "idle", 0], ["p1", "change", "done", null]]`)
+		`[["orders-job", "cancel", "idle", 0], ["p1", "change", "done", 0]]`)
 	sameJSON(t, "job_lineage", mustString(t, s.Conn, "select job_lineage('p1')::text"), `{"job_id": "p1", "kind": "change", "change": "hold_payment", "undoes": null, "undone_by": null}`)
 	// inspect_job shows the targets as they are stored.
 	sameJSON(t, "inspect_job", mustString(t, s.Conn, "select (inspect_job('p1') -> 'targets')::text"), paymentTargets(1, 2))

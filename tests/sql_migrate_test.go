@@ -112,7 +112,7 @@ func TestSQLMigrateAgainIsANoOp(t *testing.T) {
 	registerJob(t, s, "j", "acme", 1, 5, 2)
 	s.Exec(t, "select run_chunk('j')")
 	before, data := catalog(t, admin, s.Name), state(t, s)
-	if !strings.Contains(before, `"version": [{"version": 9}]`) {
+	if !strings.Contains(before, `"version": [{"version": 10}]`) {
 		t.Fatalf("version table: %s", before)
 	}
 	for i := 0; i < 2; i++ {
@@ -145,7 +145,7 @@ func TestSQLMigrateNothingInPublic(t *testing.T) {
 	// Exactly the tables (with their indexes; job_queue is fleet mode's queue, job_kind says which jobs are undos) and
 	// tern's version table, and the shipped functions.
 	sameJSON(t, "tables", mustString(t, admin, `select jsonb_agg(relname order by relname)::text from pg_class
-	  where relnamespace = $1::regnamespace and relkind = 'r'`, s.Name), `["campaign_jobs", "campaigns", "change_audit", "changes", "job_approval", "job_audit", "job_change", "job_kind", "job_progress", "job_queue", "jobs", "orders", "schema_version", "workers"]`)
+	  where relnamespace = $1::regnamespace and relkind = 'r'`, s.Name), `["campaign_jobs", "campaigns", "change_audit", "change_writer", "changes", "job_approval", "job_audit", "job_change", "job_kind", "job_progress", "job_queue", "jobs", "orders", "schema_version", "workers"]`)
 	if got, want := installedFunctions(t, admin, s.Name), shippedFunctions(t); !slices.Equal(got, want) {
 		t.Fatalf("functions: %v, want %v", got, want)
 	}
@@ -221,7 +221,7 @@ func TestSQLMigrateConcurrently(t *testing.T) {
 	if got, want := installedFunctions(t, admin, name), shippedFunctions(t); !slices.Equal(got, want) {
 		t.Fatalf("functions: %v, want %v", got, want)
 	}
-	if got := mustString(t, admin, "select jsonb_agg(v)::text from "+pgx.Identifier{name, "schema_version"}.Sanitize()+" v"); got != `[{"version": 9}]` {
+	if got := mustString(t, admin, "select jsonb_agg(v)::text from "+pgx.Identifier{name, "schema_version"}.Sanitize()+" v"); got != `[{"version": 10}]` {
 		t.Fatalf("version: %s", got)
 	}
 	dsn := pgtest.WithSearchPath(pgtest.DSN(), name)

@@ -67,6 +67,7 @@ comment on function {{ .schema }}.change_restore_parts(jsonb, text, text, text[]
 -- to_jsonb), NULL when the field is absent or null.
 create or replace function {{ .schema }}.typed_field_sql(obj text, col text, type text) returns text
 language sql immutable parallel safe
+set search_path = {{ .schema }}, pg_temp
 as $$
   select format('(select x.%1$I from jsonb_to_record(%2$s) as x(%1$I %3$s))', typed_field_sql.col, typed_field_sql.obj,
                 typed_field_sql.type)

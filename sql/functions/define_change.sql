@@ -54,6 +54,15 @@ begin
   -- Two defines of one name at once: the second waits here until the first
   -- commits, then finds its definition (below) rather than its function.
   perform pg_advisory_xact_lock(hashtext('{{ .schema }}.define_change'), hashtext(v_name));
+  -- Under repeatable read, a define that committed after this snapshot is
+  -- invisible in changes but not in the catalog (to_regprocedure reads it
+  -- as it is now): say so before making its functions a second time.
+  if current_setting('transaction_isolation') <> 'read committed'
+     and to_regprocedure(format('%I.%I(text, jsonb)', '{{ .schema }}', 'apply_' || v_name)) is not null
+     and not exists (select from changes as c where c.name = v_name) then
+    raise exception 'change %: defined by another transaction that this one''s snapshot cannot see; run define_change again',
+      v_name using errcode = '40001';
+  end if;
 
   -- The table: schema-qualified, an ordinary (or partitioned) table, in no
   -- system schema and in no schema of chunks (change_table_problem, below).

@@ -56,6 +56,8 @@ begin
    where w.role is distinct from excluded.role;
 
   execute writer_exec_sql(v_name);
+  comment on function writer_exec(text, jsonb, jsonb) is
+    'chunks: the writer role''s one dynamic function (install_writer made it): runs STATEMENT with $1 A and $2 B as the writer and returns its jsonb value; writer_run calls it, for every read of a user''s table and every cast to one of its columns'' types outside a chunk. Executable by the writer and the schema''s owner alone.';
   v_removed := writer_own('{{ .schema }}.writer_exec(text, jsonb, jsonb)'::regprocedure, v_writer);
   if cardinality(v_removed) > 0 then
     raise notice 'chunks: took back EXECUTE on writer_exec from %', array_to_string(v_removed, ', ');

@@ -7,6 +7,7 @@
 -- compare a function's settings with these.
 create or replace function {{ .schema }}.writer_config() returns text[]
 language sql immutable parallel safe
+set search_path = {{ .schema }}, pg_temp
 as $$
   select array['search_path=pg_catalog, pg_temp', 'TimeZone=UTC', 'DateStyle=ISO, MDY', 'IntervalStyle=postgres',
                'extra_float_digits=3']
@@ -18,6 +19,7 @@ comment on function {{ .schema }}.writer_config() is
 -- checks that a function made with them has exactly writer_config()).
 create or replace function {{ .schema }}.writer_set_clauses() returns text
 language sql immutable parallel safe
+set search_path = {{ .schema }}, pg_temp
 as $$
   select string_agg('set ' || replace(c, '=', ' = ') , E'\n')
     from unnest(array['search_path=pg_catalog, pg_temp', 'TimeZone=''UTC''', 'DateStyle=''ISO, MDY''', 'IntervalStyle=postgres',
@@ -33,6 +35,7 @@ comment on function {{ .schema }}.writer_set_clauses() is
 -- function was given.
 create or replace function {{ .schema }}.writer_guard_sql(writer text) returns text
 language sql immutable parallel safe
+set search_path = {{ .schema }}, pg_temp
 as $$
   select format(E'\n  if current_user operator(pg_catalog.<>) %L::pg_catalog.name then\n    raise exception %L using errcode = %L;\n  end if;',
                 writer_guard_sql.writer,
@@ -47,6 +50,7 @@ comment on function {{ .schema }}.writer_guard_sql(text) is
 -- excerpt(EXPR, false) says it.
 create or replace function {{ .schema }}.excerpt_sql(expr text) returns text
 language sql immutable parallel safe
+set search_path = {{ .schema }}, pg_temp
 as $$
   select format($e$(case when (%1$s) is null then 'null' when length(%1$s) <= 64 then (%1$s) else left(%1$s, 64) || '… (' || length(%1$s) || ' characters)' end)$e$,
                 excerpt_sql.expr)
@@ -62,6 +66,7 @@ comment on function {{ .schema }}.excerpt_sql(text) is
 -- when the conflict is.
 create or replace function {{ .schema }}.shown_sql(rel text, col text, expr text) returns text
 language sql immutable parallel safe
+set search_path = {{ .schema }}, pg_temp
 as $$
   select format('(case when pg_catalog.has_column_privilege(session_user, %L, %L, %L) then %s else %L end)',
                 shown_sql.rel, shown_sql.col, 'SELECT', shown_sql.expr, '? (you may not SELECT ' || shown_sql.col || ')')

@@ -52,6 +52,7 @@ comment on function {{ .schema }}.temp_objects_problem() is
 -- calls it): STATEMENT with $1 A and $2 B, as the writer WRITER.
 create or replace function {{ .schema }}.writer_exec_sql(writer text) returns text
 language sql immutable
+set search_path = {{ .schema }}, pg_temp
 as $$
   select format($f$create or replace function {{ .schema }}.writer_exec(statement text, a jsonb, b jsonb) returns jsonb
 language plpgsql volatile security definer
