@@ -2,38 +2,30 @@ package cli
 
 import (
 	"os/exec"
-	"strings"
 	"testing"
 
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
-// docs/cli-guide.md's walk works as typed: its data block (40 orders and
-// items.json, made by psql) on this test's schema, then every line of the
-// walk by sh, each printing what its comment says.
+// docs/cli-guide.md works as a reader types it, on a fresh database: its
+// data block with its first line replaced by the demo's `export
+// CHUNKS_DSN=...` (so the block must set $CHUNKS_SCHEMA itself), then every
+// line of the walk in the same shell, each printing what its comment says.
+// The walk ends with the undo drained: the 40 orders are pending again.
 func TestCLIGuide(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("psql"); err != nil {
-		cannotRun(t, "psql is not installed (Debian package postgresql-client)")
-	}
+	_, err := exec.LookPath("psql")
+	pgtest.RequireTool(t, err, "psql (docs/cli-guide.md uses it)", "postgresql-client")
 	blocks := pgtest.WantDocBlocks(t, 2, "data, walk", "<!-- tests TestCLIGuide", "cli-guide.md")
-	l := newLab(t)
-	dir := t.TempDir()
-	env := shellEnv("CHUNKS_DSN="+l.ChunksDSN, "CHUNKS_SCHEMA="+l.Name)
-	data, export, ok := strings.Cut(blocks[0], "\n")
-	if !ok || !strings.HasPrefix(data, "export CHUNKS_DSN=") {
-		t.Fatalf("the data block does not start with export CHUNKS_DSN=...: %q", blocks[0])
-	}
-	cmd := exec.Command("sh", "-e", "-c", strings.ReplaceAll(export, " lab.", " "+l.Name+"."))
-	cmd.Env, cmd.Dir = env, dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("the data block: %v\n%s", err, out)
-	}
-	if ran := runGuideLines(t, blocks[1], env, dir, func(s string) string { return s }); ran != 11 {
+	dsn := guideDatabase(t)
+	s := newGuideShell(t, shellEnv(), t.TempDir())
+	s.data(pasteDemoExport(t, blocks[0], dsn))
+	if ran := s.walk(blocks[1], func(s string) string { return s }); ran != 11 {
 		t.Errorf("ran %d guide command lines, want 11", ran)
 	}
+	s.close()
 	var pending int
-	if err := l.Conn.QueryRow(t.Context(), "select count(*) from "+l.Name+".orders where state = 'pending'").Scan(&pending); err != nil {
+	if err := pgtest.Connect(t, dsn).QueryRow(t.Context(), "select count(*) from lab.orders where state = 'pending'").Scan(&pending); err != nil {
 		t.Fatal(err)
 	}
 	if pending != 40 {
