@@ -142,7 +142,7 @@ func (s *guideShell) run(command string) shellResult {
 		if err != nil {
 			s.t.Fatalf("%s: no pid: %q", command, line)
 		}
-		s.started = append(s.started, background{pid: pid, command: strings.TrimSpace(command), stderr: errOut})
+		s.started = append(s.started, background{pid: pid, command: strings.TrimSpace(codeOf(command)), stderr: errOut})
 		return shellResult{}
 	}
 	line, ok := s.send("{ "+command+"\n}"+redirect+"; echo \"$?\" >&3\n", 2*time.Minute)
