@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"os/exec"
+	"testing"
+
+	"github.com/chunks-dev/chunks/internal/pgtest"
+)
+
+// Each guide whose session starts from a fresh schema has a test here that
+// replays it as a reader types it (guide_lines_test.go): its data block,
+// with the demo's `export CHUNKS_DSN=...` pasted over its first line (so
+// the block must set $CHUNKS_SCHEMA itself), then its session in the same
+// shell, each line printing what its comment says; a guide that leaves a
+// process running fails. Then the test reads what the session left.
+
+// docs/cli-guide.md: the walk ends with the undo drained, so the 40
+// orders are pending again.
+func TestCLIGuide(t *testing.T) {
+	t.Parallel()
+	dsn := replayGuide(t, "cli-guide.md", "TestCLIGuide", 11)
+	wantGuideLeft(t, dsn, "select count(*)::text from lab.orders where state = 'pending'", "40")
+}
+
+// docs/fleet.md: a worker started with &, the job paused and resumed under
+// it, finished, and the worker stopped by the guide's own kill.
+func TestFleetGuide(t *testing.T) {
+	t.Parallel()
+	dsn := replayGuide(t, "fleet.md", "TestFleetGuide", 7)
+	wantGuideLeft(t, dsn, `select format('%s %s', count(*) filter (where state = 'cancelled'),
+	    (select count(*) from lab.job_audit where job_id = 'umbrella-recall')) from lab.orders where tenant = 'umbrella'`, "20 20")
+}
+
+// docs/safety.md: the preflight, the canary (pause --after 1, a worker
+// started with &, the report of its one chunk), resume, the undo run by the
+// same worker, and the worker stopped by the guide's own kill: every order
+// pending again, each changed once by the job and once by its undo.
+func TestSafetyGuide(t *testing.T) {
+	t.Parallel()
+	dsn := replayGuide(t, "safety.md", "TestSafetyGuide", 11)
+	wantGuideLeft(t, dsn, `select format('%s %s %s', count(*) filter (where state = 'pending' and revision = 2),
+	    (select count(*) from lab.job_audit where job_id = 'hooli-q3'), (select count(*) from lab.job_audit where job_id = 'hooli-q3-undo'))
+	  from lab.orders where tenant = 'hooli'`, "40 40 40")
+}
+
+// replayGuide replays docs/<guide>'s two blocks marked "<!-- tests <test>"
+// (data, session) on a fresh database and returns its DSN; the session
+// must have lines lines.
+func replayGuide(t *testing.T, guide, test string, lines int) string {
+	t.Helper()
+	_, err := exec.LookPath("psql")
+	pgtest.RequireTool(t, err, "psql (docs/"+guide+" uses it)", "postgresql-client")
+	blocks := pgtest.WantDocBlocks(t, 2, "data, session", "<!-- tests "+test+" ", guide)
+	dsn := guideDatabase(t)
+	s := newGuideShell(t, shellEnv(), t.TempDir())
+	s.data(pasteDemoExport(t, blocks[0], dsn))
+	if ran := s.walk(blocks[1], func(s string) string { return s }); ran != lines {
+		t.Errorf("ran %d lines of the session, want %d", ran, lines)
+	}
+	s.close()
+	return dsn
+}
+
+// wantGuideLeft fails unless query, on the guide's database dsn, gives want.
+func wantGuideLeft(t *testing.T, dsn, query, want string) {
+	t.Helper()
+	var got string
+	if err := pgtest.Connect(t, dsn).QueryRow(t.Context(), query).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("after the session, %s\ngives %s, want %s", query, got, want)
+	}
+}
