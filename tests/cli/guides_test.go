@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/chunks-dev/chunks/internal/pgtest"
@@ -41,6 +43,33 @@ func TestSafetyGuide(t *testing.T) {
 	wantGuideLeft(t, dsn, `select format('%s %s %s', count(*) filter (where state = 'pending' and revision = 2),
 	    (select count(*) from lab.job_audit where job_id = 'hooli-q3'), (select count(*) from lab.job_audit where job_id = 'hooli-q3-undo'))
 	  from lab.orders where tenant = 'hooli'`, "40 40 40")
+}
+
+// docs/psql.md: its first block on a fresh database, chunks migrate and
+// then psql, as the superuser of the demo's server, with the session typed
+// into it; psql prints exactly the session's output (its results and
+// errors in their order).
+func TestPsqlGuide(t *testing.T) {
+	t.Parallel()
+	_, err := exec.LookPath("psql")
+	pgtest.RequireTool(t, err, "psql (docs/psql.md uses it)", "postgresql-client")
+	blocks := pgtest.WantDocBlocks(t, 2, "start, session", "<!-- tests TestPsqlGuide ", "psql.md")
+	start := guideCommands(blocks[0])
+	if len(start) != 2 || start[1] != `psql "$CHUNKS_DSN"` {
+		t.Fatalf("docs/psql.md's first block: %q, want chunks migrate and then psql \"$CHUNKS_DSN\"", start)
+	}
+	input, want := pgtest.Transcript(blocks[1])
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "typed.sql"), []byte(input), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := newGuideShell(t, shellEnv("PSQLRC=/dev/null"), dir) // a psqlrc of the machine's would change the output
+	s.data(readerExport(guideDatabase(t)) + "\n" + start[0])
+	r := s.run(start[1] + " < typed.sql 2>&1") // one file: results and errors in their order
+	s.close()
+	if got := pgtest.TrimLines(r.stdout); r.code != 0 || got != want {
+		t.Errorf("the session (exit %d):\n--- got\n%s\n--- docs\n%s", r.code, got, want)
+	}
 }
 
 // replayGuide replays docs/<guide>'s two blocks marked "<!-- tests <test>"
