@@ -4,7 +4,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
@@ -69,6 +72,49 @@ func TestPsqlGuide(t *testing.T) {
 	s.close()
 	if got := pgtest.TrimLines(r.stdout); r.code != 0 || got != want {
 		t.Errorf("the session (exit %d):\n--- got\n%s\n--- docs\n%s", r.code, got, want)
+	}
+}
+
+// docs/installing-and-upgrading.md, from the repository's root: chunks
+// migrate (the demo's `export CHUNKS_DSN=...` pasted), the tern CLI over
+// the same schema (either tool upgrades what the other installed), then,
+// with an operator and a viewer granted as docs/roles.md has them, the
+// uninstall: the schema is gone and each role holds nothing of it, so DROP
+// ROLE works.
+func TestInstallingGuide(t *testing.T) {
+	t.Parallel()
+	_, err := exec.LookPath("psql")
+	pgtest.RequireTool(t, err, "psql (docs/installing-and-upgrading.md uses it)", "postgresql-client")
+	blocks := pgtest.WantDocBlocks(t, 3, "migrate, tern, uninstall", "<!-- tests TestInstallingGuide ", "installing-and-upgrading.md")
+	dsn := guideDatabase(t)
+	s := newGuideShell(t, shellEnv("GOPROXY=off"), pgtest.ModuleRoot(t)) // tern is in the module cache: no network
+	s.data(pasteDemoExport(t, blocks[0], dsn))
+	s.data(blocks[1])
+	wantGuideLeft(t, dsn, `select format('%s %s', (select max(version) from lab.schema_version),
+	    (select count(distinct proname) from pg_proc where pronamespace = 'lab'::regnamespace and proname in ('register', 'run_chunk', 'campaign_report')))`, "9 3")
+
+	alice, grafana := pgtest.NewRole(t, pgtest.DSN(), "alice"), pgtest.NewRole(t, pgtest.DSN(), "grafana")
+	s.data("chunks --schema lab grant --operator " + alice.Name + " --viewer " + grafana.Name)
+	ours := strings.NewReplacer("alice", alice.Name, "grafana", grafana.Name)
+	if ran := s.walk(ours.Replace(blocks[2]), func(s string) string { return s }); ran != 2 {
+		t.Errorf("ran %d lines of the uninstall, want 2", ran)
+	}
+	s.close()
+	wantGuideLeft(t, dsn, "select count(*)::text from pg_namespace where nspname = 'lab'", "0")
+	conn := pgtest.Connect(t, dsn)
+	tx, err := conn.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := tx.Rollback(t.Context()); err != nil {
+			t.Errorf("rollback: %v", err)
+		}
+	}()
+	for _, r := range []pgtest.Role{alice, grafana} {
+		if _, err := tx.Exec(t.Context(), "drop role "+pgx.Identifier{r.Name}.Sanitize()); err != nil {
+			t.Errorf("drop role %s after the uninstall: %v", r.Name, err)
+		}
 	}
 }
 
