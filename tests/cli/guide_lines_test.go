@@ -177,12 +177,13 @@ func (s *guideShell) walk(block string, rewrite func(string) string) int {
 			s.t.Fatalf("guide line without its comment: %q", line)
 		}
 		comment := rewrite(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line[len(code):]), "#")))
-		again, later := strings.CutPrefix(comment, "a moment later: ")
+		want, later := strings.CutPrefix(comment, "a moment later: ")
 		deadline := time.Now().Add(time.Minute)
 		for {
 			r := s.run(line)
-			if checkGuideLine(again, r) == "" || !later || time.Now().After(deadline) {
-				if problem := checkGuideLine(again, r); problem != "" {
+			problem := checkGuideLine(want, r)
+			if problem == "" || !later || time.Now().After(deadline) {
+				if problem != "" {
 					s.t.Errorf("%s: %s; it printed\n%s%s", strings.TrimSpace(code), problem, r.stdout, r.stderr)
 				}
 				break
