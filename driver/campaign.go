@@ -100,6 +100,11 @@ type CampaignDrift struct {
 	// change whose key is not an integer (the int lists are then empty), as
 	// [JobReport].Keys does.
 	Keys *CampaignDriftKeys `json:"keys,omitempty" sql:"-"`
+	// Undoes names the campaign that this one is the undo of ([UndoCampaign]),
+	// and UndoneBy the undo campaign of this one; nil when none, as
+	// [JobLineage] says of a job.
+	Undoes   *string `json:"undoes"`
+	UndoneBy *string `json:"undone_by"`
 }
 
 // CampaignDriftKeys is a [CampaignDrift]'s lists of keys that are not

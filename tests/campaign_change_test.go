@@ -180,8 +180,12 @@ func undoChangeCampaign(t *testing.T, s *pgtest.Schema, shop string) {
 	s.Exec(t, "update "+shop+".payments set hold_reason = 'late' where payment_id = 2")
 	r, err := driver.CampaignReport(ctx, s.Conn, "holds-undo")
 	if err != nil || r.Targets != 9997 || r.Committed != 9997 || r.Matching != 9996 || r.DriftedCount != 1 || r.MissingCount != 0 ||
-		fmt.Sprint(r.Drifted) != "[2]" || fmt.Sprint(r.Missing) != "[]" {
+		fmt.Sprint(r.Drifted) != "[2]" || fmt.Sprint(r.Missing) != "[]" || r.Undoes == nil || *r.Undoes != "holds" || r.UndoneBy != nil {
 		t.Fatalf("undo report: %+v, %v", r, err)
+	}
+	if r, err := driver.CampaignReport(ctx, s.Conn, "holds"); err != nil || r.UndoneBy == nil || *r.UndoneBy != "holds-undo" || r.Undoes != nil ||
+		r.Matching != 0 || r.MissingCount != 1 {
+		t.Fatalf("the report of the undone campaign: %+v, %v", r, err)
 	}
 	again, err := driver.UndoCampaign(ctx, s.Conn, "holds", "")
 	if err != nil || again.Created || again.Name != "holds-undo" || again.Change != "hold_payment" || again.Jobs != 167 || again.Targets != 9997 {

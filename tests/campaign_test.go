@@ -401,6 +401,18 @@ func TestCampaignUndo(t *testing.T) {
 	if st.Committed != 129 || st.JobsDone != 3 || st.Drift != 0 {
 		t.Fatalf("undo status %+v", st)
 	}
+	// Each report says how the two are tied, as a job's lineage does.
+	if r, err := driver.CampaignReport(ctx, s.Conn, "c"); err != nil || r.UndoneBy == nil || *r.UndoneBy != "c-undo" || r.Undoes != nil ||
+		r.Committed != 130 || r.Matching != 0 || r.DriftedCount != 130 {
+		t.Fatalf("the undone campaign's report: %+v, %v", r, err)
+	}
+	if r, err := driver.CampaignReport(ctx, s.Conn, "c-undo"); err != nil || r.Undoes == nil || *r.Undoes != "c" || r.UndoneBy != nil ||
+		r.Committed != 129 || r.Matching != 129 {
+		t.Fatalf("the undo's report: %+v, %v", r, err)
+	}
+	if got := queryString(t, s, "select jsonb_build_array(campaign_report('c') -> 'undone_by', campaign_report('c-undo') -> 'undoes')::text"); got != `["c-undo", "c"]` {
+		t.Fatalf("campaign_report's undone_by and undoes: %s", got)
+	}
 	if got := queryString(t, s, `select format('%s %s %s', count(*) filter (where state = 'pending' and revision = 5),
 	    count(*) filter (where state = 'pending' and revision = 3), count(*) filter (where state = 'cancelled' and qty = 9 and id = 7))
 	    from orders`); got != "129 170 1" {

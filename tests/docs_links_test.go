@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,7 +12,7 @@ import (
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
-// Every relative link in README.md and docs/*.md resolves: to a file of
+// Every relative link in README.md, CHANGELOG.md, BENCHMARKS.md and docs/*.md resolves: to a file of
 // the repository, and a #fragment to a heading of that file by GitHub's
 // anchor rules. No network: links with a scheme are not followed.
 func TestDocsLinks(t *testing.T) {
@@ -27,8 +28,9 @@ func TestDocsLinksCatchBreakage(t *testing.T) {
 	dir := t.TempDir()
 	page := "# Title\n\n## Two words, and `code`!\n\n```\n[not a link](nowhere.md)\n```\n\n" +
 		"[ok](#two-words-and-code) [ok](#title) [ok](other.md#other) [ok](other.md) [ok](https://example.com/x)\n" +
-		"[bad](gone.md) [bad](#no-such-heading) [bad](other.md#title)\n"
-	for name, text := range map[string]string{"page.md": page, "other.md": "# Other\n"} {
+		"[bad](gone.md) [bad](#no-such-heading) [bad](other.md#title)\n" +
+		"ok: README \"Two commands\"; bad: README \"Roles\", and \"Safety\" in the README\n"
+	for name, text := range map[string]string{"page.md": page, "other.md": "# Other\n", "README.md": "# chunks\n\n## Two commands\n"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -38,22 +40,30 @@ func TestDocsLinksCatchBreakage(t *testing.T) {
 		"page.md:10: gone.md: no such file",
 		"page.md:10: #no-such-heading: no such heading in page.md",
 		"page.md:10: other.md#title: no such heading in other.md",
+		`page.md:11: README "Roles": no such heading in README.md (link to the guide that has it)`,
+		`page.md:11: "Safety" in the README: no such heading in README.md (link to the guide that has it)`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
-// docsPages is README.md and every docs/*.md, relative to root.
+// docsPages is every *.md of the repository's root (README.md,
+// CHANGELOG.md, BENCHMARKS.md) and of docs/, relative to root.
 func docsPages(t *testing.T, root string) []string {
 	t.Helper()
-	guides, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
+	var pages []string
+	for _, dir := range []string{".", "docs"} {
+		found, err := filepath.Glob(filepath.Join(root, dir, "*.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range found {
+			pages = append(pages, filepath.Join(dir, filepath.Base(f)))
+		}
 	}
-	pages := []string{"README.md"}
-	for _, g := range guides {
-		pages = append(pages, filepath.Join("docs", filepath.Base(g)))
+	if !slices.Contains(pages, "README.md") || !slices.Contains(pages, "CHANGELOG.md") {
+		t.Fatalf("no README.md or CHANGELOG.md among %v", pages)
 	}
 	return pages
 }
@@ -65,6 +75,9 @@ var (
 	inlineCode = regexp.MustCompile("`[^`]*`")
 	// mdHeading is an ATX heading.
 	mdHeading = regexp.MustCompile(`^#{1,6} +(.*?)#*\s*$`)
+	// readmeMention is a section of the README named in words:
+	// README "Heading", or "Heading" in the README.
+	readmeMention = regexp.MustCompile(`README "([^"]+)"|"([^"]+)" in the README`)
 	// notSlug is what GitHub drops from a heading's text for its anchor.
 	notSlug = regexp.MustCompile(`[^\p{L}\p{N}\p{M}_\- ]`)
 )
@@ -107,6 +120,13 @@ func docsLinkProblems(t *testing.T, root string, pages []string) []string {
 			t.Fatal(err)
 		}
 		forEachProse(string(data), func(n int, line string) {
+			// A section of the README named in words, as the guides once
+			// were: it must still be there.
+			for _, m := range readmeMention.FindAllStringSubmatch(line, -1) {
+				if !headings("README.md")[githubSlug(m[1]+m[2])] {
+					problems = append(problems, page+":"+strconv.Itoa(n)+": "+m[0]+": no such heading in README.md (link to the guide that has it)")
+				}
+			}
 			for _, m := range mdLink.FindAllStringSubmatch(inlineCode.ReplaceAllString(line, ""), -1) {
 				target := m[1]
 				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {

@@ -230,10 +230,11 @@ func runCampaignStatus(ctx context.Context, d deps, o *campaignOptions, out io.W
 func campaignReportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "report",
-		Usage:     "matching, drifted and missing orders of a campaign",
+		Usage:     "matching, drifted and missing rows of a campaign",
 		UsageText: "chunks campaign report [--json] NAME",
 		Description: "report's rules over every job of the campaign, in one query. With --json, drifted and\n" +
-			"missing are id lists." +
+			"missing are id lists (a declared change's keys). The last line says which campaign undid this\n" +
+			"one, or which campaign this undo undoes (--json: undone_by and undoes, null when none)." +
 			campaignExample("chunks --schema lab drain spring-000001", "chunks --schema lab campaign report spring"),
 		Action: action(parseCampaign, runCampaignReport),
 	}
@@ -248,7 +249,19 @@ func runCampaignReport(ctx context.Context, d deps, o *campaignOptions, out io.W
 		drifted, missing := driftLists(r.Drifted, r.Missing, r.Keys)
 		say(out, "campaign %s: %d targets, %d committed, %d remaining: %d matching, %d drifted %s, %d missing %s",
 			r.Name, r.Targets, r.Committed, r.Remaining, r.Matching, r.DriftedCount, drifted, r.MissingCount, missing)
+		printCampaignLineage(out, r)
 	})
+}
+
+// printCampaignLineage says how the campaign is tied to an undo, when it
+// is, as printLineage does for a job.
+func printCampaignLineage(out io.Writer, r driver.CampaignDrift) {
+	switch {
+	case r.Undoes != nil:
+		say(out, "campaign %s is the undo of %s: its matching rows are as they were before %[2]s", r.Name, *r.Undoes)
+	case r.UndoneBy != nil:
+		say(out, "campaign %s was undone by %s (chunks campaign report %[2]s shows what it restored)", r.Name, *r.UndoneBy)
+	}
 }
 
 // driftLists is a campaign's drifted and missing lists as words: the ids

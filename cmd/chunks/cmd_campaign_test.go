@@ -242,7 +242,7 @@ func TestCampaignOfAChangeRun(t *testing.T) {
 		t.Errorf("report: got %q, want %q", got, want)
 	}
 	wantOut(t, chunksIn(t, l, "", "--json", "campaign", "report", "holds"),
-		`{"name":"holds","targets":3,"committed":3,"remaining":0,"matching":1,"drifted_count":1,"missing_count":1,"drifted":[2],"missing":[3]}`+"\n")
+		`{"name":"holds","targets":3,"committed":3,"remaining":0,"matching":1,"drifted_count":1,"missing_count":1,"drifted":[2],"missing":[3],"undoes":null,"undone_by":null}`+"\n")
 	if n := mustCount(t, l, "select count(*) from change_audit"); n != 3 {
 		t.Errorf("change_audit has %d rows, want 3", n)
 	}
@@ -262,8 +262,14 @@ func TestCampaignOfAChangeRun(t *testing.T) {
 		t.Errorf("rows after the undo: %s, %v; want 1 captured - 5, 2 on_hold other 4", rows, err)
 	}
 	if got, want := wantRun(t, runCampaignReport, d, &campaignOptions{Name: "holds-undo"}),
-		"campaign holds-undo: 1 targets, 1 committed, 0 remaining: 1 matching, 0 drifted none, 0 missing none\n"; got != want {
+		"campaign holds-undo: 1 targets, 1 committed, 0 remaining: 1 matching, 0 drifted none, 0 missing none\n"+
+			"campaign holds-undo is the undo of holds: its matching rows are as they were before holds\n"; got != want {
 		t.Errorf("undo report: got %q, want %q", got, want)
+	}
+	if got, want := wantRun(t, runCampaignReport, d, holds),
+		"campaign holds: 3 targets, 3 committed, 0 remaining: 0 matching, 2 drifted 1-2, 1 missing 3\n"+
+			"campaign holds was undone by holds-undo (chunks campaign report holds-undo shows what it restored)\n"; got != want {
+		t.Errorf("report after the undo: got %q, want %q", got, want)
 	}
 	wantOut(t, chunksIn(t, l, "", "campaign", "undo", "holds"), "campaign holds-undo already is the undo of holds; nothing changed\n")
 	wantOut(t, chunksIn(t, l, "", "--json", "campaign", "undo", "holds"),

@@ -16,7 +16,7 @@ import (
 func checkCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "check",
-		Usage:     "preflight a plan: would every target be cancelled now, and would register conflict? (read-only)",
+		Usage:     "preflight a plan: would every target take its change now, and would register conflict? (read-only)",
 		UsageText: "chunks check [--change NAME] [--dsn DSN] [--schema S] [--json] PLAN.json",
 		Description: "Reads PLAN.json as register does (- reads stdin) and answers in one SELECT, before anything\n" +
 			"is registered: for each target, whether its order would be cancelled now or exactly why not\n" +

@@ -32,7 +32,10 @@ func completionCommand() *cli.Command {
 		UsageText: "chunks completion SHELL",
 		Description: "SHELL is bash, zsh or fish. The bash and zsh scripts are urfave/cli's: they complete\n" +
 			"commands and flags by asking chunks --generate-bash-completion; the fish one is generated from\n" +
-			"the command definitions. It needs no database.\n\n" +
+			"the command definitions. It needs no database.\n" +
+			"The bash script calls the bash-completion package's functions on every Tab: install it first\n" +
+			"(Debian, Ubuntu: apt-get install bash-completion), or Tab says \"_get_comp_words_by_ref: command\n" +
+			"not found\". Sourcing the script works either way.\n\n" +
 			"Example:\n  source <(chunks completion bash)       # in ~/.bashrc\n" +
 			"  chunks completion zsh > _chunks         # into a directory of $fpath\n" +
 			"  chunks completion fish > chunks.fish    # into ~/.config/fish/completions/",

@@ -13,11 +13,13 @@ import (
 func reportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "report",
-		Usage:     "show each committed order as matching, drifted or missing",
+		Usage:     "show each committed row as matching, drifted or missing",
 		UsageText: "chunks report [--tenant T] [--dsn DSN] [--schema S] [--json] JOB",
-		Description: "matching: the order still has the job's tenant, the approved qty, state cancelled (pending,\n" +
-			"for an undo made by chunks undo) and the approved revision + 1; drifted: it changed since;\n" +
-			"missing: no order has that id any more. One SELECT reads the job's progress and the orders\n" +
+		Description: "matching: the row is still as the job left it; drifted: it changed since; missing: no row\n" +
+			"has its key any more. For an order: the job's tenant, the approved qty, state cancelled\n" +
+			"(pending, for an undo made by chunks undo) and the approved revision + 1. For a job of a\n" +
+			"declared change (chunks register --change), its rows are listed by key: every value the\n" +
+			"change wrote, and the version it left. One SELECT reads the job's progress and the rows\n" +
 			"together; nothing is written. The last line says which job undid this one, or which job\n" +
 			"this undo undoes (--json prints the report's lists only; chunks status --json has both).\n" +
 			"With --tenant, through a chunks router: the job of that tenant, on its shard.\n\n" +

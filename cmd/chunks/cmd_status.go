@@ -25,8 +25,8 @@ func statusCommand() *cli.Command {
 			"is in flight, in the worker shown), paused (with who paused it, when and why; chunks resume\n" +
 			"JOB), done, or idle (unfinished but not queued; chunks resume JOB queues it). detail also\n" +
 			"says \"pauses after N more chunks\" while a canary (chunks pause --after N) is pending, and\n" +
-			"\"undone by UNDO\" for an undone job. drift counts the committed orders that chunks report\n" +
-			"calls drifted or missing.\n" +
+			"\"undone by UNDO\" for an undone job. drift counts the committed rows (orders, or a declared\n" +
+			"change's rows) that chunks report calls drifted or missing.\n" +
 			"rate is the job's recent rate (the last one to two minutes of progress that fleet workers saw),\n" +
 			"and eta when it is done at that rate: or \"throttled\" (every live worker holds new chunks),\n" +
 			"\"stalled\" (queued, but no progress for over a minute) or \"no rate yet\", never a made-up time.\n" +
@@ -111,7 +111,7 @@ func printStatus(out io.Writer, list []fleet.JobStatus, now time.Time) {
 			parts = append(parts, fmt.Sprintf("%d %s", count[s], s))
 		}
 	}
-	say(out, "%s: %s; %s drifted or missing", plural(len(list), "job"), strings.Join(parts, ", "), plural(drift, "order"))
+	say(out, "%s: %s; %s drifted or missing", plural(len(list), "job"), strings.Join(parts, ", "), plural(drift, "row"))
 }
 
 // shardFirst is a row of the status tables: with its first cell, the shard,

@@ -39,7 +39,7 @@ func TestStatusRun(t *testing.T) {
 		"│ j1-undo │ undo of j1 │ acme   │ 0/1      │ queued │                   │ 0     │ -    │ no rate yet │\n" +
 		"│ j2      │ cancel     │ beta   │ 0/1      │ queued │                   │ 0     │ -    │ no rate yet │\n" +
 		"└─────────┴────────────┴────────┴──────────┴────────┴───────────────────┴───────┴──────┴─────────────┘\n" +
-		"3 jobs: 2 queued, 1 done; 2 orders drifted or missing\n" +
+		"3 jobs: 2 queued, 1 done; 2 rows drifted or missing\n" +
 		"no live workers\n"
 	if got := wantRun(t, runStatus, d, &noArgs{}); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
@@ -73,7 +73,7 @@ func TestStatusShowsTheChange(t *testing.T) {
 		"│ j1  │ cancel              │ acme   │ 0/2      │ queued │        │ 0     │ -    │ no rate yet │\n" +
 		"│ p1  │ change hold_payment │ 7      │ 2/3      │ queued │        │ 0     │ -    │ no rate yet │\n" +
 		"└─────┴─────────────────────┴────────┴──────────┴────────┴────────┴───────┴──────┴─────────────┘\n" +
-		"2 jobs: 2 queued; 0 orders drifted or missing\n" +
+		"2 jobs: 2 queued; 0 rows drifted or missing\n" +
 		"no live workers\n"
 	if got := wantRun(t, runStatus, d, &noArgs{}); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)

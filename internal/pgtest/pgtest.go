@@ -113,7 +113,7 @@ func NewSchema(t testing.TB) *Schema {
 		t.Fatalf("migrate %s: %v", name, err)
 	}
 	t.Cleanup(func() {
-		// if exists: a test may drop it itself (TestUninstall does).
+		// if exists: a test may drop it itself.
 		if _, err := admin.Exec(ctx, "drop schema if exists "+name+" cascade"); err != nil {
 			t.Errorf("drop schema %s: %v", name, err)
 		}

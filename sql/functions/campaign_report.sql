@@ -9,10 +9,19 @@ set jit = off
 as $$
 declare
   v_report jsonb;
+  v_lineage jsonb;
 begin
   perform check_name(campaign_report.name, 'name');
+  -- How the campaign is tied to an undo, as job_lineage says of a job.
+  select jsonb_build_object('undoes', c.undoes, 'undone_by', (select u.name from campaigns as u where u.undoes = c.name))
+    into v_lineage
+    from campaigns as c
+   where c.name = campaign_report.name;
+  if v_lineage is null then
+    raise exception 'campaign %: not found', campaign_report.name using errcode = 'CH409';
+  end if;
   if campaign_change(campaign_report.name) is not null then
-    return campaign_change_report(campaign_report.name);
+    return campaign_change_report(campaign_report.name) || v_lineage;
   end if;
   select jsonb_build_object(
            'name', c.name, 'targets', c.target_count, 'committed', p.committed, 'remaining', c.target_count - p.committed,
@@ -31,14 +40,13 @@ begin
                       coalesce(jsonb_agg(t.id order by t.id) filter (where t.missing), '[]') as missing
                  from campaign_committed_state(campaign_report.name) as t) as r
    where c.name = campaign_report.name;
-  if v_report is null then
-    raise exception 'campaign %: not found', campaign_report.name using errcode = 'CH409';
-  end if;
-  return v_report;
+  return v_report || v_lineage;
 end
 $$;
 comment on function {{ .schema }}.campaign_report(text) is
 $c$report() summed over campaign NAME: {"name", "targets", "committed", "remaining", "matching",
-"drifted_count", "missing_count", "drifted", "missing"}; drifted and missing are id-ordered
-lists of committed orders (report's rules). One SELECT over this campaign's jobs only;
-changes nothing. Errors: 22023 bad name; CH409 unknown campaign.$c$;
+"drifted_count", "missing_count", "drifted", "missing", "undoes", "undone_by"}; drifted and
+missing are id-ordered lists of committed orders (report's rules); undoes names the campaign
+that NAME is the undo of (campaign_undo), undone_by the undo campaign of NAME (NULL when none).
+One SELECT of its record and its undo, one over this campaign's jobs only; changes nothing. Errors: 22023 bad name; CH409
+unknown campaign.$c$;

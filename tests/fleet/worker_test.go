@@ -231,7 +231,7 @@ func TestPauseAndResume(t *testing.T) {
 	human := l.Chunks(t, "status")
 	if human.Code != 0 || !strings.Contains(human.Stdout, "paused") || !strings.Contains(human.Stdout, "0/12") ||
 		!strings.Contains(human.Stdout, "by "+l.operator.Name+": paused by an operator") ||
-		!strings.Contains(human.Stdout, "5 jobs: 2 paused, 3 done; 0 orders drifted or missing") {
+		!strings.Contains(human.Stdout, "5 jobs: 2 paused, 3 done; 0 rows drifted or missing") {
 		t.Fatalf("chunks status: %v", human)
 	}
 

@@ -71,7 +71,7 @@ func TestREADMERouter(t *testing.T) {
 	for _, line := range []string{
 		"job initech-q3: 2 calls cancelled 4-5; next_index 2; the job is done",
 		"job initech-q3: 2 approved, 2 committed, 0 remaining: 2 matching, 0 drifted, 0 missing",
-		"2 jobs: 2 done; 0 orders drifted or missing",
+		"2 jobs: 2 done; 0 rows drifted or missing",
 	} {
 		if !strings.Contains(got, line) {
 			t.Errorf("the guide's CLI block does not say %q:\n%s", line, got)

@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/chunks-dev/chunks/internal/pgtest"
+)
+
+// Each guide whose session starts from a fresh schema has a test here that
+// replays it as a reader types it (guide_lines_test.go): its data block,
+// with the demo's `export CHUNKS_DSN=...` pasted over its first line (so
+// the block must set $CHUNKS_SCHEMA itself), then its session in the same
+// shell, each line printing what its comment says; a guide that leaves a
+// process running fails. Then the test reads what the session left.
+
+// docs/cli-guide.md: the walk ends with the undo drained, so the 40
+// orders are pending again.
+func TestCLIGuide(t *testing.T) {
+	t.Parallel()
+	dsn := replayGuide(t, "cli-guide.md", "TestCLIGuide", 11)
+	wantGuideLeft(t, dsn, "select count(*)::text from lab.orders where state = 'pending'", "40")
+}
+
+// docs/fleet.md: a worker started with &, the job paused and resumed under
+// it, finished, and the worker stopped by the guide's own kill.
+func TestFleetGuide(t *testing.T) {
+	t.Parallel()
+	dsn := replayGuide(t, "fleet.md", "TestFleetGuide", 7)
+	wantGuideLeft(t, dsn, `select format('%s %s', count(*) filter (where state = 'cancelled'),
+	    (select count(*) from lab.job_audit where job_id = 'umbrella-recall')) from lab.orders where tenant = 'umbrella'`, "20 20")
+}
+
+// docs/safety.md: the preflight, the canary (pause --after 1, a worker
+// started with &, the report of its one chunk), resume, the undo run by the
+// same worker, and the worker stopped by the guide's own kill: every order
+// pending again, each changed once by the job and once by its undo.
+func TestSafetyGuide(t *testing.T) {
+	t.Parallel()
+	dsn := replayGuide(t, "safety.md", "TestSafetyGuide", 11)
+	wantGuideLeft(t, dsn, `select format('%s %s %s', count(*) filter (where state = 'pending' and revision = 2),
+	    (select count(*) from lab.job_audit where job_id = 'hooli-q3'), (select count(*) from lab.job_audit where job_id = 'hooli-q3-undo'))
+	  from lab.orders where tenant = 'hooli'`, "40 40 40")
+}
+
+// docs/psql.md: its first block on a fresh database, chunks migrate and
+// then psql, as the superuser of the demo's server, with the session typed
+// into it; psql prints exactly the session's output (its results and
+// errors in their order).
+func TestPsqlGuide(t *testing.T) {
+	t.Parallel()
+	_, err := exec.LookPath("psql")
+	pgtest.RequireTool(t, err, "psql (docs/psql.md uses it)", "postgresql-client")
+	blocks := pgtest.WantDocBlocks(t, 2, "start, session", "<!-- tests TestPsqlGuide ", "psql.md")
+	start := guideCommands(blocks[0])
+	if len(start) != 2 || start[1] != `psql "$CHUNKS_DSN"` {
+		t.Fatalf("docs/psql.md's first block: %q, want chunks migrate and then psql \"$CHUNKS_DSN\"", start)
+	}
+	input, want := pgtest.Transcript(blocks[1])
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "typed.sql"), []byte(input), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := newGuideShell(t, shellEnv("PSQLRC=/dev/null"), dir) // a psqlrc of the machine's would change the output
+	s.data(readerExport(guideDatabase(t)) + "\n" + start[0])
+	r := s.run(start[1] + " < typed.sql 2>&1") // one file: results and errors in their order
+	s.close()
+	if got := pgtest.TrimLines(r.stdout); r.code != 0 || got != want {
+		t.Errorf("the session (exit %d):\n--- got\n%s\n--- docs\n%s", r.code, got, want)
+	}
+}
+
+// docs/installing-and-upgrading.md, from the repository's root: chunks
+// migrate (the demo's `export CHUNKS_DSN=...` pasted), the tern CLI over
+// the same schema (either tool upgrades what the other installed), then,
+// with an operator and a viewer granted as docs/roles.md has them, the
+// uninstall: the schema is gone and each role holds nothing of it, so DROP
+// ROLE works.
+func TestInstallingGuide(t *testing.T) {
+	t.Parallel()
+	_, err := exec.LookPath("psql")
+	pgtest.RequireTool(t, err, "psql (docs/installing-and-upgrading.md uses it)", "postgresql-client")
+	blocks := pgtest.WantDocBlocks(t, 3, "migrate, tern, uninstall", "<!-- tests TestInstallingGuide ", "installing-and-upgrading.md")
+	dsn := guideDatabase(t)
+	s := newGuideShell(t, shellEnv("GOPROXY=off"), pgtest.ModuleRoot(t)) // tern is in the module cache: no network
+	s.data(pasteDemoExport(t, blocks[0], dsn))
+	s.data(blocks[1])
+	wantGuideLeft(t, dsn, `select format('%s %s', (select max(version) from lab.schema_version),
+	    (select count(distinct proname) from pg_proc where pronamespace = 'lab'::regnamespace and proname in ('register', 'run_chunk', 'campaign_report')))`, "9 3")
+
+	alice, grafana := pgtest.NewRole(t, pgtest.DSN(), "alice"), pgtest.NewRole(t, pgtest.DSN(), "grafana")
+	s.data("chunks --schema lab grant --operator " + alice.Name + " --viewer " + grafana.Name)
+	ours := strings.NewReplacer("alice", alice.Name, "grafana", grafana.Name)
+	if ran := s.walk(ours.Replace(blocks[2]), func(s string) string { return s }); ran != 2 {
+		t.Errorf("ran %d lines of the uninstall, want 2", ran)
+	}
+	s.close()
+	wantGuideLeft(t, dsn, "select count(*)::text from pg_namespace where nspname = 'lab'", "0")
+	conn := pgtest.Connect(t, dsn)
+	tx, err := conn.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := tx.Rollback(t.Context()); err != nil {
+			t.Errorf("rollback: %v", err)
+		}
+	}()
+	for _, r := range []pgtest.Role{alice, grafana} {
+		if _, err := tx.Exec(t.Context(), "drop role "+pgx.Identifier{r.Name}.Sanitize()); err != nil {
+			t.Errorf("drop role %s after the uninstall: %v", r.Name, err)
+		}
+	}
+}
+
+// replayGuide replays docs/<guide>'s two blocks marked "<!-- tests <test>"
+// (data, session) on a fresh database and returns its DSN; the session
+// must have lines lines.
+func replayGuide(t *testing.T, guide, test string, lines int) string {
+	t.Helper()
+	_, err := exec.LookPath("psql")
+	pgtest.RequireTool(t, err, "psql (docs/"+guide+" uses it)", "postgresql-client")
+	blocks := pgtest.WantDocBlocks(t, 2, "data, session", "<!-- tests "+test+" ", guide)
+	dsn := guideDatabase(t)
+	s := newGuideShell(t, shellEnv(), t.TempDir())
+	s.data(pasteDemoExport(t, blocks[0], dsn))
+	if ran := s.walk(blocks[1], func(s string) string { return s }); ran != lines {
+		t.Errorf("ran %d lines of the session, want %d", ran, lines)
+	}
+	s.close()
+	return dsn
+}
+
+// wantGuideLeft fails unless query, on the guide's database dsn, gives want.
+func wantGuideLeft(t *testing.T, dsn, query, want string) {
+	t.Helper()
+	var got string
+	if err := pgtest.Connect(t, dsn).QueryRow(t.Context(), query).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("after the session, %s\ngives %s, want %s", query, got, want)
+	}
+}
