@@ -73,7 +73,7 @@ func newView(title string, ov *fleet.Overview, after string) View {
 }
 
 // summary is the line over the whole fleet: "12 jobs: 3 queued, 1 running,
-// 8 done · 120 orders to go · 2 live workers".
+// 8 done · 120 rows to go · 2 live workers".
 func summary(ov *fleet.Overview) string {
 	total := 0
 	var parts []string
@@ -87,7 +87,7 @@ func summary(ov *fleet.Overview) string {
 	if len(parts) > 0 {
 		jobs += ": " + strings.Join(parts, ", ")
 	}
-	return fmt.Sprintf("%s · %s to go · %s", jobs, plural(int(ov.UnfinishedOrders), "order"), plural(len(ov.Workers), "live worker"))
+	return fmt.Sprintf("%s · %s to go · %s", jobs, plural(int(ov.UnfinishedOrders), "row"), plural(len(ov.Workers), "live worker"))
 }
 
 func plural(n int, noun string) string {

@@ -58,7 +58,7 @@ func TestNewView(t *testing.T) {
 	if v.Title != "lab" || v.After != "aaa" || v.Next != "festival" || !v.Now.Equal(now) || v.Updated != now.Local().Format("15:04:05") {
 		t.Errorf("view %q after %q next %q now %v updated %q", v.Title, v.After, v.Next, v.Now, v.Updated)
 	}
-	if want := "2 jobs: 1 queued, 1 done · 20 orders to go · 2 live workers"; v.Summary != want {
+	if want := "2 jobs: 1 queued, 1 done · 20 rows to go · 2 live workers"; v.Summary != want {
 		t.Errorf("summary %q, want %q", v.Summary, want)
 	}
 
@@ -79,12 +79,12 @@ func TestSummary(t *testing.T) {
 		ov   fleet.Overview
 		want string
 	}{
-		{fleet.Overview{}, "0 jobs · 0 orders to go · 0 live workers"},
+		{fleet.Overview{}, "0 jobs · 0 rows to go · 0 live workers"},
 		{fleet.Overview{Counts: map[string]int{fleet.StateRunning: 1}, UnfinishedOrders: 1, Workers: make([]fleet.WorkerStatus, 1)},
-			"1 job: 1 running · 1 order to go · 1 live worker"},
+			"1 job: 1 running · 1 row to go · 1 live worker"},
 		{fleet.Overview{Counts: map[string]int{fleet.StateDone: 8, fleet.StateQueued: 3, fleet.StateRunning: 1, fleet.StatePaused: 0, fleet.StateIdle: 2},
 			UnfinishedOrders: 120, Workers: make([]fleet.WorkerStatus, 2)},
-			"14 jobs: 3 queued, 1 running, 8 done, 2 idle · 120 orders to go · 2 live workers"},
+			"14 jobs: 3 queued, 1 running, 8 done, 2 idle · 120 rows to go · 2 live workers"},
 	} {
 		if got := summary(&c.ov); got != c.want {
 			t.Errorf("summary(%+v) = %q, want %q", c.ov, got, c.want)

@@ -44,7 +44,7 @@ func TestServeEndpoints(t *testing.T) {
 		has          []string
 	}{
 		{"GET", "", 200, "text/html", []string{`<tr data-job="a" class="state-done">`, `<progress max="4" value="2">`,
-			`href="jobs/a"`, "3 jobs: 2 queued, 1 done · 6 orders to go · 1 live worker",
+			`href="jobs/a"`, "3 jobs: 2 queued, 1 done · 6 rows to go · 1 live worker",
 			"&lt;img src=x onerror=alert(1)&gt;"}},
 		{"HEAD", "", 200, "text/html", nil},
 		{"GET", "api/status", 200, "application/json", []string{`"job_id":"b"`, `"progress_text":"2/4"`, `"worker_id":"\u003cimg src=x onerror=alert(1)\u003e"`}},
