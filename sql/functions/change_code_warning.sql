@@ -21,3 +21,34 @@ as $$
 $$;
 comment on function {{ .schema }}.change_code_warning(regclass) is
   'chunks helper: a warning naming the trigger and policy functions of table REL that pin no search_path of their own (they run with the writer''s), or NULL.';
+
+-- The built-in cancellation still writes orders as chunks' owner (the
+-- declared changes write as the writer). When orders belongs to another
+-- role (the application's, made before chunks came), that role could
+-- attach code to it that would run with chunks' owner's rights: every
+-- install says so, naming what is attached, until the cancellation runs as
+-- the writer too (docs/roles.md "Code on your tables").
+create or replace function {{ .schema }}.orders_code_warning() returns void
+language plpgsql volatile security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_owner regrole;
+  v_code text;
+begin
+  select c.relowner::regrole,
+         nullif(concat_ws(', ',
+                (select 'triggers ' || string_agg(t.tgname::text, ', ' order by t.tgname) from pg_trigger as t
+                  where t.tgrelid = c.oid and not t.tgisinternal),
+                case when c.relrowsecurity then 'row security' end), '')
+    into v_owner, v_code
+    from pg_class as c
+   where c.oid = to_regclass('{{ .schema }}.orders') and c.relowner <> (select n.nspowner from pg_namespace as n where n.nspname = '{{ .schema }}');
+  if v_owner is not null then
+    raise notice 'chunks: {{ .schema }}.orders belongs to %, not to the schema''s owner, and the built-in cancellation writes it with the owner''s rights: % may attach code to it (a trigger, a policy) that would run with them%',
+      v_owner, v_owner, coalesce('; it has ' || v_code, '');
+  end if;
+end
+$$;
+comment on function {{ .schema }}.orders_code_warning() is
+  'chunks helper, run by every install: a notice when orders belongs to a role other than the schema''s owner (whose code on it would run with the owner''s rights when the built-in cancellation writes it), naming its triggers and row security.';

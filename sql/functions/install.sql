@@ -118,3 +118,4 @@ revoke all on all functions in schema {{ .schema }} from public;
 -- it. chunks migrate calls it again after handing the schema to its owner.
 select {{ .schema }}.install_writer();
 select {{ .schema }}.revoke_stray_grants();
+select {{ .schema }}.orders_code_warning();
