@@ -229,3 +229,53 @@ func TestCheckShowsValuesOnlyToWhoMayReadThem(t *testing.T) {
 		t.Errorf("check, SELECT on the columns: %s", got)
 	}
 }
+
+// TestMigrateWarnsOfCodeOnAForeignOrders: orders made by the application
+// before chunks came stays its own; the built-in cancellation writes it
+// with chunks' owner's rights, so migrate says that its owner may attach
+// code to it, naming the trigger it has.
+func TestMigrateWarnsOfCodeOnAForeignOrders(t *testing.T) {
+	t.Parallel()
+	admin := pgtest.Connect(t, pgtest.DSN())
+	app := pgtest.NewRole(t, pgtest.DSN(), "app")
+	name := pgtest.NewSchemaName(t)
+	t.Cleanup(func() {
+		if _, err := admin.Exec(ctx, "drop schema if exists "+name+" cascade"); err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+		}
+	})
+	for _, sql := range []string{
+		"create schema " + name,
+		"create table " + name + ".orders(id integer primary key, tenant text not null, qty integer not null, state text not null, revision integer not null)",
+		"create function " + name + ".touch() returns trigger language plpgsql as 'begin return new; end'",
+		"create trigger touched before update on " + name + ".orders for each row execute function " + name + ".touch()",
+		"alter table " + name + ".orders owner to " + app.Name,
+	} {
+		if _, err := admin.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	var notices []string
+	cfg, err := pgx.ParseConfig(pgtest.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { notices = append(notices, n.Message) }
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := conn.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	if err := driver.Migrate(ctx, conn, name, driver.MigrateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "chunks: " + name + ".orders belongs to " + app.Name + ", not to the schema's owner, and the built-in cancellation writes it with the owner's rights: " +
+		app.Name + " may attach code to it (a trigger, a policy) that would run with them; it has triggers touched"
+	if !slices.Contains(notices, want) {
+		t.Errorf("migrate's notices %q lack %q", notices, want)
+	}
+}
