@@ -177,21 +177,7 @@ func TestDefaultPrivilegesLeakNoExecute(t *testing.T) {
 	}
 	// A grant by hand on a helper, then migrate.
 	s.Exec(t, "grant execute on function record_job(text, text, jsonb, integer, text, text) to "+alice.Name)
-	var notices []string
-	cfg, err := pgx.ParseConfig(pgtest.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { notices = append(notices, n.Message) }
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := conn.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
+	conn, notices := noticedConn(t)
 	if err := driver.Migrate(ctx, conn, s.Name, driver.MigrateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -199,8 +185,8 @@ func TestDefaultPrivilegesLeakNoExecute(t *testing.T) {
 		t.Errorf("after migrate, %s may execute %s", alice.Name, got)
 	}
 	want := "chunks: took back EXECUTE on record_job(text,text,jsonb,integer,text,text), which only chunks' own functions call, from " + alice.Name
-	if !slices.Contains(notices, want) {
-		t.Errorf("migrate's notices %q lack %q", notices, want)
+	if !slices.Contains(*notices, want) {
+		t.Errorf("migrate's notices %q lack %q", *notices, want)
 	}
 }
 
@@ -255,6 +241,21 @@ func TestMigrateWarnsOfCodeOnAForeignOrders(t *testing.T) {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
+	conn, notices := noticedConn(t)
+	if err := driver.Migrate(ctx, conn, name, driver.MigrateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "chunks: " + name + ".orders belongs to " + app.Name + ", not to the schema's owner, and the built-in cancellation writes it with the owner's rights: " +
+		app.Name + " may attach code to it (a trigger, a policy) that would run with them; it has triggers touched"
+	if !slices.Contains(*notices, want) {
+		t.Errorf("migrate's notices %q lack %q", *notices, want)
+	}
+}
+
+// noticedConn is a superuser's connection that keeps the message of every
+// notice the server sends it.
+func noticedConn(t *testing.T) (*pgx.Conn, *[]string) {
+	t.Helper()
 	var notices []string
 	cfg, err := pgx.ParseConfig(pgtest.DSN())
 	if err != nil {
@@ -270,12 +271,5 @@ func TestMigrateWarnsOfCodeOnAForeignOrders(t *testing.T) {
 			t.Errorf("close: %v", err)
 		}
 	})
-	if err := driver.Migrate(ctx, conn, name, driver.MigrateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	want := "chunks: " + name + ".orders belongs to " + app.Name + ", not to the schema's owner, and the built-in cancellation writes it with the owner's rights: " +
-		app.Name + " may attach code to it (a trigger, a policy) that would run with them; it has triggers touched"
-	if !slices.Contains(notices, want) {
-		t.Errorf("migrate's notices %q lack %q", notices, want)
-	}
+	return conn, &notices
 }
