@@ -144,6 +144,9 @@ func install(ctx context.Context, tx pgx.Tx, schema, owner, writer, versionTable
 	if _, err := tx.Exec(ctx, "select pg_advisory_xact_lock(hashtextextended($1, 0))", "chunks migrate "+schema); err != nil {
 		return fmt.Errorf("lock: %w", err)
 	}
+	if err := ownerExists(ctx, tx, owner); err != nil {
+		return err
+	}
 	var router bool
 	if err := tx.QueryRow(ctx, "select to_regprocedure($1) is not null", schema+".shard_of(text)").Scan(&router); err != nil {
 		return fmt.Errorf("look for a router: %w", err)
@@ -175,8 +178,9 @@ func install(ctx context.Context, tx pgx.Tx, schema, owner, writer, versionTable
 			return fmt.Errorf("version: %w", err)
 		}
 	}
-	// install.sql ends with install_writer(), which reads the writer asked for here.
-	if _, err := tx.Exec(ctx, "select set_config('chunks.writer', $1, true)", writer); err != nil {
+	// install.sql ends with install_writer(), which reads the writer asked
+	// for here, and the owner the schema is about to be handed to.
+	if _, err := tx.Exec(ctx, "select set_config('chunks.writer', $1, true), set_config('chunks.owner', $2, true)", writer, owner); err != nil {
 		return fmt.Errorf("writer: %w", err)
 	}
 	if _, err := tx.Exec(ctx, functions); err != nil {
@@ -185,15 +189,21 @@ func install(ctx context.Context, tx pgx.Tx, schema, owner, writer, versionTable
 	if err := handOwnership(ctx, tx, schema, owner); err != nil {
 		return err
 	}
-	if err := restoreOwner(ctx, tx, schema); err != nil {
-		return err
+	return restoreOwner(ctx, tx, schema)
+}
+
+// ownerExists refuses an owner ("": none asked for) that is no role,
+// before anything is installed (so no notice of the install is said first).
+func ownerExists(ctx context.Context, tx pgx.Tx, owner string) error {
+	if owner == "" {
+		return nil
 	}
-	if owner != "" {
-		// A new owner becomes a member of the writer, and the writer's
-		// functions are made again by it.
-		if _, err := tx.Exec(ctx, "select "+pgx.Identifier{schema, "install_writer"}.Sanitize()+"()"); err != nil {
-			return fmt.Errorf("writer: %w", err)
-		}
+	var exists bool
+	if err := tx.QueryRow(ctx, "select exists (select from pg_roles where rolname = $1)", owner).Scan(&exists); err != nil {
+		return fmt.Errorf("owner: %w", err)
+	}
+	if !exists {
+		return Invalidf("owner: there is no role %s; create it first (CREATE ROLE %s NOLOGIN)", Excerpt(owner, true), pgx.Identifier{owner}.Sanitize())
 	}
 	return nil
 }
@@ -249,13 +259,6 @@ func handOwnership(ctx context.Context, tx pgx.Tx, schema, owner string) error {
 			return fmt.Errorf("owner: %w", err)
 		}
 	} else {
-		var exists bool
-		if err := tx.QueryRow(ctx, "select exists (select from pg_roles where rolname = $1)", owner).Scan(&exists); err != nil {
-			return fmt.Errorf("owner: %w", err)
-		}
-		if !exists {
-			return Invalidf("owner: there is no role %s; create it first (CREATE ROLE %s NOLOGIN)", Excerpt(owner, true), pgx.Identifier{owner}.Sanitize())
-		}
 		owner = pgx.Identifier{owner}.Sanitize()
 	}
 	// The statements, in one query: the schema first, then what is in it

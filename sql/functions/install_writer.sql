@@ -19,7 +19,7 @@ declare
   v_requested text := nullif(current_setting('chunks.writer', true), '');
   v_name text;
   v_writer regrole;
-  v_owner regrole := (select n.nspowner::regrole from pg_namespace as n where n.nspname = '{{ .schema }}');
+  v_owner regrole := install_owner();
   v_problem text;
   v_removed text[];
   v_change record;

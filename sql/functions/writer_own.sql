@@ -12,7 +12,7 @@ language plpgsql volatile security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare
-  v_owner regrole := (select n.nspowner::regrole from pg_namespace as n where n.nspname = '{{ .schema }}');
+  v_owner regrole := install_owner();
   v_had_create boolean := has_schema_privilege(writer_own.writer, '{{ .schema }}', 'CREATE');
   v_removed text[];
 begin
@@ -25,7 +25,10 @@ begin
   end if;
   v_removed := revoke_foreign_grants(writer_own.function, array[writer_own.writer::oid, v_owner::oid]);
   execute format('grant execute on function %s to %s', writer_own.function, v_owner);
-  return v_removed;
+  -- The schema's owner of now, when chunks migrate --owner hands it to
+  -- another, loses its grant as part of the handover: not a stray grant.
+  return array(select r from unnest(v_removed) as r
+                where r is distinct from (select n.nspowner::regrole::text from pg_namespace as n where n.nspname = '{{ .schema }}'));
 end
 $$;
 comment on function {{ .schema }}.writer_own(regprocedure, regrole) is
@@ -41,10 +44,10 @@ declare
   v_removed text[];
   v_role text;
 begin
-  -- No ACL at all is the default: EXECUTE for PUBLIC.
+  -- No ACL at all is the default (EXECUTE for PUBLIC) of a function just
+  -- made: taken back, and not worth a word.
   if (select p.proacl is null from pg_proc as p where p.oid = revoke_foreign_grants.function) then
     execute format('revoke all on function %s from public', revoke_foreign_grants.function);
-    v_removed := array['PUBLIC'];
   end if;
   for v_role in
     select distinct case when a.grantee = 0 then 'PUBLIC' else a.grantee::regrole::text end
@@ -59,7 +62,7 @@ begin
 end
 $$;
 comment on function {{ .schema }}.revoke_foreign_grants(regprocedure, oid[]) is
-  'chunks helper: revokes every privilege on FUNCTION from every role but KEPT (PUBLIC included, also when the function had the default ACL); returns the roles it revoked from.';
+  'chunks helper: revokes every privilege on FUNCTION from every role but KEPT (PUBLIC included, also when the function had the default ACL); returns the roles whose grants it revoked (not PUBLIC''s default).';
 
 -- Why the writer's function FUNCTION is not as chunks made it, or NULL: it
 -- must still be owned by the writer, SECURITY DEFINER, pin writer_config()
