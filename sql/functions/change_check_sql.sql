@@ -32,7 +32,7 @@ begin%6$s
             from t left join current as l on l.%4$I = t.%4$I);
 end
 $b$, v_parts.targets_cte, v_parts.compared, (change_check_sql.definition ->> 'table')::regclass, v_key, v_parts.problem,
-     writer_guard_sql(change_check_sql.writer)));
+     writer_guard_sql(change_check_sql.writer, null)));
 end
 $$;
 comment on function {{ .schema }}.change_check_sql(jsonb, text) is

@@ -186,7 +186,7 @@ $f$,
                                                       v_fn, 'restore: must be true (the inverse of a change runs an undo''s chunk)', '22023')
          else '' end,
     v_checks,
-    writer_guard_sql(change_function_sql.writer),
+    writer_guard_sql(change_function_sql.writer, format('%I.job_id', v_fn)),
     v_key, (select f.type from change_fields(v_def) as f where f.role = 'key'));
   return format($f$create or replace function {{ .schema }}.%I(job_id text, tenant text, first_ordinal integer, targets jsonb%s)
 returns jsonb

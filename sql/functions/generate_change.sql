@@ -21,7 +21,7 @@ declare
   v_writer regrole := writer_role();
   v_problem text;
   v_function regprocedure;
-  v_removed text[] := '{}';
+  v_removed text[] := '{}'::text[];
 begin
   v_problem := change_table_problem(v_def, v_writer);
   if v_problem is not null then

@@ -33,17 +33,20 @@ comment on function {{ .schema }}.writer_set_clauses() is
 -- no more than ownership); then it would run as its caller, chunks' owner,
 -- and this refuses. The operator is pg_catalog's, whatever search_path the
 -- function was given.
-create or replace function {{ .schema }}.writer_guard_sql(writer text) returns text
+drop function if exists {{ .schema }}.writer_guard_sql(text);
+create or replace function {{ .schema }}.writer_guard_sql(writer text, about text) returns text
 language sql immutable parallel safe
 set search_path = {{ .schema }}, pg_temp
 as $$
-  select format(E'\n  if current_user operator(pg_catalog.<>) %L::pg_catalog.name then\n    raise exception %L using errcode = %L;\n  end if;',
+  select format(E'\n  if current_user operator(pg_catalog.<>) %L::pg_catalog.name then\n    raise exception %L%s using errcode = %L;\n  end if;',
                 writer_guard_sql.writer,
-                'chunks: a function of the writer role ' || writer_guard_sql.writer || ' runs only as that role; it was altered (chunks migrate makes it again)',
+                'chunks: a function of the writer role ' || writer_guard_sql.writer || ' runs only as that role; it was altered (chunks migrate makes it again)'
+                || case when writer_guard_sql.about is not null then ' (%)' else '' end,
+                case when writer_guard_sql.about is not null then ', ' || writer_guard_sql.about else '' end,
                 '42501')
 $$;
-comment on function {{ .schema }}.writer_guard_sql(text) is
-  'chunks helper: the PL/pgSQL guard that opens every function owned by the writer role WRITER: 42501 unless current_user is WRITER (the function was made SECURITY INVOKER by its owner).';
+comment on function {{ .schema }}.writer_guard_sql(text, text) is
+  'chunks helper: the PL/pgSQL guard that opens every function owned by the writer role WRITER: 42501 unless current_user is WRITER (the function was made SECURITY INVOKER by its owner), naming ABOUT (a text expression, or NULL) in its message.';
 
 -- An excerpt of the text expression EXPR, inline (the writer's functions
 -- call nothing of chunks' schema, on which the writer has no right): as

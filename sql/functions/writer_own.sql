@@ -42,21 +42,26 @@ set search_path = {{ .schema }}, pg_temp
 as $$
 declare
   v_removed text[];
-  v_role text;
+  v_grantee oid;
 begin
   -- No ACL at all is the default (EXECUTE for PUBLIC) of a function just
   -- made: taken back, and not worth a word.
   if (select p.proacl is null from pg_proc as p where p.oid = revoke_foreign_grants.function) then
     execute format('revoke all on function %s from public', revoke_foreign_grants.function);
   end if;
-  for v_role in
-    select distinct case when a.grantee = 0 then 'PUBLIC' else a.grantee::regrole::text end
+  for v_grantee in
+    select distinct a.grantee
       from pg_proc as p, aclexplode(p.proacl) as a
      where p.oid = revoke_foreign_grants.function and a.grantee <> all (revoke_foreign_grants.kept)
      order by 1
   loop
-    execute format('revoke all on function %s from %s', revoke_foreign_grants.function, v_role);
-    v_removed := v_removed || v_role;
+    if v_grantee = 0 then
+      execute format('revoke all on function %s from public', revoke_foreign_grants.function);
+      v_removed := v_removed || 'PUBLIC'::text;
+    else
+      execute format('revoke all on function %s from %I', revoke_foreign_grants.function, pg_get_userbyid(v_grantee));
+      v_removed := v_removed || v_grantee::regrole::text;
+    end if;
   end loop;
   return coalesce(v_removed, '{}');
 end

@@ -38,6 +38,10 @@ func TestPlpgsqlCheck(t *testing.T) {
 	s.Exec(t, "create schema "+shop)
 	s.Exec(t, `create table `+shop+`.payments(payment_id bigint primary key, merchant_id integer not null, status text not null,
 	  amount_cents integer not null, hold_reason text, lock_version integer not null)`)
+	// The writer reads and writes it (docs/roles.md "Code on your tables").
+	s.Exec(t, `do $g$ declare w text := (select quote_ident(role) from change_writer); begin
+	  execute format('grant usage on schema %1$I to %2$s; grant select, update on %1$I.payments to %2$s', '`+shop+`', w);
+	end $g$`)
 	s.Exec(t, `select define_change(jsonb_build_object('name', 'hold_payment', 'table', $1::text, 'key', 'payment_id',
 	  'tenant', 'merchant_id', 'version', 'lock_version', 'expect', jsonb_build_array('amount_cents'),
 	  'when', jsonb_build_object('status', 'captured'), 'set', jsonb_build_object('status', 'on_hold'),

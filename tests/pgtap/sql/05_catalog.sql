@@ -6,7 +6,7 @@
 -- chunks schema under test (first on the search_path).
 -- search_path: the chunks schema, then pgTAP's schema. Leaves nothing behind.
 begin;
-select plan(44);
+select plan(45);
 
 create temp table api on commit drop as
 select *
@@ -48,9 +48,15 @@ select ok((select proconfig @> array['lock_timeout=500ms']
           'run_chunk sets lock_timeout = 500ms for itself');
 select is((select count(*) from pg_extension where extnamespace = current_schema()::regnamespace), 0::bigint,
           'no extension (pgTAP included) is installed in the chunks schema');
+-- (The writer role's functions run as it, so they are SECURITY DEFINER too:
+-- docs/roles.md "Code on your tables".)
 select is((select count(*) from pg_proc as p where p.pronamespace = current_schema()::regnamespace
+              and p.proowner <> to_regrole((select w.role from change_writer as w))
               and p.prosecdef <> (p.oid in (select access_functions('operator')))), 0::bigint,
-          'exactly the functions a role may be granted (access_functions) are SECURITY DEFINER');
+          'exactly the functions a role may be granted (access_functions) are SECURITY DEFINER, besides the writer''s');
+select is((select count(*) from pg_proc as p where p.pronamespace = current_schema()::regnamespace
+              and p.proowner = to_regrole((select w.role from change_writer as w)) and not p.prosecdef), 0::bigint,
+          'the writer''s functions are SECURITY DEFINER');
 select is((select count(*) from pg_proc as p where p.pronamespace = current_schema()::regnamespace
               and exists (select from aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) as a where a.grantee = 0)), 0::bigint,
           'PUBLIC may execute no function of the chunks schema');
