@@ -28,6 +28,7 @@ declare
   v_slice jsonb;
   v_def jsonb;
   v_rows jsonb;
+  v_matched bigint;
   v_processed jsonb;
   -- An undo (job_kind restore) runs the change's inverse; its approval is of kind restore.
   v_restore constant boolean := run_change_chunk.kind = 'restore';
@@ -114,10 +115,10 @@ begin
   ), moved as (
     update jobs as j set next_index = v_end where j.job_id = run_change_chunk.job_id
   )
-  select count(*) filter (where t.e ->> v_key is not distinct from r.key) into v_bad
+  select count(*) filter (where t.e ->> v_key is not distinct from r.key) into v_matched
     from r join jsonb_array_elements(v_slice) with ordinality as t(e, ord)
       on run_change_chunk.next_index + (t.ord - 1)::integer = r.ordinal;
-  if v_bad <> v_end - run_change_chunk.next_index or jsonb_array_length(v_rows) <> v_end - run_change_chunk.next_index then
+  if v_matched <> v_end - run_change_chunk.next_index or jsonb_array_length(v_rows) <> v_end - run_change_chunk.next_index then
     raise exception 'job %: change %''s function returned % audit rows that are not exactly the chunk''s % targets',
       run_change_chunk.job_id, run_change_chunk.change, jsonb_array_length(v_rows), v_end - run_change_chunk.next_index
       using errcode = 'CH409';
