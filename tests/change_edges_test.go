@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/chunks-dev/chunks/driver"
@@ -78,9 +79,17 @@ func TestChangeEdges(t *testing.T) {
 	s.Exec(t, "grant select, update on "+shop+".gone to "+writerOf(t, s))
 	s.Exec(t, "select define_change($1)", `{"name": "gone", "table": "`+shop+`.gone", "key": "id", "expect": ["s"], "set": {"s": "y"}}`)
 	s.Exec(t, "drop table "+shop+".gone")
-	admin := pgtest.Connect(t, pgtest.DSN())
+	admin, notices := noticedConn(t)
 	if err := driver.Migrate(ctx, admin, s.Name, driver.MigrateOptions{}); err != nil {
 		t.Fatalf("migrate with a change whose column was renamed and one whose table was dropped: %v", err)
+	}
+	for _, want := range []string{
+		"chunks: change gone no longer fits its table, so it has no function and its jobs are refused until it is fixed (chunks change show gone): change gone: table " + shop + ".gone no longer exists",
+		"chunks: change stamp no longer fits its table, so it has no function and its jobs are refused until it is fixed (chunks change show stamp): change stamp: table " + shop + ".t has no column v_done (renamed or dropped since the change was defined)",
+	} {
+		if !slices.Contains(*notices, want) {
+			t.Errorf("migrate's notices %q lack %q", *notices, want)
+		}
 	}
 	_, err := tryString(s.Conn, "select run_chunk('e2')::text")
 	wantExactPgError(t, err, "CH409", "job e2: change stamp cannot run: function "+s.Name+".apply_stamp(text, text, integer, jsonb) is gone")
@@ -105,4 +114,38 @@ func TestChangeEdges(t *testing.T) {
 	wantExactPgError(t, err, "CH409", "job e3: change stamp cannot run: this session has temporary objects (limits); code on the table (a trigger, a policy) could read them instead of the tables it means, so run chunks from a session without any (DISCARD TEMP)")
 	s.Exec(t, "discard temp")
 	sameJSON(t, "chunk without temporary objects", mustString(t, s.Conn, "select run_chunk('e3')::text"), `{"processed": [1], "next_index": 1, "done": true}`)
+}
+
+// TestChangeCodeEdges: what code on the table can make a chunk do, and
+// what define says of it (issue 35, items 2, 13 and 16).
+func TestChangeCodeEdges(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	shop := userSchema(t, s, `create table %[1]s.t(id bigint primary key, v integer not null, s text, "?ordinal" integer);
+	  insert into %[1]s.t (id, v) select g, 0 from generate_series(1, 3) g;
+	  create function %[1]s.skip_two() returns trigger language plpgsql as $f$
+	  begin
+	    if new.id = 2 then return null; end if;
+	    return new;
+	  end $f$;
+	  create trigger skip_two before update on %[1]s.t for each row execute function %[1]s.skip_two();`)
+	// Item 13: a column named like the generated code's own.
+	refuse(t, s, "22023", `expect: column "?ordinal" starts with ?, which chunks keeps for the columns of its generated code; rename it`,
+		"select define_change($1)", `{"name": "q", "table": "`+shop+`.t", "key": "id", "version": "v", "expect": ["?ordinal"], "set": {"s": "x"}}`)
+	// Item 2: define names the trigger function that pins no search_path.
+	conn, notices := noticedConn(t)
+	if _, err := conn.Exec(ctx, "select "+s.Name+".define_change($1)", `{"name": "mark", "table": "`+shop+`.t", "key": "id", "version": "v", "set": {"s": "x"}}`); err != nil {
+		t.Fatal(err)
+	}
+	want := "chunks: " + shop + ".t runs " + shop + ".skip_two(), which has no search_path of its own: they run as the writer with search_path pg_catalog, pg_temp (ALTER FUNCTION ... SET search_path = ...)"
+	if !slices.Contains(*notices, want) {
+		t.Errorf("define's notices %q lack %q", *notices, want)
+	}
+	// Item 16: a row that a trigger skips is named, not "changed 0 of 1 rows".
+	s.Exec(t, "select register_change('mark', $1)", changePlan("m1", "t", `[{"id": 1, "v": 0}, {"id": 2, "v": 0}, {"id": 3, "v": 0}]`, 3))
+	_, err := tryString(s.Conn, "select run_chunk('m1')::text")
+	wantExactPgError(t, err, "CH409", "id 2: the row matches but the update did not change it (a trigger on the table skipped it, or a row security policy hides it from the writer "+writerOf(t, s)+")")
+	if got := mustString(t, s.Conn, "select count(*)::text from "+shop+".t where s is not null"); got != "0" {
+		t.Errorf("%s rows changed by the refused chunk", got)
+	}
 }

@@ -71,7 +71,7 @@ begin
     exception when others then
       perform drop_change_functions(v_change.function_name);
       raise notice 'chunks: change % no longer fits its table, so it has no function and its jobs are refused until it is fixed (chunks change show %): %',
-        v_change.name, v_change.name, excerpt(sqlerrm, false);
+        v_change.name, v_change.name, excerpt_error(sqlerrm, null);
     end;
   end loop;
 end
