@@ -19,15 +19,7 @@ import (
 // schema's name.
 func userSchema(t testing.TB, s *pgtest.Schema, sql string) string {
 	t.Helper()
-	name := pgtest.NewSchemaName(t)
-	s.Exec(t, "create schema "+name)
-	t.Cleanup(func() {
-		if _, err := s.Conn.Exec(ctx, "drop schema "+name+" cascade"); err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
-		}
-	})
-	s.Exec(t, fmt.Sprintf(sql, name))
-	return name
+	return s.UserSchema(t, sql)
 }
 
 // paymentsSQL is shop.payments of the issue, with a trigger that counts

@@ -9,7 +9,6 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/clitest"
-	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
 // userTables creates a schema of the user's own (not chunks') for one
@@ -17,20 +16,12 @@ import (
 // dropped when the test ends.
 func userTables(t testing.TB, l *clitest.Lab) string {
 	t.Helper()
-	shop := pgtest.NewSchemaName(t)
-	l.Exec(t, "create schema "+shop)
-	t.Cleanup(func() {
-		if _, err := l.Conn.Exec(ctx, "drop schema "+shop+" cascade"); err != nil {
-			t.Errorf("drop schema %s: %v", shop, err)
-		}
-	})
-	l.Exec(t, fmt.Sprintf(`create table %[1]s.payments(payment_id bigint primary key, merchant_id integer not null,
+	return l.UserSchema(t, `create table %[1]s.payments(payment_id bigint primary key, merchant_id integer not null,
 	    status text not null, amount_cents integer not null, hold_reason text, lock_version integer not null);
 	  insert into %[1]s.payments select g, 7, 'captured', 100 * g, null, 3 from generate_series(1, 4) g;
 	  create table %[1]s.contacts(id uuid primary key, email text, opted_out boolean not null default false);
 	  insert into %[1]s.contacts values ('00000000-0000-0000-0000-00000000000a', 'a@example.com', false),
-	                                    ('00000000-0000-0000-0000-00000000000b', 'b@example.com', false);`, shop))
-	return shop
+	                                    ('00000000-0000-0000-0000-00000000000b', 'b@example.com', false);`)
 }
 
 // holdPayment is the issue's definition on payments of schema shop.

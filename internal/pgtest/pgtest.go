@@ -130,6 +130,22 @@ func (s *Schema) Exec(t testing.TB, sql string, args ...any) {
 	}
 }
 
+// UserSchema creates a schema of the user's own tables (not chunks') for
+// one test, runs sql with %[1]s standing for its name, and drops it when
+// the test ends. It returns the name.
+func (s *Schema) UserSchema(t testing.TB, sql string) string {
+	t.Helper()
+	name := NewSchemaName(t)
+	s.Exec(t, "create schema "+name)
+	t.Cleanup(func() {
+		if _, err := s.Conn.Exec(context.Background(), "drop schema "+name+" cascade"); err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+		}
+	})
+	s.Exec(t, fmt.Sprintf(sql, name))
+	return name
+}
+
 // CountingConnect opens a connection on dsn whose round trips on the wire
 // can be counted ([wire.Counter]); the test closes it at its end.
 func CountingConnect(t testing.TB, dsn string) (*pgx.Conn, *wire.Counter) {

@@ -12,22 +12,13 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/clitest"
-	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
 // userSchema creates a schema of the user's own tables (not chunks') for
 // one test, with sql (%[1]s its name), and drops it when the test ends.
 func userSchema(t testing.TB, l *lab, sql string) string {
 	t.Helper()
-	name := pgtest.NewSchemaName(t)
-	l.Exec(t, "create schema "+name)
-	t.Cleanup(func() {
-		if _, err := l.Conn.Exec(ctx, "drop schema "+name+" cascade"); err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
-		}
-	})
-	l.Exec(t, fmt.Sprintf(sql, name))
-	return name
+	return l.UserSchema(t, sql)
 }
 
 // changeShape is a user's table and a declared change of it, for the end
