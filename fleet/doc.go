@@ -25,6 +25,13 @@
 // transient faults (the server down or starting, no free connection slot, a
 // standby not yet promoted) and returns permanent ones at once ([Classify]).
 //
+// A chunk that fails is rolled back, and what becomes of its job is
+// recorded in the same commit: after a transient error
+// ([TransientChunkError]: a lock or statement timeout, a serialization
+// failure, a deadlock, the server shutting down, a lost connection) the job
+// rests RetryDelay and is tried again; after any other error it is paused,
+// with the reason.
+//
 // # Wakeups
 //
 // Each worker LISTENs on a dedicated connection (github.com/jackc/pgxlisten,
@@ -40,7 +47,8 @@
 // canary: N more chunks, then the job pauses itself in the same transaction
 // as the N-th. A worker pauses a job
 // itself when a chunk meets a conflict (an order that changed since it was
-// approved): that needs a person, and the other jobs go on.
+// approved) or any other error that is not transient (a trigger's
+// exception, a constraint): that needs a person, and the other jobs go on.
 //
 // # Watching
 //

@@ -55,7 +55,7 @@ func ExampleWorker() {
 		log.Fatal(err)
 	}
 	fmt.Printf("%+v\n", w.Stats())
-	// Output: {Chunks:3 JobsDone:1 Conflicts:0 Failures:0}
+	// Output: {Chunks:3 JobsDone:1 Conflicts:0 ErrorPauses:0 Failures:0}
 }
 
 // The canary: the fleet runs one chunk of the job, then the job pauses

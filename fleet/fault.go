@@ -30,27 +30,31 @@ func (e errReadOnly) Error() string {
 // Classify says what a worker makes of an error of the database: transient
 // errors are waited out, permanent ones need a person. reason is a short
 // phrase for the log: what the error means and, for a permanent one, what
-// to do.
+// to do. It judges an error of a pass as a whole or of the start-up check;
+// what becomes of a chunk's own error is decided in the pass, on the server
+// ([TransientChunkError]).
 //
 // pgx's own judgement is asked first: an error that [pgconn.SafeToRetry]
 // says happened before anything was sent, and a timeout
 // ([pgconn.Timeout]), are transient whatever they wrap.
 //
-// Permanent: an invalid connection string, authentication (SQLSTATE class
-// 28: no such role, a wrong password, pg_hba.conf), an unknown database
-// (3D000), and the SQL itself refused (class 42: chunks not installed in
-// the schema, or an older version of it, or missing privileges, and a
-// [*driver.AccessError]: a role with no chunks grant). Waiting never fixes
-// these.
+// Transient: connection refused and other network errors, a lost
+// connection (class 08, or an end of file), no free connection slot (53300,
+// and the rest of class 53), a server that is starting up, shutting down or
+// in crash recovery (57P03), a session ended by the server (57P01
+// pg_terminate_backend or a fast shutdown, 57P02 a crash of another
+// backend, 57P05 idle_session_timeout), a server that takes no writes
+// (25006, a standby not yet promoted, target_session_attrs=read-write
+// finding no writable host), every [TransientChunkError] (lock and
+// statement timeouts, serialization failures, deadlocks), and timeouts of
+// the client.
 //
-// Transient, everything else, in particular: connection refused and other
-// network errors, a lost connection (class 08, or an end of file), no free
-// connection slot (53300, and the rest of class 53), a server that is
-// starting up, shutting down or in crash recovery (57P03), a session ended
-// by the server (57P01 pg_terminate_backend or a fast shutdown, 57P02 a crash
-// of another backend), a server that takes no writes (25006, a standby not yet
-// promoted, target_session_attrs=read-write finding no writable host), and
-// timeouts, lock and serialization failures.
+// Permanent: every other error the server sent, in particular
+// authentication (SQLSTATE class 28: no such role, a wrong password,
+// pg_hba.conf), an unknown database (3D000), and the SQL itself refused
+// (class 42: chunks not installed in the schema, or an older version of it,
+// or missing privileges, and a [*driver.AccessError]: a role with no chunks
+// grant); and an invalid connection string. Waiting never fixes these.
 func Classify(err error) (transient bool, reason string) {
 	var pgErr *pgconn.PgError
 	var parseErr *pgconn.ParseConfigError
@@ -110,12 +114,38 @@ func classifyCode(code string) (bool, string) {
 		return true, "the server is starting up, shutting down or recovering (SQLSTATE 57P03)"
 	case code == pgerrcode.AdminShutdown, code == pgerrcode.CrashShutdown:
 		return true, fmt.Sprintf("the server ended the session (SQLSTATE %s): a restart, a crash or pg_terminate_backend", code)
+	case code == pgerrcode.IdleSessionTimeout:
+		return true, "the server ended an idle session (SQLSTATE 57P05, idle_session_timeout)"
 	case pgerrcode.IsConnectionException(code):
 		return true, fmt.Sprintf("connection error (SQLSTATE %s)", code)
 	case code == pgerrcode.ReadOnlySQLTransaction:
 		return true, "the server takes no writes (SQLSTATE 25006): a standby not yet promoted, or a read-only primary"
+	case TransientChunkError(code):
+		return true, fmt.Sprintf("a lock or statement timeout, a serialization failure or a deadlock (SQLSTATE %s)", code)
 	}
-	return true, fmt.Sprintf("server error (SQLSTATE %s)", code)
+	return false, fmt.Sprintf("server error (SQLSTATE %s): it does not go away by itself", code)
+}
+
+// TransientChunkError reports whether a chunk that failed with SQLSTATE
+// code is tried again: its job rests the worker's RetryDelay, then any
+// worker runs the chunk again. Only these are: 40001 serialization failure,
+// 40P01 deadlock, 55P03 lock not available (a lock wait over the chunk's
+// 500 ms), 57014 query canceled (the chunk's statement timeout, or a cancel
+// request), 57P01, 57P02 and 57P03 (the server shutting down or
+// restarting) and class 08 (a lost connection, e.g. of a trigger's dblink).
+// A chunk that fails with any other error pauses its job with the reason,
+// as a conflict does: a trigger's exception (P0001), a constraint, a
+// privilege or a value out of range comes back at every try.
+//
+// run_next_chunk makes this decision on the server, in the pass's own
+// transaction; this is the same list, for Go.
+func TransientChunkError(code string) bool {
+	switch code {
+	case pgerrcode.SerializationFailure, pgerrcode.DeadlockDetected, pgerrcode.LockNotAvailable, pgerrcode.QueryCanceled,
+		pgerrcode.AdminShutdown, pgerrcode.CrashShutdown, pgerrcode.CannotConnectNow:
+		return true
+	}
+	return pgerrcode.IsConnectionException(code)
 }
 
 // The start-up back-off of [Worker.Start]: the first retry after

@@ -66,12 +66,16 @@ func (w *Worker) lifecycle() *life {
 // end of the queue (rested 1/Rate s when Rate is set) or removes it when it
 // is done. The locked queue row is the claim; it ends with the transaction,
 // so a worker that dies leaves nothing behind, and its job is runnable
-// again at once. A conflict (an order that no longer matches its approval,
-// an unsound job) pauses the job in the same transaction, with the reason:
-// an operator must look (chunks status, report), then resume it; other
-// jobs go on. Any other error of the chunk rests the job RetryDelay. The
-// worker itself never stops on a database error: it logs, waits and tries
-// again, so a database restart costs only time.
+// again at once. A transient error of the chunk ([TransientChunkError]: a
+// lock or statement timeout, a serialization failure, a deadlock, the
+// server shutting down, a lost connection) rests the job RetryDelay. Any
+// other error pauses the job in the same transaction, with the reason: a
+// conflict (an order that no longer matches its approval, an unsound job),
+// and every error that would come back at each try (a trigger's exception,
+// a constraint, a privilege); an operator must look (chunks status,
+// report), then resume it; other jobs go on. The worker itself never stops
+// on a database error: it logs, waits and tries again, so a database
+// restart costs only time.
 //
 // Idle passes wake on a notification (a dedicated LISTEN connection,
 // reconnected when lost) and otherwise every Poll, so a lost notification
@@ -84,8 +88,8 @@ func (w *Worker) lifecycle() *life {
 // its reason and trying again after 100 ms, then twice as long each time, up
 // to 5 s. Stop meanwhile (or before Start) makes it return [ErrStopped];
 // StopAndCancel or the end of ctx, [ErrAborted]. A permanent fault
-// (authentication, an unknown database, the SQL refused) is returned at
-// once. Then its first heartbeat takes its ID on the server (a
+// (authentication, an unknown database, the SQL refused, any other error
+// of the server that is not transient) is returned at once. Then its first heartbeat takes its ID on the server (a
 // session-level lock its heartbeat connection holds): when a live worker
 // holds that ID, Start returns an [driver.ErrInvalid] naming it, before any
 // pass. Start does not migrate: it returns [ErrNotInstalled] at once when
@@ -191,7 +195,8 @@ func (w *Worker) Start(ctx context.Context) error {
 		if abort.Err() != nil {
 			r.log.Warn("aborted", "chunks", st.Chunks, "jobs_done", st.JobsDone)
 		} else {
-			r.log.Info("stopped", "chunks", st.Chunks, "jobs_done", st.JobsDone, "conflicts", st.Conflicts, "failures", st.Failures)
+			r.log.Info("stopped", "chunks", st.Chunks, "jobs_done", st.JobsDone, "conflicts", st.Conflicts,
+				"error_pauses", st.ErrorPauses, "failures", st.Failures)
 		}
 		end()
 	}()

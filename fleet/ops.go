@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -111,10 +112,14 @@ func Workers(ctx context.Context, db driver.DB) ([]WorkerStatus, error) {
 //     ([PauseAfter]) is pending, PauseAfter is how many chunks it still
 //     lets run, and Paused says that this chunk was its last: the job is
 //     paused, in the same commit;
-//   - the chunk rolled back with a conflict, or the job cannot be run at
-//     all (Paused, with Err as the reason): the job is paused;
-//   - the chunk rolled back with another error (a lock wait over 500 ms, a
-//     statement timeout): the job rests RestMs before any worker takes it.
+//   - the chunk rolled back with an error that is not transient (Paused,
+//     with SQLState and Err): the job is paused. That is a conflict, or a
+//     job that cannot be run at all ([Pass.Conflict]), or any other error
+//     that comes back at every try, such as a trigger's exception
+//     ([Pass.PausedByError]);
+//   - the chunk rolled back with a transient error ([TransientChunkError]:
+//     a lock wait over 500 ms, a statement timeout, a deadlock...): the job
+//     rests RestMs before any worker takes it.
 type Pass struct {
 	JobID      string            `json:"job_id"`
 	Processed  []json.RawMessage `json:"processed"` // the keys the chunk changed, as the server wrote them: order ids, or a declared change's keys (numbers or strings)
@@ -126,6 +131,20 @@ type Pass struct {
 	PauseAfter *int              `json:"pause_after,omitempty"`
 	RestMs     int64             `json:"rest_ms,omitempty"`
 }
+
+// Conflict reports whether the chunk rolled back with a conflict (CH409: a
+// target that no longer matches its approval, an unsound job) or on a
+// queue row whose job no chunk can run (22023), and the job was paused.
+func (p *Pass) Conflict() bool {
+	return p.Paused && p.Err != "" &&
+		(p.SQLState == driver.ConflictCode || p.SQLState == pgerrcode.InvalidParameterValue)
+}
+
+// PausedByError reports whether the chunk rolled back with an error that
+// is neither a conflict nor transient (a trigger's exception, a
+// constraint, a privilege, a value out of range: see
+// [TransientChunkError]), and the job was paused.
+func (p *Pass) PausedByError() bool { return p.Paused && p.Err != "" && !p.Conflict() }
 
 // Status lists every job of the schema with its fleet state and ETA,
 // ordered by job id: [LoadOverview] at every job. It reads only. Through a chunks
@@ -219,7 +238,8 @@ func jobCall(ctx context.Context, db driver.DB, job driver.JobRef, fn string, ar
 // SKIP LOCKED, runs its next chunk and records in the queue what became of
 // it, all in that one commit. After a chunk the job is runnable again after
 // rate (0: at once, behind every job already waiting); after a transient
-// error, after retry. conn is borrowed as by [driver.RunChunk]: it must be
+// error ([TransientChunkError]), after retry; after any other error of the
+// chunk, it is paused. conn is borrowed as by [driver.RunChunk]: it must be
 // idle, and it is left idle with its settings as they were.
 //
 // It returns nil when nothing was runnable. An error means the pass itself

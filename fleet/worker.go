@@ -63,9 +63,10 @@ type Worker struct {
 	// (one a day) to [MaxRate] (0: no limit): after a chunk, the job rests
 	// 1/Rate seconds.
 	Rate float64
-	// RetryDelay is how long a job rests after its chunk failed with an
-	// error that is not a conflict (a lock wait over 500 ms, a statement
-	// timeout). Zero: [DefaultRetryDelay].
+	// RetryDelay is how long a job rests after its chunk failed with a
+	// transient error ([TransientChunkError]: a lock wait over 500 ms, a
+	// statement timeout, a deadlock...). Any other error of a chunk pauses
+	// its job instead. Zero: [DefaultRetryDelay].
 	RetryDelay time.Duration
 	// Logger receives the worker's log. Nil: text lines on stderr.
 	Logger *slog.Logger
@@ -75,12 +76,12 @@ type Worker struct {
 	// Observer, when not nil, is told of every pass (for metrics).
 	Observer Observer
 
-	chunks, jobsDone, conflicts, failures atomic.Int64
-	lastChunk                             atomic.Int64 // unix nanoseconds of the last committed chunk
-	pacer                                 atomic.Pointer[pace.Pacer]
-	progress                              progress
-	mu                                    sync.Mutex
-	life                                  *life // Start, Stop and StopAndCancel; nil until the first of them
+	chunks, jobsDone, conflicts, errorPauses, failures atomic.Int64
+	lastChunk                                          atomic.Int64 // unix nanoseconds of the last committed chunk
+	pacer                                              atomic.Pointer[pace.Pacer]
+	progress                                           progress
+	mu                                                 sync.Mutex
+	life                                               *life // Start, Stop and StopAndCancel; nil until the first of them
 }
 
 // Observer hears what a [Worker]'s passes do, e.g. to count it as metrics.
@@ -108,13 +109,17 @@ func (w *Worker) Pacing() pace.State {
 type Stats struct {
 	Chunks    int64 `json:"chunks"`    // chunks committed that cancelled orders
 	JobsDone  int64 `json:"jobs_done"` // jobs whose last chunk this worker committed
-	Conflicts int64 `json:"conflicts"` // jobs paused after a conflict
-	Failures  int64 `json:"failures"`  // chunks that failed with another error (the job rested)
+	Conflicts int64 `json:"conflicts"` // jobs paused after a conflict ([Pass.Conflict])
+	// ErrorPauses counts the jobs paused after an error that is neither a
+	// conflict nor transient ([Pass.PausedByError]).
+	ErrorPauses int64 `json:"error_pauses"`
+	Failures    int64 `json:"failures"` // chunks that failed with a transient error (the job rested)
 }
 
 // Stats is what the worker did so far.
 func (w *Worker) Stats() Stats {
-	return Stats{Chunks: w.chunks.Load(), JobsDone: w.jobsDone.Load(), Conflicts: w.conflicts.Load(), Failures: w.failures.Load()}
+	return Stats{Chunks: w.chunks.Load(), JobsDone: w.jobsDone.Load(), Conflicts: w.conflicts.Load(),
+		ErrorPauses: w.errorPauses.Load(), Failures: w.failures.Load()}
 }
 
 // DefaultID is hostname:pid, the host name cut so that it fits in
@@ -258,13 +263,18 @@ func (r *runner) onePass(abort context.Context) (bool, error) {
 	log := r.log.With("job", p.JobID)
 	took := time.Since(started).Milliseconds()
 	switch {
-	case p.Paused && p.Err != "":
+	case p.Conflict():
 		r.w.conflicts.Add(1)
 		log.Error("conflict: the job is paused; fix the cause (chunks report), then chunks resume it",
 			"sqlstate", p.SQLState, "error", p.Err)
+	case p.PausedByError():
+		r.w.errorPauses.Add(1)
+		log.Error("chunk failed with an error that retrying does not fix; it rolled back and the job is paused: "+
+			"fix the cause (chunks status shows the reason), then chunks resume it",
+			"sqlstate", p.SQLState, "error", p.Err)
 	case p.Err != "":
 		r.w.failures.Add(1)
-		log.Error("chunk failed and rolled back; the job rests, then any worker retries it",
+		log.Error("chunk failed with a transient error and rolled back; the job rests, then any worker retries it",
 			"sqlstate", p.SQLState, "error", p.Err, "rest_ms", p.RestMs)
 		time.AfterFunc(time.Duration(p.RestMs)*time.Millisecond, r.wakeOne)
 	case len(p.Processed) == 0:

@@ -217,6 +217,12 @@ func (p *Pacer) Committed() {
 // after each, and it logs once when throttling starts and once when it
 // ends, with the time spent. onHold, when not nil, is called with the
 // state each time Wait decides to hold (for a progress bar or a heartbeat).
+//
+// Wait decides before a chunk; it does not fence it. Once a reading that
+// holds (a failed one, say) is published, no Wait returns until a reading
+// lets chunks go again; but a chunk whose Wait returned a moment before,
+// on the reading before, may still start after it: at most one per caller
+// (a worker's pass), which waits again before its next chunk.
 func (p *Pacer) Wait(ctx context.Context, onHold func(State)) error {
 	if p.cfg.Off() {
 		return ctx.Err()

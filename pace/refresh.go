@@ -53,13 +53,6 @@ func (p *Pacer) refresh(ctx context.Context) {
 		if ctx.Err() != nil {
 			return // closing: the reading was cancelled, not failed
 		}
-		if r.err != nil && r.err.Error() != failed {
-			p.log.Error("pace: reading the signals failed; new chunks are held until a reading succeeds", "error", r.err)
-		}
-		failed = ""
-		if r.err != nil {
-			failed = r.err.Error()
-		}
 		next := observe(p.cfg.MaxReplicaLag, last, r, before)
 		next.until = skipUntil(p.cfg, next, r.began)
 		p.snap.Store(next)
@@ -69,6 +62,17 @@ func (p *Pacer) refresh(ctx context.Context) {
 		p.unread = append(p.unread[:0:0], p.unread[committed:]...)
 		p.mu.Unlock()
 		close(last.replaced)
+		// Logged once published: from then on every Wait decides on this
+		// reading, so "held" is true when the line is written. (Logged
+		// first, a Wait could still go ahead on the last good reading
+		// while it is within its skip window, after the line.)
+		if r.err != nil && r.err.Error() != failed {
+			p.log.Error("pace: reading the signals failed; new chunks are held until a reading succeeds", "error", r.err)
+		}
+		failed = ""
+		if r.err != nil {
+			failed = r.err.Error()
+		}
 	}
 }
 

@@ -19,21 +19,7 @@ import (
 // schema's name.
 func userSchema(t testing.TB, s *pgtest.Schema, sql string) string {
 	t.Helper()
-	name := pgtest.NewSchemaName(t)
-	s.Exec(t, "create schema "+name)
-	t.Cleanup(func() {
-		if _, err := s.Conn.Exec(ctx, "drop schema "+name+" cascade"); err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
-		}
-	})
-	s.Exec(t, fmt.Sprintf(sql, name))
-	// The writer of s reads and writes the user's tables (docs/roles.md
-	// "Code on your tables"): the tables' owner grants it what the changes
-	// and the tables' own triggers need.
-	w := writerOf(t, s)
-	s.Exec(t, "grant usage on schema "+name+" to "+w)
-	s.Exec(t, "grant select, insert, update on all tables in schema "+name+" to "+w)
-	return name
+	return s.UserSchema(t, sql)
 }
 
 // writerOf is the writer role of the chunks schema s, quoted.

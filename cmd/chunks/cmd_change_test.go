@@ -9,7 +9,6 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/clitest"
-	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
 // userTables creates a schema of the user's own (not chunks') for one
@@ -17,29 +16,13 @@ import (
 // dropped when the test ends.
 func userTables(t testing.TB, l *clitest.Lab) string {
 	t.Helper()
-	shop := pgtest.NewSchemaName(t)
-	l.Exec(t, "create schema "+shop)
-	t.Cleanup(func() {
-		if _, err := l.Conn.Exec(ctx, "drop schema "+shop+" cascade"); err != nil {
-			t.Errorf("drop schema %s: %v", shop, err)
-		}
-	})
-	l.Exec(t, fmt.Sprintf(`create table %[1]s.payments(payment_id bigint primary key, merchant_id integer not null,
+	return l.UserSchema(t, `create table %[1]s.payments(payment_id bigint primary key, merchant_id integer not null,
 	    status text not null, amount_cents integer not null, hold_reason text, lock_version integer not null);
 	  insert into %[1]s.payments select g, 7, 'captured', 100 * g, null, 3 from generate_series(1, 4) g;
 	  create table %[1]s.contacts(id uuid primary key, email text, opted_out boolean not null default false);
 	  insert into %[1]s.contacts values ('00000000-0000-0000-0000-00000000000a', 'a@example.com', false),
-	                                    ('00000000-0000-0000-0000-00000000000b', 'b@example.com', false);`, shop))
-	l.Exec(t, fmt.Sprintf(grantWriterSQL, shop))
-	return shop
+	                                    ('00000000-0000-0000-0000-00000000000b', 'b@example.com', false);`)
 }
-
-// grantWriterSQL grants the writer of the chunks schema on the search_path
-// (docs/roles.md "Code on your tables") what the tests' changes of the
-// user's schema %s need: USAGE, and SELECT, INSERT and UPDATE on its tables.
-const grantWriterSQL = `do $g$ declare w text := (select quote_ident(role) from change_writer); begin
-  execute format('grant usage on schema %%1$I to %%2$s; grant select, insert, update on all tables in schema %%1$I to %%2$s', '%s', w);
-end $g$`
 
 // holdPayment is the issue's definition on payments of schema shop.
 func holdPayment(shop string) string {

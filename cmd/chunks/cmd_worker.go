@@ -29,8 +29,10 @@ func workerCommand() *cli.Command {
 		Description: "Each pass is one transaction (SQL run_next_chunk): it takes the next queued job (SKIP LOCKED),\n" +
 			"runs one chunk of it, and puts it back at the end of the queue, or removes it when it is done,\n" +
 			"all in one commit. A worker killed with SIGKILL loses nothing and holds nothing: its job is\n" +
-			"runnable again at once. A chunk that meets a conflict pauses its job, with the reason (see it\n" +
-			"in chunks status; fix it, then chunks resume JOB); other errors make the job rest --retry-delay.\n" +
+			"runnable again at once. A chunk that fails with a transient error (a lock or statement timeout,\n" +
+			"a serialization failure, a deadlock, the server shutting down, a lost connection) makes its job\n" +
+			"rest --retry-delay; any other error, a conflict or a trigger's exception say, pauses the job with\n" +
+			"the reason (see it in chunks status; fix it, then chunks resume JOB).\n" +
 			"Idle passes wake on NOTIFY and otherwise poll every --poll.\n\n" +
 			"At start it waits for the database while it is down, starting up, out of connection slots or a\n" +
 			"standby not yet promoted, logging every attempt (100 ms, doubling to 5 s); a wrong user, password\n" +
@@ -56,7 +58,7 @@ func workerCommand() *cli.Command {
 			&cli.IntFlag{Name: "concurrency", Value: 1, Usage: fmt.Sprintf("run `N` passes at once, 1 to %d", fleet.MaxConcurrency)},
 			&cli.DurationFlag{Name: "poll", Value: fleet.DefaultPoll, Usage: fmt.Sprintf("how often (`D`) an idle pass looks at the queue without a notification, %v to %v (0: the default)", fleet.MinPoll, fleet.MaxDuration)},
 			&cli.Float64Flag{Name: "rate", Value: 0, Usage: fmt.Sprintf("at most `R` chunks per second per job, 1/86400 to %d (0: no limit)", fleet.MaxRate)},
-			&cli.DurationFlag{Name: "retry-delay", Value: fleet.DefaultRetryDelay, Usage: fmt.Sprintf("how long (`D`) a job rests after its chunk failed with an error that is not a conflict, 1ms to %v (0: the default)", fleet.MaxDuration)},
+			&cli.DurationFlag{Name: "retry-delay", Value: fleet.DefaultRetryDelay, Usage: fmt.Sprintf("how long (`D`) a job rests after its chunk failed with a transient error (a lock or statement timeout, a deadlock...), 1ms to %v (0: the default)", fleet.MaxDuration)},
 			&cli.StringFlag{Name: "id", Usage: "the worker's name (`ID`) in the log, in chunks status and in a pause it makes: 1 to 63 printable ASCII characters, one live worker per id (default, also when empty: hostname:pid)"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log every chunk"},
 		}, append(paceFlagDefs(), httpFlagDefs(false)...)...),
@@ -164,11 +166,11 @@ func runWorker(ctx context.Context, d deps, o *workerOptions, out io.Writer) err
 	st := w.Stats()
 	if d.json {
 		return printJSON(out, map[string]any{"worker": w.ID, "chunks": st.Chunks, "jobs_done": st.JobsDone,
-			"conflicts": st.Conflicts, "failures": st.Failures})
+			"conflicts": st.Conflicts, "error_pauses": st.ErrorPauses, "failures": st.Failures})
 	}
-	say(out, "worker %s stopped: %s committed, %s finished, %s paused after a conflict, %s",
+	say(out, "worker %s stopped: %s committed, %s finished, %s paused after a conflict, %d after another error, %s",
 		w.ID, plural(int(st.Chunks), "chunk"), plural(int(st.JobsDone), "job"),
-		plural(int(st.Conflicts), "job"), plural(int(st.Failures), "failed chunk"))
+		plural(int(st.Conflicts), "job"), st.ErrorPauses, plural(int(st.Failures), "failed chunk"))
 	return nil
 }
 

@@ -87,7 +87,7 @@ func TestWorkerRun(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("the worker did not stop on SIGTERM:\n%s", log)
 	}
-	if got, want := out.String(), "worker w1 stopped: 2 chunks committed, 1 job finished, 0 jobs paused after a conflict, 0 failed chunks\n"; got != want {
+	if got, want := out.String(), "worker w1 stopped: 2 chunks committed, 1 job finished, 0 jobs paused after a conflict, 0 after another error, 0 failed chunks\n"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	if !clitest.ContainsAll(log.String(), "msg=ready", "worker=w1", "signal: finishing the chunks in flight") {

@@ -11,20 +11,22 @@ import (
 
 // The outcomes of a chunk, the label of chunks_chunk_duration_seconds.
 const (
-	OutcomeCommitted = "committed" // the chunk committed
-	OutcomeConflict  = "conflict"  // it rolled back and its job was paused
-	OutcomeError     = "error"     // it rolled back with another error; its job rests
+	OutcomeCommitted  = "committed"   // the chunk committed
+	OutcomeConflict   = "conflict"    // it rolled back with a conflict and its job was paused
+	OutcomeErrorPause = "error_pause" // it rolled back with an error that is not transient, and its job was paused
+	OutcomeError      = "error"       // it rolled back with a transient error; its job rests
 )
 
 // Worker is a worker's metrics: a [fleet.Observer] that counts every pass,
 // and a collector of the worker's pacing, read at each scrape.
 type Worker struct {
-	committed  prometheus.Counter
-	changed    prometheus.Counter
-	conflicts  prometheus.Counter
-	errors     *prometheus.CounterVec
-	passErrors prometheus.Counter
-	duration   *prometheus.HistogramVec
+	committed   prometheus.Counter
+	changed     prometheus.Counter
+	conflicts   prometheus.Counter
+	errorPauses prometheus.Counter
+	errors      *prometheus.CounterVec
+	passErrors  prometheus.Counter
+	duration    *prometheus.HistogramVec
 }
 
 // NewWorker registers a worker's metrics on reg and returns the observer
@@ -39,35 +41,41 @@ func NewWorker(reg prometheus.Registerer, pacing func() pace.State, lagMeasured 
 			Help: "Orders changed by the chunks this worker committed."}),
 		conflicts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "conflicts_total",
 			Help: "Chunks that met a conflict and rolled back: each paused its job until a person resumes it."}),
+		errorPauses: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "error_pauses_total",
+			Help: "Chunks that rolled back with an error that is neither a conflict nor transient (a trigger's exception, a constraint, a privilege...): each paused its job until a person resumes it."}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "chunk_errors_total",
-			Help: "Chunks that rolled back with an error other than a conflict (their job rests, then any worker retries it), by SQLSTATE."},
+			Help: "Chunks that rolled back with a transient error (a lock or statement timeout, a serialization failure, a deadlock, a lost connection): their job rests, then any worker retries it, by SQLSTATE."},
 			[]string{"sqlstate"}),
 		passErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "pass_errors_total",
 			Help: "Passes that failed as a whole, committing nothing (the connection was lost, the server restarts...)."}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "chunk_duration_seconds",
-			Help:    "How long each chunk's pass took, its round trip included, by outcome (committed, conflict, error).",
+			Help:    "How long each chunk's pass took, its round trip included, by outcome (committed, conflict, error_pause, error).",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}},
 			[]string{"outcome"}),
 	}
-	cs := []prometheus.Collector{m.committed, m.changed, m.conflicts, m.errors, m.passErrors, m.duration,
+	cs := []prometheus.Collector{m.committed, m.changed, m.conflicts, m.errorPauses, m.errors, m.passErrors, m.duration,
 		&pacingCollector{pacing: pacing, lag: lagMeasured}}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
-	for _, o := range []string{OutcomeCommitted, OutcomeConflict, OutcomeError} {
+	for _, o := range []string{OutcomeCommitted, OutcomeConflict, OutcomeErrorPause, OutcomeError} {
 		m.duration.WithLabelValues(o) // every outcome shows, at 0, from the start
 	}
 	return m, nil
 }
 
-// Ran counts a pass that took a job ([fleet.Observer]).
+// Ran counts a pass that took a job ([fleet.Observer]). A canary's last
+// chunk (paused, with no error) counts as committed.
 func (m *Worker) Ran(p *fleet.Pass, took time.Duration) {
 	switch {
-	case p.Paused:
+	case p.Conflict():
 		m.conflicts.Inc()
 		m.duration.WithLabelValues(OutcomeConflict).Observe(took.Seconds())
+	case p.PausedByError():
+		m.errorPauses.Inc()
+		m.duration.WithLabelValues(OutcomeErrorPause).Observe(took.Seconds())
 	case p.Err != "":
 		m.errors.WithLabelValues(p.SQLState).Inc()
 		m.duration.WithLabelValues(OutcomeError).Observe(took.Seconds())

@@ -27,15 +27,21 @@ func TestWorkerCountsEachPass(t *testing.T) {
 	m.Ran(&fleet.Pass{JobID: "c", SQLState: "40P01", Err: "deadlock"}, 40*time.Millisecond)
 	m.Ran(&fleet.Pass{JobID: "c", SQLState: "40P01", Err: "deadlock"}, 40*time.Millisecond)
 	m.Ran(&fleet.Pass{JobID: "d"}, time.Millisecond) // a finished job's pass: nothing changed, nothing counted
+	m.Ran(&fleet.Pass{JobID: "e", Paused: true, SQLState: "P0001", Err: "payment 1 is frozen"}, 50*time.Millisecond)
+	m.Ran(&fleet.Pass{JobID: "e", Paused: true, SQLState: "22023", Err: "job_id: must be ..."}, 60*time.Millisecond)
+	// A canary's last chunk: it committed, and the job paused with no error.
+	m.Ran(&fleet.Pass{JobID: "f", Processed: []json.RawMessage{[]byte("5")}, Paused: true}, 10*time.Millisecond)
 	m.Failed(nil)
 
 	checks := []struct {
 		name      string
 		got, want float64
 	}{
-		{"chunks_committed_total", testutil.ToFloat64(m.committed), 2},
-		{"orders_changed_total", testutil.ToFloat64(m.changed), 4},
-		{"conflicts_total", testutil.ToFloat64(m.conflicts), 1},
+		{"chunks_committed_total", testutil.ToFloat64(m.committed), 3},
+		{"orders_changed_total", testutil.ToFloat64(m.changed), 5},
+		{"conflicts_total", testutil.ToFloat64(m.conflicts), 2},
+		{"error_pauses_total", testutil.ToFloat64(m.errorPauses), 1},
+		{"chunk_errors_total (series)", float64(testutil.CollectAndCount(m.errors)), 1},
 		{"pass_errors_total", testutil.ToFloat64(m.passErrors), 1},
 		{`chunk_errors_total{sqlstate="40P01"}`, testutil.ToFloat64(m.errors.WithLabelValues("40P01")), 2},
 	}
@@ -45,29 +51,29 @@ func TestWorkerCountsEachPass(t *testing.T) {
 		}
 	}
 	want := `
-# HELP chunks_chunk_duration_seconds How long each chunk's pass took, its round trip included, by outcome (committed, conflict, error).
+# HELP chunks_chunk_duration_seconds How long each chunk's pass took, its round trip included, by outcome (committed, conflict, error_pause, error).
 # TYPE chunks_chunk_duration_seconds histogram
 chunks_chunk_duration_seconds_bucket{outcome="committed",le="0.001"} 0
 chunks_chunk_duration_seconds_bucket{outcome="committed",le="0.0025"} 0
 chunks_chunk_duration_seconds_bucket{outcome="committed",le="0.005"} 0
-chunks_chunk_duration_seconds_bucket{outcome="committed",le="0.01"} 1
-chunks_chunk_duration_seconds_bucket{outcome="committed",le="0.025"} 2
-chunks_chunk_duration_seconds_bucket{outcome="committed",le="0.05"} 2
-chunks_chunk_duration_seconds_bucket{outcome="committed",le="0.1"} 2
-chunks_chunk_duration_seconds_bucket{outcome="committed",le="0.25"} 2
-chunks_chunk_duration_seconds_bucket{outcome="committed",le="0.5"} 2
-chunks_chunk_duration_seconds_bucket{outcome="committed",le="1"} 2
-chunks_chunk_duration_seconds_bucket{outcome="committed",le="2.5"} 2
-chunks_chunk_duration_seconds_bucket{outcome="committed",le="5"} 2
-chunks_chunk_duration_seconds_bucket{outcome="committed",le="+Inf"} 2
-chunks_chunk_duration_seconds_sum{outcome="committed"} 0.03
-chunks_chunk_duration_seconds_count{outcome="committed"} 2
+chunks_chunk_duration_seconds_bucket{outcome="committed",le="0.01"} 2
+chunks_chunk_duration_seconds_bucket{outcome="committed",le="0.025"} 3
+chunks_chunk_duration_seconds_bucket{outcome="committed",le="0.05"} 3
+chunks_chunk_duration_seconds_bucket{outcome="committed",le="0.1"} 3
+chunks_chunk_duration_seconds_bucket{outcome="committed",le="0.25"} 3
+chunks_chunk_duration_seconds_bucket{outcome="committed",le="0.5"} 3
+chunks_chunk_duration_seconds_bucket{outcome="committed",le="1"} 3
+chunks_chunk_duration_seconds_bucket{outcome="committed",le="2.5"} 3
+chunks_chunk_duration_seconds_bucket{outcome="committed",le="5"} 3
+chunks_chunk_duration_seconds_bucket{outcome="committed",le="+Inf"} 3
+chunks_chunk_duration_seconds_sum{outcome="committed"} 0.04
+chunks_chunk_duration_seconds_count{outcome="committed"} 3
 `
 	if err := testutil.CollectAndCompare(onlyOutcome{m.duration, "committed"}, strings.NewReader(want)); err != nil {
 		t.Error(err)
 	}
-	if n := testutil.CollectAndCount(m.duration); n != 3 {
-		t.Errorf("chunk_duration_seconds has %d series, want one per outcome (3)", n)
+	if n := testutil.CollectAndCount(m.duration); n != 4 {
+		t.Errorf("chunk_duration_seconds has %d series, want one per outcome (4)", n)
 	}
 }
 
@@ -89,8 +95,8 @@ func TestWorkerOutcomesStartAtZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := testutil.GatherAndCount(reg, "chunks_chunk_duration_seconds")
-	if err != nil || got != 3 {
-		t.Fatalf("chunk_duration_seconds series at start: %d (%v), want 3", got, err)
+	if err != nil || got != 4 {
+		t.Fatalf("chunk_duration_seconds series at start: %d (%v), want 4", got, err)
 	}
 	// Registering a second worker's metrics on the same registry is refused.
 	if _, err := NewWorker(reg, func() pace.State { return pace.State{} }, false); err == nil {

@@ -130,6 +130,31 @@ func (s *Schema) Exec(t testing.TB, sql string, args ...any) {
 	}
 }
 
+// UserSchema creates a schema of the user's own tables (not chunks') for
+// one test, runs sql with %[1]s standing for its name, and drops it when
+// the test ends. It returns the name.
+func (s *Schema) UserSchema(t testing.TB, sql string) string {
+	t.Helper()
+	name := NewSchemaName(t)
+	s.Exec(t, "create schema "+name)
+	t.Cleanup(func() {
+		if _, err := s.Conn.Exec(context.Background(), "drop schema "+name+" cascade"); err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+		}
+	})
+	s.Exec(t, fmt.Sprintf(sql, name))
+	// The writer of the chunks schema reads and writes the user's tables
+	// (docs/roles.md "Code on your tables"): their owner grants it what the
+	// changes, and the tables' own triggers, need.
+	s.Exec(t, fmt.Sprintf(`do $g$ declare w text := (select quote_ident(role) from %s.change_writer); begin
+	  execute format('grant usage on schema %%1$I to %%2$s; grant select, insert, update on all tables in schema %%1$I to %%2$s', %s, w);
+	end $g$`, pgx.Identifier{s.Name}.Sanitize(), quoteLiteral(name)))
+	return name
+}
+
+// quoteLiteral is text as an SQL string literal.
+func quoteLiteral(text string) string { return "'" + strings.ReplaceAll(text, "'", "''") + "'" }
+
 // CountingConnect opens a connection on dsn whose round trips on the wire
 // can be counted ([wire.Counter]); the test closes it at its end.
 func CountingConnect(t testing.TB, dsn string) (*pgx.Conn, *wire.Counter) {

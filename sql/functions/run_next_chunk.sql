@@ -52,25 +52,35 @@ begin
   begin
     v_result := run_chunk(v_job_id);
   exception
-    when sqlstate 'CH409' or invalid_parameter_value then
-      -- A conflict, or a queue row whose job no chunk can run: retrying
-      -- cannot help. The job is paused, with the reason, until a person
-      -- looks (chunks status, report) and resumes it.
-      get stacked diagnostics v_sqlstate = returned_sqlstate, v_message = message_text;
-      update job_queue as q
-         set paused = true, pause_reason = v_message, paused_at = clock_timestamp(), paused_by = run_next_chunk.worker,
-             pause_after = null
-       where q.job_id = v_job_id;
-      return jsonb_build_object('job_id', v_job_id, 'sqlstate', v_sqlstate, 'error', v_message, 'paused', true);
-    when query_canceled or others then
-      -- Transient (a lock wait over 500 ms, a statement timeout, a
-      -- cancel...): the chunk is rolled back and the job rests.
+    when serialization_failure or deadlock_detected or lock_not_available or query_canceled
+         or admin_shutdown or crash_shutdown or cannot_connect_now or connection_exception then
+      -- Transient: a lock wait over 500 ms, a statement timeout or a
+      -- cancel, a serialization failure or a deadlock, the server shutting
+      -- down, a lost connection (class 08, e.g. of a trigger's dblink).
+      -- The same chunk may well commit later: it is rolled back and the job
+      -- rests. fleet.TransientChunkError is this list in Go.
       get stacked diagnostics v_sqlstate = returned_sqlstate, v_message = message_text;
       update job_queue as q
          set visible_at = clock_timestamp() + run_next_chunk.retry_delay_ms * interval '1 millisecond'
        where q.job_id = v_job_id;
       return jsonb_build_object('job_id', v_job_id, 'sqlstate', v_sqlstate, 'error', v_message,
                                 'rest_ms', run_next_chunk.retry_delay_ms);
+    when others or assert_failure then
+      -- Anything else cannot get better by itself: a conflict (CH409), a
+      -- queue row whose job no chunk can run (22023), and every other error
+      -- of the chunk, such as an exception of a trigger on the user's table
+      -- (P0001, P0004 from ASSERT, which OTHERS does not catch), a
+      -- constraint, a privilege or a value out of range. The job is paused,
+      -- with the reason, until a person looks (chunks status, report) and
+      -- resumes it. A conflict's reason is its message; any other error's
+      -- names its SQLSTATE too.
+      get stacked diagnostics v_sqlstate = returned_sqlstate, v_message = message_text;
+      update job_queue as q
+         set paused = true, paused_at = clock_timestamp(), paused_by = run_next_chunk.worker, pause_after = null,
+             pause_reason = case when v_sqlstate in ('CH409', '22023') then v_message
+                                 else format('%s (SQLSTATE %s)', v_message, v_sqlstate) end
+       where q.job_id = v_job_id;
+      return jsonb_build_object('job_id', v_job_id, 'sqlstate', v_sqlstate, 'error', v_message, 'paused', true);
   end;
 
   if (v_result -> 'done')::boolean then
@@ -109,10 +119,14 @@ most its queue_window rows of the queue). Returns {"job_id", "processed", "next_
 when nothing is runnable. A pending canary (pause_job_after) counts the chunk: with
 "pause_after" (the chunks still to run) while it lasts, and "paused": true from the pass whose
 chunk ends it, which pauses the job in the same transaction.
-A conflict (CH409) or a job no chunk can run (22023) rolls the chunk back and pauses the job
-with the reason (pause_reason, paused_at, paused_by = WORKER): {"job_id", "sqlstate",
-"error", "paused": true}. Any other error of the chunk (55P03 lock wait over 500 ms, 57014
-statement timeout, ...) rolls the chunk back and rests the job RETRY_DELAY_MS:
-{"job_id", "sqlstate", "error", "rest_ms"}.
+A transient error of the chunk rolls the chunk back and rests the job RETRY_DELAY_MS:
+{"job_id", "sqlstate", "error", "rest_ms"}. Transient are only 40001 serialization failure,
+40P01 deadlock, 55P03 lock wait over 500 ms, 57014 statement timeout or cancel, 57P01, 57P02
+and 57P03 (the server shutting down or restarting) and class 08 (a lost connection). Any other
+error rolls the chunk back and pauses the job with the reason (pause_reason, paused_at,
+paused_by = WORKER): {"job_id", "sqlstate", "error", "paused": true}. That is a conflict
+(CH409), a job no chunk can run (22023), and every other error, such as a trigger's exception
+(P0001); the reason is the message, and for an error that is not a conflict or 22023 its
+SQLSTATE too: "message (SQLSTATE P0001)".
 Errors: 22023 bad worker (1 to 63 printable ASCII characters) or delays
 (0 to 86400000 ms).$c$;

@@ -12,30 +12,13 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/clitest"
-	"github.com/chunks-dev/chunks/internal/pgtest"
 )
-
-// grantWriterSQL grants the writer of the chunks schema on the search_path
-// (docs/roles.md "Code on your tables") what the tests' changes of the
-// user's schema %s need: USAGE, and SELECT, INSERT and UPDATE on its tables.
-const grantWriterSQL = `do $g$ declare w text := (select quote_ident(role) from change_writer); begin
-  execute format('grant usage on schema %%1$I to %%2$s; grant select, insert, update on all tables in schema %%1$I to %%2$s', '%s', w);
-end $g$`
 
 // userSchema creates a schema of the user's own tables (not chunks') for
 // one test, with sql (%[1]s its name), and drops it when the test ends.
 func userSchema(t testing.TB, l *lab, sql string) string {
 	t.Helper()
-	name := pgtest.NewSchemaName(t)
-	l.Exec(t, "create schema "+name)
-	t.Cleanup(func() {
-		if _, err := l.Conn.Exec(ctx, "drop schema "+name+" cascade"); err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
-		}
-	})
-	l.Exec(t, fmt.Sprintf(sql, name))
-	l.Exec(t, fmt.Sprintf(grantWriterSQL, name))
-	return name
+	return l.UserSchema(t, sql)
 }
 
 // changeShape is a user's table and a declared change of it, for the end
@@ -121,7 +104,8 @@ func changeEndToEnd(t *testing.T, shape changeShape) {
 		t.Fatal(err)
 	}
 	table := strings.TrimPrefix(def.Table, shop+".")
-	// The table's own triggers: one row per changed row, and a sleep in
+	// The table's own triggers (run as the writer, which may write their
+	// table of updates): one row per changed row, and a sleep in
 	// each chunk of the victim's sessions (so that it can be killed inside
 	// one) and a short one in the other's (so that the job outlives the kill).
 	victim := l.Name + "-victim"
@@ -131,7 +115,8 @@ func changeEndToEnd(t *testing.T, shape changeShape) {
 	  create trigger counted after update on %[1]s.%[2]s for each row execute function %[1]s.count_update();
 	  create function %[1]s.slow() returns trigger language plpgsql as $t$
 	  begin perform pg_sleep(case when current_setting('application_name') = '%[4]s' then 2 else 0.05 end); return null; end $t$;
-	  create trigger slow after update on %[1]s.%[2]s for each statement execute function %[1]s.slow();`, shop, table, def.Key, victim))
+	  create trigger slow after update on %[1]s.%[2]s for each statement execute function %[1]s.slow();
+	  do $g$ begin execute format('grant insert on %[1]s.updates to %%I', (select role from change_writer)); end $g$;`, shop, table, def.Key, victim))
 
 	dir := t.TempDir()
 	write := func(name, text string) string {

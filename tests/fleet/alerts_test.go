@@ -19,7 +19,7 @@ import (
 // alertsFile is the example alert rules, from this package's folder.
 const alertsFile = "../../docs/alerts.yml"
 
-// docs/alerts.yml has the four rules of docs/production.md, and each names only
+// docs/alerts.yml has the five rules of docs/production.md, and each names only
 // metrics that chunks worker --http and chunks serve --http really export.
 func TestAlertRulesNameRealMetrics(t *testing.T) {
 	t.Parallel()
@@ -70,7 +70,7 @@ func TestAlertRulesNameRealMetrics(t *testing.T) {
 			}
 		}
 	}
-	if want := []string{"ChunksJobNoProgress", "ChunksConflict", "ChunksThrottledLong", "ChunksNoLiveWorker"}; !slices.Equal(alerts, want) {
+	if want := []string{"ChunksJobNoProgress", "ChunksConflict", "ChunksErrorPause", "ChunksThrottledLong", "ChunksNoLiveWorker"}; !slices.Equal(alerts, want) {
 		t.Fatalf("alerts %v, want %v", alerts, want)
 	}
 }
@@ -85,7 +85,7 @@ func TestAlertRulesFire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(promtool, "check", "rules", rules).CombinedOutput(); err != nil || !strings.Contains(string(out), "SUCCESS: 4 rules found") {
+	if out, err := exec.Command(promtool, "check", "rules", rules).CombinedOutput(); err != nil || !strings.Contains(string(out), "SUCCESS: 5 rules found") {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
 	}
 	tests := filepath.Join(t.TempDir(), "alerts_test.yml")
@@ -138,6 +138,30 @@ tests:
                 A chunk met a conflict in the last 15 minutes and paused its job. chunks status shows
                 which and why; chunks report JOB shows the orders; then chunks resume JOB, or leave it
                 paused.
+
+  # An error pause on one worker (a trigger's exception) fires at once;
+  # transient errors (chunk_errors_total) do not.
+  - interval: 1m
+    input_series:
+      - series: 'chunks_error_pauses_total{instance="w1:9187", job="chunks-worker"}'
+        values: '0 0 0 1 1'
+      - series: 'chunks_error_pauses_total{instance="w2:9187", job="chunks-worker"}'
+        values: '0 0 0 0 0'
+      - series: 'chunks_chunk_errors_total{instance="w2:9187", job="chunks-worker", sqlstate="40001"}'
+        values: '0 1 2 3 4'
+    alert_rule_test:
+      - {eval_time: 2m, alertname: ChunksErrorPause}
+      - eval_time: 4m
+        alertname: ChunksErrorPause
+        exp_alerts:
+          - exp_labels: {severity: warning}
+            exp_annotations:
+              summary: A chunks job was paused by an error that retrying does not fix
+              description: >-
+                A chunk failed in the last 15 minutes with an error that is neither a conflict nor
+                transient (a trigger's exception, a constraint...) and paused its job. chunks status
+                shows which job, the server's message and its SQLSTATE; fix the cause, then chunks
+                resume JOB.
 
   # w1 held 40 minutes for replica lag; w2 40 minutes, first for the lag,
   # then for the throttle query; w3 only 20 minutes. At 35 minutes, w1 and

@@ -2,14 +2,36 @@ package fleet
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/chunks-dev/chunks/internal/clitest"
-	"github.com/chunks-dev/chunks/internal/pgtest"
 )
+
+// shopPayments makes a schema of the test's own, dropped when the test
+// ends, with the table payments(payment_id, status, lock_version) holding
+// the rows 1 to n, captured at lock_version 0, for declared changes. It
+// returns the schema's name.
+func (l *lab) shopPayments(t testing.TB, n int) string {
+	t.Helper()
+	return l.UserSchema(t, `create table %[1]s.payments(payment_id bigint primary key, status text not null, lock_version integer not null);
+	  insert into %[1]s.payments select g, 'captured', 0 from generate_series(1, `+strconv.Itoa(n)+`) g`)
+}
+
+// registerPayments registers the job jobID of the declared change on
+// shopPayments' table: the payments ids at lock_version 0, one per chunk.
+func (l *lab) registerPayments(t testing.TB, change, jobID string, ids ...int) {
+	t.Helper()
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprintf(`{"payment_id": %d, "lock_version": 0}`, id)
+	}
+	l.Exec(t, "select register_change($1, $2)", change, fmt.Sprintf(`{"job_id": %q, "tenant": "t", "chunk_size": 1, "allow_partial": true, "targets": [%s]}`,
+		jobID, strings.Join(parts, ", ")))
+}
 
 // The status page and the metrics show a job's declared change (issue 25,
 // "Status"): the page's kind cell, in the HTML served and in the rows the
@@ -20,30 +42,12 @@ import (
 func TestStatusPageShowsTheChange(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
-	shop := pgtest.NewSchemaName(t)
-	l.Exec(t, "create schema "+shop)
-	t.Cleanup(func() {
-		if _, err := l.Conn.Exec(ctx, "drop schema "+shop+" cascade"); err != nil {
-			t.Errorf("drop schema %s: %v", shop, err)
-		}
-	})
-	l.Exec(t, fmt.Sprintf(`create table %[1]s.payments(payment_id bigint primary key, status text not null, lock_version integer not null);
-	  insert into %[1]s.payments select g, 'captured', 0 from generate_series(1, 6) g`, shop))
-	l.Exec(t, fmt.Sprintf(`do $g$ declare w text := (select quote_ident(role) from change_writer); begin
-	  execute format('grant usage on schema %%1$I to %%2$s; grant select, update on all tables in schema %%1$I to %%2$s', '%s', w);
-	end $g$`, shop))
+	shop := l.shopPayments(t, 6)
 	for _, name := range []string{"hold", "unused"} {
 		l.Exec(t, "select define_change($1)", fmt.Sprintf(`{"name": %q, "table": "%s.payments", "key": "payment_id", "version": "lock_version",
 		  "when": {"status": "captured"}, "set": {"status": "on_hold"}}`, name, shop))
 	}
-	hold := func(jobID string, ids ...int) {
-		parts := make([]string, len(ids))
-		for i, id := range ids {
-			parts[i] = fmt.Sprintf(`{"payment_id": %d, "lock_version": 0}`, id)
-		}
-		l.Exec(t, "select register_change('hold', $1)", fmt.Sprintf(`{"job_id": %q, "tenant": "t", "chunk_size": 1, "allow_partial": true, "targets": [%s]}`,
-			jobID, strings.Join(parts, ", ")))
-	}
+	hold := func(jobID string, ids ...int) { l.registerPayments(t, "hold", jobID, ids...) }
 	hold("h1", 1, 2)
 	hold("h2", 3)
 	l.Exec(t, "select run_chunk('h2')")
