@@ -31,7 +31,7 @@ var (
 	jobsDesc = prometheus.NewDesc(namespace+"_jobs",
 		"Jobs by state: queued, running, paused, done, idle.", []string{"state"}, nil)
 	unfinishedDesc = prometheus.NewDesc(namespace+"_unfinished_orders",
-		"Approved orders of unfinished jobs that are not committed yet.", nil, nil)
+		"Approved targets (rows) of unfinished jobs that are not committed yet (the name keeps its first word, orders, so that dashboards and alerts keep working).", nil, nil)
 	workersDesc = prometheus.NewDesc(namespace+"_live_workers",
 		"Workers with a heartbeat in the last 10 s, by state: running, idle, throttled.", []string{"state"}, nil)
 	changeJobsDesc = prometheus.NewDesc(namespace+"_change_jobs",

@@ -36,9 +36,9 @@ type Worker struct {
 func NewWorker(reg prometheus.Registerer, pacing func() pace.State, lagMeasured bool) (*Worker, error) {
 	m := &Worker{
 		committed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "chunks_committed_total",
-			Help: "Chunks this worker committed that changed orders."}),
+			Help: "Chunks this worker committed that changed rows (orders, or a declared change's table)."}),
 		changed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "orders_changed_total",
-			Help: "Orders changed by the chunks this worker committed."}),
+			Help: "Rows changed by the chunks this worker committed (the name keeps its first word, orders, so that dashboards and alerts keep working)."}),
 		conflicts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "conflicts_total",
 			Help: "Chunks that met a conflict and rolled back: each paused its job until a person resumes it."}),
 		errorPauses: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "error_pauses_total",
