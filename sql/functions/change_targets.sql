@@ -19,10 +19,12 @@ declare
 begin
   perform check_target_list(change_targets.items, change_targets.field);
   select f.typid into v_key_type from change_fields(change_targets.definition) as f where f.role = 'key';
-  -- Each target checked in order: the first bad one is the one named.
-  select jsonb_agg(change_target(change_targets.definition, t.e, format('%s[%s]', change_targets.field, t.ord - 1)) order by t.ord)
-    into v_unsorted
-    from jsonb_array_elements(change_targets.items) with ordinality as t(e, ord);
+  -- Every target checked and typed at once (change_target_list: one cast
+  -- of them all as the writer role), or one by one when one has a
+  -- problem: the first bad one is the one named.
+  v_unsorted := change_target_list(change_targets.definition, change_targets.items,
+                                   array(select format('%s[%s]', change_targets.field, g - 1)
+                                           from generate_series(1, jsonb_array_length(change_targets.items)) as g));
   -- No key twice, and sorted by key, compared as the key column's type.
   execute format('select d.k::text from (select (o ->> $2)::%s as k from jsonb_array_elements($1) as o) as d
                    group by d.k having count(*) > 1 order by d.k limit 1', v_key_type)
