@@ -2,26 +2,26 @@
 -- its table, or NULL: its unique index was dropped, or the table has
 -- inheritance children (a key is unique in a table alone). run_chunk asks
 -- it before every chunk (lookups by oid), register before every approval.
--- jit off: run_chunk's enable_seqscan = off prices a catalog scan at 1e10,
--- which JIT would compile for most of a second on every chunk.
-create or replace function {{ .schema }}.change_key_problem(definition jsonb) returns text
+-- A set-returning SQL function of one row at most, with no SET clause and
+-- each name qualified, so that the planner inlines it into the FROM of its
+-- caller: run_chunk asks it before every chunk, planned once.
+drop function if exists {{ .schema }}.change_key_problem(jsonb);
+create or replace function {{ .schema }}.change_key_problem(definition jsonb) returns setof text
 language sql stable
-set search_path = {{ .schema }}, pg_temp
-set jit = off
 as $$
   select case
     when c.oid is null then format('table %s no longer exists', change_key_problem.definition ->> 'table')
-    when not exists (select from pg_attribute as a join pg_index as i on i.indrelid = a.attrelid
+    when not exists (select from pg_catalog.pg_attribute as a join pg_catalog.pg_index as i on i.indrelid = a.attrelid
                       where a.attrelid = c.oid and a.attname = change_key_problem.definition ->> 'key' and not a.attisdropped
                         and i.indisunique and i.indisvalid and i.indnatts = 1 and i.indkey[0] = a.attnum
                         and i.indpred is null and i.indexprs is null) then
       format('key: column %s.%s is no longer unique on its own (its unique index was dropped, or the column renamed)', c.oid::regclass,
              quote_ident(change_key_problem.definition ->> 'key'))
-    when c.relkind = 'r' and exists (select from pg_inherits as h where h.inhparent = c.oid) then
+    when c.relkind = 'r' and exists (select from pg_catalog.pg_inherits as h where h.inhparent = c.oid) then
       format('table %s has inheritance children: its key is unique in it alone, not in them', c.oid::regclass)
   end
     from (select to_regclass(change_key_problem.definition ->> 'table') as oid) as r
-    left join pg_class as c on c.oid = r.oid
+    left join pg_catalog.pg_class as c on c.oid = r.oid
 $$;
 comment on function {{ .schema }}.change_key_problem(jsonb) is
-  'chunks helper: why the key of the declared change DEFINITION no longer names one row (the table gone, no unique index of exactly the key column, inheritance children), or NULL.';
+  'chunks helper: why the key of the declared change DEFINITION no longer names one row (the table gone, no unique index of exactly the key column, inheritance children), or NULL: one row. Inlined into its caller''s FROM.';

@@ -15,7 +15,7 @@ begin
     raise exception '%: there is no change % (chunks change list)', change_named.field, change_named.change using errcode = '22023';
   end if;
   -- An approval names rows by their key: it must still name one row each.
-  v_problem := change_key_problem(definition);
+  v_problem := (select k from change_key_problem(definition) as k);
   if v_problem is not null then
     raise exception 'change %: %', name, v_problem using errcode = 'CH409';
   end if;

@@ -26,8 +26,8 @@ begin
   select c.function_name into v_function from changes as c where c.name = v_change.name;
   -- Its check must still be the writer's as chunks made it, and no
   -- temporary object may stand in for what code on the table reads.
-  v_problem := coalesce(writer_function_problem(format('%I.%I(text, jsonb)', '{{ .schema }}', v_function), writer_role()),
-                        temp_objects_problem());
+  v_problem := coalesce((select f from writer_function_problem(format('%I.%I(text, jsonb)', '{{ .schema }}', v_function)) as f),
+                        (select t from temp_objects_problem() as t));
   if v_problem is not null then
     raise exception 'change %: cannot check: % (chunks migrate says why and makes it again)', v_change.name, v_problem
       using errcode = 'CH409';

@@ -70,8 +70,8 @@ begin
   -- session must hold no temporary object that code on the table could
   -- read instead of its own, and the key must still be unique on the
   -- table alone (catalog lookups by oid, each a cache hit).
-  v_problem := coalesce(writer_function_problem(format('%I.%I', '{{ .schema }}', v_function) || v_signature, writer_role()),
-                        temp_objects_problem(), change_key_problem(v_def));
+  v_problem := coalesce((select f from writer_function_problem(format('%I.%I', '{{ .schema }}', v_function) || v_signature) as f),
+                        (select t from temp_objects_problem() as t), (select k from change_key_problem(v_def) as k));
   if v_problem is not null then
     raise exception 'job %: change % cannot run: %', run_change_chunk.job_id, run_change_chunk.change, v_problem
       using errcode = 'CH409';

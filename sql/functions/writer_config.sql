@@ -7,7 +7,6 @@
 -- compare a function's settings with these.
 create or replace function {{ .schema }}.writer_config() returns text[]
 language sql immutable parallel safe
-set search_path = {{ .schema }}, pg_temp
 as $$
   select array['search_path=pg_catalog, pg_temp', 'TimeZone=UTC', 'DateStyle=ISO, MDY', 'IntervalStyle=postgres',
                'extra_float_digits=3']

@@ -74,28 +74,29 @@ comment on function {{ .schema }}.revoke_foreign_grants(regprocedure, oid[]) is
 -- and be executable by no role but the writer and chunks' owner. Its owner
 -- can alter all of that without being able to change its body; run_chunk,
 -- check and report ask this before every call.
--- jit off: run_chunk's enable_seqscan = off prices a catalog scan at 1e10,
--- which JIT would compile for most of a second on every chunk.
-create or replace function {{ .schema }}.writer_function_problem(function text, writer regrole) returns text
+-- A set-returning SQL function of one row at most, with no SET clause and
+-- each name qualified, so that the planner inlines it into the FROM of its
+-- caller: run_chunk asks it before every chunk, planned once.
+drop function if exists {{ .schema }}.writer_function_problem(text, regrole);
+create or replace function {{ .schema }}.writer_function_problem(function text) returns setof text
 language sql stable
-set search_path = {{ .schema }}, pg_temp
-set jit = off
 as $$
   select case
+    when w.writer is null then 'this install has no writer role (chunks migrate --writer ROLE)'
     when p.oid is null then format('function %s is gone', writer_function_problem.function)
-    when writer_function_problem.writer is null then 'this install has no writer role (chunks migrate --writer ROLE)'
-    when p.proowner <> writer_function_problem.writer then
-      format('function %s belongs to %s, not to the writer %s', p.oid::regprocedure, p.proowner::regrole, writer_function_problem.writer)
-    when not p.prosecdef or p.proconfig is null or not p.proconfig @> writer_config() or p.proacl is null
-         or exists (select from aclexplode(p.proacl) as a
-                     where a.grantee not in (writer_function_problem.writer, (select n.nspowner from pg_namespace as n where n.oid = p.pronamespace))) then
+    when p.proowner <> w.writer then
+      format('function %s belongs to %s, not to the writer %s', p.oid::regprocedure, p.proowner::regrole, w.writer::regrole)
+    when not p.prosecdef or p.proconfig is null or not p.proconfig @> {{ .schema }}.writer_config() or p.proacl is null
+         or exists (select from aclexplode(p.proacl) as a where a.grantee <> w.writer and a.grantee <> n.nspowner) then
       format('function %s was altered (its security, settings or grants)', p.oid::regprocedure)
   end
-    from (select to_regprocedure(writer_function_problem.function) as oid) as f
-    left join pg_proc as p on p.oid = f.oid
+    from (select to_regrole(quote_ident(cw.role))::oid as writer
+            from (values (true)) as one(t) left join {{ .schema }}.change_writer as cw on cw.one) as w
+    left join pg_catalog.pg_proc as p on p.oid = to_regprocedure(writer_function_problem.function)
+    left join pg_catalog.pg_namespace as n on n.oid = p.pronamespace
 $$;
-comment on function {{ .schema }}.writer_function_problem(text, regrole) is
-  'chunks helper: NULL when FUNCTION (a signature) is as chunks made it for the writer WRITER (owned by it, SECURITY DEFINER, writer_config() pinned, EXECUTE for the writer and the schema''s owner only), else what is wrong; chunks migrate makes it again.';
+comment on function {{ .schema }}.writer_function_problem(text) is
+  'chunks helper: no row, or one: NULL when FUNCTION (a signature) is as chunks made it for the writer role (owned by it, SECURITY DEFINER, writer_config() pinned, EXECUTE for the writer and the schema''s owner only), else what is wrong (chunks migrate makes it again). Inlined into its caller''s FROM.';
 
 -- Every function of chunks that no role but the owner is meant to execute
 -- (all but access_functions('operator'), and the writer's own) loses any

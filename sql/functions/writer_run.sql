@@ -11,11 +11,11 @@ language plpgsql volatile security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare
-  v_writer regrole := writer_role();
   v_problem text;
   v_result jsonb;
 begin
-  v_problem := coalesce(temp_objects_problem(), writer_function_problem('{{ .schema }}.writer_exec(text, jsonb, jsonb)', v_writer));
+  v_problem := coalesce((select t from temp_objects_problem() as t),
+                        (select f from writer_function_problem('{{ .schema }}.writer_exec(text, jsonb, jsonb)') as f));
   if v_problem is not null then
     raise exception 'chunks cannot read the user''s table: %', v_problem using errcode = 'CH409';
   end if;
@@ -30,23 +30,24 @@ comment on function {{ .schema }}.writer_run(text, jsonb, jsonb) is
 -- temporary tables, views or types, which an unqualified name in a trigger
 -- or policy would find (pg_temp is searched for relations and types
 -- whatever search_path says). chunks' own statements never need any.
--- jit off: run_chunk's enable_seqscan = off prices a catalog scan at 1e10,
--- which JIT would compile for most of a second on every chunk.
-create or replace function {{ .schema }}.temp_objects_problem() returns text
+-- A set-returning SQL function of one row at most, with no SET clause and
+-- each name qualified, so that the planner inlines it into the FROM of its
+-- caller: run_chunk asks it before every chunk, planned once.
+drop function if exists {{ .schema }}.temp_objects_problem();
+create or replace function {{ .schema }}.temp_objects_problem() returns setof text
 language sql stable
-set search_path = {{ .schema }}, pg_temp
-set jit = off
 as $$
   select format('this session has temporary objects (%s); code on the table (a trigger, a policy) could read them instead of the tables it means, so run chunks from a session without any (DISCARD TEMP)',
                 string_agg(x.name, ', ' order by x.name))
-    from (select c.relname::text as name from pg_class as c where pg_my_temp_schema() <> 0 and c.relnamespace = pg_my_temp_schema()
+    from (select c.relname::text as name from pg_catalog.pg_class as c
+           where pg_my_temp_schema() <> 0 and c.relnamespace = pg_my_temp_schema()
           union all
-          select t.typname::text from pg_type as t
+          select t.typname::text from pg_catalog.pg_type as t
            where pg_my_temp_schema() <> 0 and t.typnamespace = pg_my_temp_schema() and t.typrelid = 0 and t.typelem = 0) as x
   having count(*) > 0
 $$;
 comment on function {{ .schema }}.temp_objects_problem() is
-  'chunks helper: why this session may not run code on a user''s table (it holds temporary relations or types, named), or NULL.';
+  'chunks helper: why this session may not run code on a user''s table (it holds temporary relations or types, named): one row, or none. Inlined into its caller''s FROM.';
 
 -- The text of writer_exec, the writer's one dynamic function (writer_run
 -- calls it): STATEMENT with $1 A and $2 B, as the writer WRITER.
