@@ -273,3 +273,31 @@ func noticedConn(t *testing.T) (*pgx.Conn, *[]string) {
 	})
 	return conn, &notices
 }
+
+// TestWriterServesOneOwner: code that the owner of a table attaches to it
+// runs as the writer, so the writer may hold nothing on another owner's
+// tables: a change of a table of app is refused while the writer also
+// writes a table of another role, at define and at register (issue 35,
+// item 1: "or any right its owner lacks").
+func TestWriterServesOneOwner(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	app, other := pgtest.NewRole(t, pgtest.DSN(), "app"), pgtest.NewRole(t, pgtest.DSN(), "other")
+	w := writerOf(t, s)
+	shop := s.UserSchema(t, `create table %[1]s.t(id bigint primary key, v integer not null, s text);
+	  create table %[1]s.theirs(id bigint primary key, s text);
+	  insert into %[1]s.t select g, 0 from generate_series(1, 3) g`)
+	s.Exec(t, "alter table "+shop+".t owner to "+app.Name)
+	s.Exec(t, "alter table "+shop+".theirs owner to "+other.Name)
+	s.Exec(t, "grant select, update on "+shop+".t to "+w)
+	s.Exec(t, "grant update (s) on "+shop+".theirs to "+w)
+	def := `{"name": "mark", "table": "` + shop + `.t", "key": "id", "version": "v", "set": {"s": "x"}}`
+	refuse(t, s, "22023", "table: the writer "+w+" holds privileges on "+shop+".theirs (owned by "+other.Name+"); code on "+shop+".t (owned by "+app.Name+
+		") would run with them: the writer serves the tables of one owner (revoke them, or give this install another writer: chunks migrate --writer ROLE)",
+		"select define_change($1)", def)
+	s.Exec(t, "revoke all on "+shop+".theirs from "+w)
+	s.Exec(t, "select define_change($1)", def)
+	s.Exec(t, "grant select on "+shop+".theirs to "+w)
+	refuse(t, s, "CH409", "change mark: the writer "+w+" holds privileges on "+shop+".theirs (owned by "+other.Name+"), and code on "+shop+".t would run with them (chunks migrate names the problem)",
+		"select register_change('mark', $1)", changePlan("m1", "t", `[{"id": 1, "v": 0}]`, 1))
+}

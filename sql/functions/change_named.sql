@@ -15,7 +15,13 @@ begin
     raise exception '%: there is no change % (chunks change list)', change_named.field, change_named.change using errcode = '22023';
   end if;
   -- An approval names rows by their key: it must still name one row each.
-  v_problem := (select k from change_key_problem(definition) as k);
+  v_problem := coalesce((select k from change_key_problem(definition) as k),
+                        (select format('the writer %s holds privileges on %s, and code on %s would run with them (chunks migrate names the problem)',
+                                       w, t, definition ->> 'table')
+                           from (select writer_role() as w) as x,
+                                lateral writer_foreign_table(x.w, (select c.relowner::regrole from pg_class as c
+                                                                    where c.oid = to_regclass(definition ->> 'table'))) as t
+                          where t is not null));
   if v_problem is not null then
     raise exception 'change %: %', name, v_problem using errcode = 'CH409';
   end if;

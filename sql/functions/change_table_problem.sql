@@ -65,6 +65,14 @@ begin
     return format('the writer %s may not SELECT %s; its owner (%s) grants it: grant select, update on %s to %s',
                   change_table_problem.writer, v_rel, v_owner, v_rel, change_table_problem.writer);
   end if;
+  -- The writer must hold nothing on the tables of any other role: code
+  -- that the owner of this table attaches to it runs as the writer, and
+  -- would gain what another owner granted it.
+  v_col := writer_foreign_table(change_table_problem.writer, v_owner);
+  if v_col is not null then
+    return format('the writer %s holds privileges on %s; code on %s (owned by %s) would run with them: the writer serves the tables of one owner (revoke them, or give this install another writer: chunks migrate --writer ROLE)',
+                  change_table_problem.writer, v_col, v_rel, v_owner);
+  end if;
   for v_col in select c from unnest(v_written || (v_def ->> 'version')) as c where c is not null loop
     if not has_column_privilege(change_table_problem.writer, v_rel, v_col, 'UPDATE') then
       return format('the writer %s may not UPDATE column %s of %s; its owner (%s) grants it: grant select, update on %s to %s',
@@ -76,3 +84,23 @@ end
 $$;
 comment on function {{ .schema }}.change_table_problem(jsonb, regrole) is
   'chunks helper: why the declared change DEFINITION cannot run on its table now (gone, not a table, in a chunks schema, a column renamed or dropped, the key no longer unique, inheritance children, no writer, or the writer WRITER lacking USAGE, SELECT or UPDATE of a column it writes, naming who grants it), or NULL.';
+
+-- A table (or view) of another role than OWNER on which WRITER holds any
+-- privilege, table-wide or on a column, as "table (owned by role)", or
+-- NULL. One scan of pg_class: asked at define, at every install and at
+-- register, never per chunk.
+create or replace function {{ .schema }}.writer_foreign_table(writer regrole, owner regrole) returns text
+language sql stable
+set search_path = {{ .schema }}, pg_temp
+as $$
+  select format('%s (owned by %s)', c.oid::regclass, c.relowner::regrole)
+    from pg_class as c
+   where c.relkind in ('r', 'p', 'v', 'm', 'f') and c.relowner <> writer_foreign_table.owner
+     and (exists (select from aclexplode(c.relacl) as a where a.grantee = writer_foreign_table.writer)
+          or exists (select from pg_attribute as at, aclexplode(at.attacl) as a
+                      where at.attrelid = c.oid and at.attacl is not null and a.grantee = writer_foreign_table.writer))
+   order by c.oid::regclass::text
+   limit 1
+$$;
+comment on function {{ .schema }}.writer_foreign_table(regrole, regrole) is
+  'chunks helper: a table or view of a role other than OWNER on which WRITER holds a privilege (table-wide or on a column), as text, or NULL.';
