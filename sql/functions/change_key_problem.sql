@@ -5,7 +5,6 @@
 -- A set-returning SQL function of one row at most, with no SET clause and
 -- each name qualified, so that the planner inlines it into the FROM of its
 -- caller: run_chunk asks it before every chunk, planned once.
-drop function if exists {{ .schema }}.change_key_problem(jsonb);
 create or replace function {{ .schema }}.change_key_problem(definition jsonb) returns setof text
 language sql stable
 as $$

@@ -32,7 +32,6 @@ comment on function {{ .schema }}.writer_set_clauses() is
 -- no more than ownership); then it would run as its caller, chunks' owner,
 -- and this refuses. The operator is pg_catalog's, whatever search_path the
 -- function was given.
-drop function if exists {{ .schema }}.writer_guard_sql(text);
 create or replace function {{ .schema }}.writer_guard_sql(writer text, about text) returns text
 language sql immutable parallel safe
 set search_path = {{ .schema }}, pg_temp

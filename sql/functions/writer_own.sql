@@ -77,7 +77,6 @@ comment on function {{ .schema }}.revoke_foreign_grants(regprocedure, oid[]) is
 -- A set-returning SQL function of one row at most, with no SET clause and
 -- each name qualified, so that the planner inlines it into the FROM of its
 -- caller: run_chunk asks it before every chunk, planned once.
-drop function if exists {{ .schema }}.writer_function_problem(text, regrole);
 create or replace function {{ .schema }}.writer_function_problem(function text) returns setof text
 language sql stable
 as $$

@@ -33,7 +33,6 @@ comment on function {{ .schema }}.writer_run(text, jsonb, jsonb) is
 -- A set-returning SQL function of one row at most, with no SET clause and
 -- each name qualified, so that the planner inlines it into the FROM of its
 -- caller: run_chunk asks it before every chunk, planned once.
-drop function if exists {{ .schema }}.temp_objects_problem();
 create or replace function {{ .schema }}.temp_objects_problem() returns setof text
 language sql stable
 as $$
