@@ -49,7 +49,7 @@ func TestTernCLIInstall(t *testing.T) {
 	}
 	functions := func() string {
 		var s string
-		if err := admin.QueryRow(ctx, `select string_agg(p.oid || ':' || md5(p.prosrc), ',' order by p.proname)
+		if err := admin.QueryRow(ctx, `select string_agg(p.oid || ':' || md5(p.prosrc), ',' order by p.proname, p.oid)
 		      from pg_proc p where p.pronamespace = $1::regnamespace`, schema).Scan(&s); err != nil {
 			t.Fatal(err)
 		}
