@@ -85,12 +85,13 @@ as $$
     when p.oid is null then format('function %s is gone', writer_function_problem.function)
     when p.proowner <> w.writer then
       format('function %s belongs to %s, not to the writer %s', p.oid::regprocedure, p.proowner::regrole, w.writer::regrole)
-    when not p.prosecdef or p.proconfig is null or not p.proconfig @> {{ .schema }}.writer_config() or p.proacl is null
+    when not p.prosecdef or p.proconfig is null or not p.proconfig @> wc.config or p.proacl is null
          or exists (select from aclexplode(p.proacl) as a where a.grantee <> w.writer and a.grantee <> n.nspowner) then
       format('function %s was altered (its security, settings or grants)', p.oid::regprocedure)
   end
     from (select to_regrole(quote_ident(cw.role))::oid as writer
             from (values (true)) as one(t) left join {{ .schema }}.change_writer as cw on cw.one) as w
+    cross join {{ .schema }}.writer_config() as wc(config)
     left join pg_catalog.pg_proc as p on p.oid = to_regprocedure(writer_function_problem.function)
     left join pg_catalog.pg_namespace as n on n.oid = p.pronamespace
 $$;

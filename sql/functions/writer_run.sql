@@ -57,7 +57,7 @@ as $$
   select format($f$create or replace function {{ .schema }}.writer_exec(statement text, a jsonb, b jsonb) returns jsonb
 language plpgsql volatile security definer
 %s
-as %L$f$, {{ .schema }}.writer_set_clauses(), format($b$
+as %L$f$, writer_set_clauses(), format($b$
 declare
   v_result jsonb;
 begin%s
@@ -68,7 +68,7 @@ begin%s
   execute statement into v_result using a, b;
   return v_result;
 end
-$b$, {{ .schema }}.writer_guard_sql(writer_exec_sql.writer, null)))
+$b$, writer_guard_sql(writer_exec_sql.writer, null)))
 $$;
 comment on function {{ .schema }}.writer_exec_sql(text) is
   'chunks helper: the CREATE FUNCTION text of writer_exec(statement, a, b), the dynamic statement runner owned by the writer role WRITER (writer_run calls it).';
