@@ -37,7 +37,9 @@ func TestSQLRunNextPausesOnPermanentErrors(t *testing.T) {
 			  `+raise+`;
 			  return new;
 			end $$`)
-		l.Exec(t, "create or replace trigger orders_fail before update on orders for each row execute function fail_orders()")
+		// (CREATE OR REPLACE TRIGGER is PostgreSQL 14's; the matrix runs 13.)
+		l.Exec(t, "drop trigger if exists orders_fail on orders")
+		l.Exec(t, "create trigger orders_fail before update on orders for each row execute function fail_orders()")
 		l.Exec(t, `update job_queue set paused = false, pause_reason = null, paused_at = null, paused_by = null,
 			visible_at = now() - interval '1 s'`)
 
