@@ -301,3 +301,61 @@ func TestWriterServesOneOwner(t *testing.T) {
 	refuse(t, s, "CH409", "change mark: the writer "+w+" holds privileges on "+shop+".theirs (owned by "+other.Name+"), and code on "+shop+".t would run with them (chunks migrate names the problem)",
 		"select register_change('mark', $1)", changePlan("m1", "t", `[{"id": 1, "v": 0}]`, 1))
 }
+
+// TestAlteredWriterFunctionRunsOnlyAsTheWriter: the writer owns the
+// generated functions but cannot name them (it has no USAGE on chunks'
+// schema), so code on the table cannot alter them; a superuser, or chunks'
+// owner as a member of the writer, can. Made SECURITY INVOKER, a function
+// would run as its caller, chunks' owner: its guard refuses. Any
+// alteration (security, settings, grants) makes register and check
+// refuse, naming it, until migrate makes the functions again; a chunk
+// asks only the guard (docs/limits-and-decisions.md "What a chunk checks").
+func TestAlteredWriterFunctionRunsOnlyAsTheWriter(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	shop := userSchema(t, s, paymentsSQL)
+	writer := writerOf(t, s)
+	s.Exec(t, "select define_change($1)", holdPayment(shop))
+	s.Exec(t, "select register_change('hold_payment', $1)", changePlan("p1", "7", paymentTargets(1, 2), 1))
+	admin := pgtest.Connect(t, pgtest.DSN())
+	_, err := admin.Exec(ctx, "set role "+writer+"; alter function "+s.Name+".apply_hold_payment(text, text, integer, jsonb) security invoker")
+	wantExactPgError(t, err, "42501", "permission denied for schema "+s.Name)
+	if _, err := admin.Exec(ctx, "reset role"); err != nil {
+		t.Fatal(err)
+	}
+	asAdmin := func(sql string) {
+		t.Helper()
+		if _, err := admin.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	apply := s.Name + ".apply_hold_payment(text, text, integer, jsonb)"
+
+	asAdmin("alter function " + apply + " security invoker")
+	_, err = tryString(s.Conn, "select run_chunk('p1')::text")
+	wantExactPgError(t, err, "42501", "chunks: a function of the writer role "+writer+" runs only as that role; it was altered (chunks migrate makes it again) (p1)")
+	if got := mustString(t, s.Conn, "select count(*)::text from change_audit"); got != "0" {
+		t.Errorf("audit rows after the refused chunk: %s", got)
+	}
+	altered := "change hold_payment: function apply_hold_payment(text,text,integer,jsonb) was altered (its security, settings or grants)"
+	_, err = tryString(s.Conn, "select register_change('hold_payment', $1)::text", changePlan("p2", "7", paymentTargets(3), 1))
+	wantExactPgError(t, err, "CH409", altered)
+
+	// Its settings reset: register refuses, naming it.
+	asAdmin("alter function " + apply + " security definer")
+	asAdmin("alter function " + apply + " reset all")
+	_, err = tryString(s.Conn, "select register_change('hold_payment', $1)::text", changePlan("p2", "7", paymentTargets(3), 1))
+	wantExactPgError(t, err, "CH409", altered)
+	_, err = tryString(s.Conn, "select check_change('hold_payment', $1)::text", changePlan("p2", "7", paymentTargets(3), 1))
+	wantExactPgError(t, err, "CH409", altered)
+
+	// migrate makes it again, as chunks made it.
+	if err := driver.Migrate(ctx, admin, s.Name, driver.MigrateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustString(t, s.Conn, "select p.prosecdef::text || ' ' || array_to_string(p.proconfig, '; ') from pg_proc as p where p.oid = $1::regprocedure", apply); got != "true search_path=pg_catalog, pg_temp; TimeZone=UTC; DateStyle=ISO, MDY; IntervalStyle=postgres; extra_float_digits=3; enable_seqscan=off; enable_bitmapscan=off" {
+		t.Errorf("the function after migrate: %s", got)
+	}
+	sameJSON(t, "chunk after migrate", mustString(t, s.Conn, "select run_chunk('p1')::text"), `{"processed": [1], "next_index": 1, "done": false}`)
+	s.Exec(t, "select register_change('hold_payment', $1)", changePlan("p2", "7", paymentTargets(3), 1))
+}

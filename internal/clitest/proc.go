@@ -29,6 +29,7 @@ type Options struct {
 	Timeout time.Duration // [Timeout] when zero
 	Stderr  io.Writer     // where stderr goes instead of the result and [Proc.Lines] (a terminal, say)
 	Under   []string      // a command that runs chunks (its args, then chunks and its args), such as /usr/bin/time
+	Binary  string        // the chunks binary to run, such as an older build; [pgtest.Binary] when empty
 }
 
 // Result is how one chunks process ended.
@@ -64,10 +65,14 @@ type Proc struct {
 	res      Result        // set before ended closes
 }
 
-// Start starts chunks (the binary under test, [pgtest.Binary]) with args.
+// Start starts chunks (the binary under test, [pgtest.Binary], unless
+// o.Binary names another) with args.
 func Start(t testing.TB, o Options, args ...string) *Proc {
 	t.Helper()
-	bin := pgtest.Binary()
+	bin := o.Binary
+	if bin == "" {
+		bin = pgtest.Binary()
+	}
 	if bin == "" {
 		t.Fatalf("no chunks binary under test: $%s is not set (run the tests under pgtest.MainWithBinary or pgtest.WithBinary)", pgtest.BinaryEnv)
 	}

@@ -10,13 +10,16 @@ language sql stable
 as $$
   select case
     when c.oid is null then format('table %s no longer exists', change_key_problem.definition ->> 'table')
-    when not exists (select from pg_catalog.pg_attribute as a join pg_catalog.pg_index as i on i.indrelid = a.attrelid
-                      where a.attrelid = c.oid and a.attname = change_key_problem.definition ->> 'key' and not a.attisdropped
-                        and i.indisunique and i.indisvalid and i.indnatts = 1 and i.indkey[0] = a.attnum
+    when not exists (select from pg_catalog.pg_index as i
+                      where i.indrelid = c.oid and i.indisunique and i.indisvalid and i.indnatts = 1
+                        and i.indkey[0] = (select a.attnum from pg_catalog.pg_attribute as a
+                                            where a.attrelid = c.oid and a.attname = change_key_problem.definition ->> 'key'
+                                              and not a.attisdropped)
                         and i.indpred is null and i.indexprs is null) then
       format('key: column %s.%s is no longer unique on its own (its unique index was dropped, or the column renamed)', c.oid::regclass,
              quote_ident(change_key_problem.definition ->> 'key'))
-    when c.relkind = 'r' and exists (select from pg_catalog.pg_inherits as h where h.inhparent = c.oid) then
+    -- relhassubclass: it has, or had, children (pg_inherits says which).
+    when c.relkind = 'r' and c.relhassubclass and exists (select from pg_catalog.pg_inherits as h where h.inhparent = c.oid) then
       format('table %s has inheritance children: its key is unique in it alone, not in them', c.oid::regclass)
   end
     from (select to_regclass(change_key_problem.definition ->> 'table') as oid) as r

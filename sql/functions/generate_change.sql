@@ -11,6 +11,16 @@
 -- its digest and every approval of it, never changes). A change that no
 -- longer fits its table (change_table_problem) is refused, CH409, naming
 -- the change: generation never drops a column of a definition.
+-- Schema version 9 made it returning void: dropped once, so that the
+-- install can make it again (CREATE OR REPLACE cannot change a return type).
+do $$
+begin
+  if exists (select from pg_proc as p where p.oid = to_regprocedure('{{ .schema }}.generate_change(jsonb)')
+                                         and p.prorettype = 'void'::regtype) then
+    drop function {{ .schema }}.generate_change(jsonb);
+  end if;
+end
+$$;
 create or replace function {{ .schema }}.generate_change(definition jsonb) returns text[]
 language plpgsql volatile security invoker
 set search_path = {{ .schema }}, pg_temp

@@ -2,16 +2,17 @@
 -- job row run_chunk has locked: the stored job must be sound (tenant,
 -- chunk_size, next_index on a chunk boundary, change_audit exactly
 -- targets[0:next_index] by key), still its approval (job_approval), and
--- its change still the definition it was approved under (changes.digest,
--- and its function, still the writer's as chunks made it); then the
+-- its change still the definition it was approved under (changes.digest)
+-- and able to run (run_chunk read both with the job); then the
 -- change's generated function changes the chunk's rows as the writer role
 -- and returns what it changed, which is audited here, as chunks' owner,
 -- with next_index moved in the same statement. The one dynamic statement
 -- per chunk is the call of that function.
+drop function if exists {{ .schema }}.run_change_chunk(text, text, jsonb, integer, integer, text, text, text, text, text, integer, text);
 create or replace function {{ .schema }}.run_change_chunk(job_id text, tenant text, targets jsonb, chunk_size integer,
-                                                          next_index integer, change text, digest text,
-                                                          a_kind text, a_tenant text, a_targets_sha256 text,
-                                                          a_chunk_size integer, kind text)
+                                                          next_index integer, change text, function_name text,
+                                                          definition jsonb, problem text, a_kind text, a_tenant text,
+                                                          a_targets_sha256 text, a_chunk_size integer, kind text)
 returns jsonb
 language plpgsql volatile security invoker
 set search_path = {{ .schema }}, pg_temp
@@ -29,11 +30,12 @@ declare
   v_def jsonb;
   v_rows jsonb;
   v_matched bigint;
+  v_distinct bigint;
   v_processed jsonb;
+  v_targets jsonb;
   -- An undo (job_kind restore) runs the change's inverse; its approval is of kind restore.
   v_restore constant boolean := run_change_chunk.kind = 'restore';
   v_kind constant text := case when v_restore then 'restore' else 'change' end;
-  v_signature constant text := case when v_restore then '(text, text, integer, jsonb, boolean)' else '(text, text, integer, jsonb)' end;
 begin
   v_n := case when jsonb_typeof(run_change_chunk.targets) = 'array' then jsonb_array_length(run_change_chunk.targets) end;
   v_problem := case
@@ -51,39 +53,53 @@ begin
   if v_problem is not null then
     raise exception 'job %: %', run_change_chunk.job_id, v_problem using errcode = 'CH409';
   end if;
+  -- The targets (a list, checked above), decompressed once: a job's stored
+  -- targets are compressed (TOAST), and each use of the parameter would
+  -- decompress them again; the same value.
+  v_targets := run_change_chunk.targets || '[]'::jsonb;
 
   -- Still the approval, and still the change it was approved under.
-  v_problem := approval_problem(run_change_chunk.job_id, v_kind, run_change_chunk.tenant, run_change_chunk.targets,
+  v_problem := approval_problem(run_change_chunk.job_id, v_kind, run_change_chunk.tenant, v_targets,
                                 run_change_chunk.chunk_size, run_change_chunk.a_kind, run_change_chunk.a_tenant,
                                 run_change_chunk.a_targets_sha256, run_change_chunk.a_chunk_size);
   if v_problem is not null then
     raise exception '%', v_problem using errcode = 'CH409';
   end if;
-  select c.definition ->> 'key', c.function_name, c.definition into v_key, v_function, v_def
-    from changes as c
-   where c.name = run_change_chunk.change and c.digest = run_change_chunk.digest;
-  if not found then
+  -- Its change, still the definition it was approved under (run_chunk
+  -- read it by the digest approved: FUNCTION_NAME NULL when there is none),
+  -- able to run (PROBLEM, run_chunk's: its functions exist and its key is
+  -- still unique on the table alone), and no temporary object in the
+  -- session that code on the table could read instead of its own. Whether
+  -- the functions are still as chunks made them (owner, settings, grants)
+  -- is asked at register, check and migrate, not here: only their owner,
+  -- the writer, can alter them, and their guard refuses to run as anyone
+  -- else, so an altered function still runs as the writer, with no right
+  -- that code on the table lacks (docs/limits-and-decisions.md "What a
+  -- chunk checks").
+  if run_change_chunk.function_name is null then
     raise exception 'job %: its change % was redefined or dropped since it was approved', run_change_chunk.job_id,
       run_change_chunk.change using errcode = 'CH409';
   end if;
-  -- The function must still be the writer's as chunks made it, the
-  -- session must hold no temporary object that code on the table could
-  -- read instead of its own, and the key must still be unique on the
-  -- table alone (catalog lookups by oid, each a cache hit).
-  v_problem := coalesce((select f from writer_function_problem(format('%I.%I', '{{ .schema }}', v_function) || v_signature) as f),
-                        (select t from temp_objects_problem() as t), (select k from change_key_problem(v_def) as k));
+  v_function := run_change_chunk.function_name;
+  v_def := run_change_chunk.definition;
+  v_key := v_def ->> 'key';
+  v_problem := run_change_chunk.problem;
+  if v_problem is null and pg_my_temp_schema() <> 0 then
+    v_problem := (select t from temp_objects_problem() as t);
+  end if;
   if v_problem is not null then
     raise exception 'job %: change % cannot run: %', run_change_chunk.job_id, run_change_chunk.change, v_problem
       using errcode = 'CH409';
   end if;
 
-  -- The audit is exactly targets[0:next_index], by ordinal and key.
-  select count(*) filter (where not c.ok), (select count(*) from change_audit as au where au.job_id = run_change_chunk.job_id)
-    into v_bad, v_audit_rows
-    from (select case when t.ord - 1 < run_change_chunk.next_index then a.ordinal is not null and a.key = t.e ->> v_key
-                      else a.ordinal is null end as ok
-            from jsonb_array_elements(run_change_chunk.targets) with ordinality as t(e, ord)
-            left join change_audit as a on a.job_id = run_change_chunk.job_id and a.ordinal = t.ord - 1) as c;
+  -- The audit is exactly targets[0:next_index], by ordinal and key: as
+  -- many rows as next_index, each at an ordinal below it (one row per
+  -- ordinal: the primary key) with its target's key. One range scan.
+  select count(*), count(*) filter (where a.ordinal not between 0 and run_change_chunk.next_index - 1
+                                       or a.key is distinct from v_targets -> a.ordinal ->> v_key)
+    into v_audit_rows, v_bad
+    from change_audit as a
+   where a.job_id = run_change_chunk.job_id;
   if v_bad > 0 or v_audit_rows <> run_change_chunk.next_index then
     raise exception 'job %: the stored job is not sound: its audit (change_audit) is not exactly targets[0:%]',
       run_change_chunk.job_id, run_change_chunk.next_index using errcode = 'CH409';
@@ -93,9 +109,8 @@ begin
     return jsonb_build_object('processed', '[]'::jsonb, 'next_index', v_n, 'done', true);
   end if;
   v_end := least(run_change_chunk.next_index + run_change_chunk.chunk_size, v_n);
-  select jsonb_agg(t.e order by t.ord), jsonb_agg(t.e -> v_key order by t.ord) into v_slice, v_processed
-    from jsonb_array_elements(run_change_chunk.targets) with ordinality as t(e, ord)
-   where t.ord - 1 >= run_change_chunk.next_index and t.ord - 1 < v_end;
+  select jsonb_agg(v_targets -> i order by i), jsonb_agg(v_targets -> i -> v_key order by i) into v_slice, v_processed
+    from generate_series(run_change_chunk.next_index, v_end - 1) as i;
   -- The change's function, as the writer: it changes the rows and returns
   -- what it changed; the audit is written here, as chunks' owner, and must
   -- be exactly this chunk's targets, by ordinal and key.
@@ -115,16 +130,25 @@ begin
   ), moved as (
     update jobs as j set next_index = v_end where j.job_id = run_change_chunk.job_id
   )
-  select count(*) filter (where t.e ->> v_key is not distinct from r.key) into v_matched
-    from r join jsonb_array_elements(v_slice) with ordinality as t(e, ord)
-      on run_change_chunk.next_index + (t.ord - 1)::integer = r.ordinal;
-  if v_matched <> v_end - run_change_chunk.next_index or jsonb_array_length(v_rows) <> v_end - run_change_chunk.next_index then
-    raise exception 'job %: change %''s function returned % audit rows that are not exactly the chunk''s % targets',
-      run_change_chunk.job_id, run_change_chunk.change, jsonb_array_length(v_rows), v_end - run_change_chunk.next_index
+  select count(*) filter (where r.ordinal between run_change_chunk.next_index and v_end - 1
+                            and r.key is not distinct from v_targets -> r.ordinal ->> v_key),
+         count(distinct r.ordinal)
+    into v_matched, v_distinct
+    from r;
+  if v_matched <> v_end - run_change_chunk.next_index or v_distinct <> v_matched
+     or jsonb_array_length(v_rows) <> v_end - run_change_chunk.next_index then
+    -- A key that names more than one row changed them all: its unique
+    -- index was dropped since run_chunk checked it, or rows of an
+    -- inheritance child share it.
+    raise exception 'job %: change %''s function returned % audit rows that are not exactly the chunk''s % targets%',
+      run_change_chunk.job_id, run_change_chunk.change, jsonb_array_length(v_rows), v_end - run_change_chunk.next_index,
+      coalesce(': ' || (select k from change_key_problem(v_def) as k),
+               case when jsonb_array_length(v_rows) > v_end - run_change_chunk.next_index
+                    then ': a key named more than one row (is it still unique in its table, and in no child table?)' else '' end)
       using errcode = 'CH409';
   end if;
   return jsonb_build_object('processed', v_processed, 'next_index', v_end, 'done', v_end = v_n);
 end
 $$;
-comment on function {{ .schema }}.run_change_chunk(text, text, jsonb, integer, integer, text, text, text, text, text, integer, text) is
+comment on function {{ .schema }}.run_change_chunk(text, text, jsonb, integer, integer, text, text, jsonb, text, text, text, text, integer, text) is
   'chunks helper: run_chunk''s path for a job of a declared change, on the job row run_chunk locked: proves the job sound, still its approval and its change still the definition it was approved under (CH409 otherwise), runs the change''s generated function on the next chunk (KIND restore, an undo: its inverse) and moves next_index; returns run_chunk''s {"processed": [keys], "next_index", "done"}.';

@@ -41,12 +41,24 @@ begin
   -- the same statement: two keyed lookups more.
   select j.job_id, j.tenant, j.targets, j.chunk_size, j.next_index, coalesce(k.kind, 'cancel') as kind,
          ap.kind as a_kind, ap.tenant as a_tenant, ap.targets_sha256 as a_targets_sha256, ap.chunk_size as a_chunk_size,
-         jc.change, jc.digest as change_digest
+         jc.change, ch.function_name as change_function, ch.definition as change_definition,
+         -- Can its change run (run_change_chunk)? Its functions exist (migrate
+         -- drops them when the change no longer fits its table) and its key is
+         -- still unique on the table alone.
+         case when ch.name is null then null
+              when not exists (select from pg_proc as p
+                                where p.proname = ch.function_name and p.pronamespace = '{{ .schema }}'::regnamespace
+                                  and p.pronargs = case when k.kind = 'restore' then 5 else 4 end)
+                then (select f from writer_function_problem(format('%I.%I', '{{ .schema }}', ch.function_name)
+                                                            || case when k.kind = 'restore' then '(text, text, integer, jsonb, boolean)'
+                                                                    else '(text, text, integer, jsonb)' end) as f)
+              else (select kp from change_key_problem(ch.definition) as kp) end as change_problem
     into v_job
     from jobs as j
     left join job_kind as k on k.job_id = j.job_id
     left join job_approval as ap on ap.job_id = j.job_id
     left join job_change as jc on jc.job_id = j.job_id
+    left join changes as ch on ch.name = jc.change and ch.digest = jc.digest
    where j.job_id = run_chunk.job_id
      for update of j;
   if not found then
@@ -60,8 +72,8 @@ begin
   if v_job.change is not null then
     v_locking := 'a row of the change''s table, of change_audit or of jobs that this chunk writes';
     return run_change_chunk(v_job.job_id, v_job.tenant, v_job.targets, v_job.chunk_size, v_job.next_index,
-                            v_job.change, v_job.change_digest, v_job.a_kind, v_job.a_tenant, v_job.a_targets_sha256,
-                            v_job.a_chunk_size, v_job.kind);
+                            v_job.change, v_job.change_function, v_job.change_definition, v_job.change_problem,
+                            v_job.a_kind, v_job.a_tenant, v_job.a_targets_sha256, v_job.a_chunk_size, v_job.kind);
   end if;
 
   -- docs/contract.md §4: the stored job must be sound before anything is written.
