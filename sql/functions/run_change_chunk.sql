@@ -30,7 +30,7 @@ declare
   v_def jsonb;
   v_rows jsonb;
   v_matched bigint;
-  v_distinct bigint;
+  v_count integer;
   v_processed jsonb;
   v_targets jsonb;
   -- An undo (job_kind restore) runs the change's inverse; its approval is of kind restore.
@@ -121,29 +121,30 @@ begin
     execute format('select %I.%I($1, $2, $3, $4)', '{{ .schema }}', v_function)
       into v_rows using run_change_chunk.job_id, run_change_chunk.tenant, run_change_chunk.next_index, v_slice;
   end if;
-  with r as (
-    select r.* from jsonb_to_recordset(v_rows) as r(ordinal integer, key text, version_before bigint, version_after bigint,
-                                                    before jsonb, after jsonb)
-  ), audit as (
-    insert into change_audit (job_id, ordinal, key, version_before, version_after, before, after)
-    select run_change_chunk.job_id, r.ordinal, r.key, r.version_before, r.version_after, r.before, r.after from r
-  ), moved as (
-    update jobs as j set next_index = v_end where j.job_id = run_change_chunk.job_id
-  )
-  select count(*) filter (where r.ordinal between run_change_chunk.next_index and v_end - 1
-                            and r.key is not distinct from v_targets -> r.ordinal ->> v_key),
-         count(distinct r.ordinal)
-    into v_matched, v_distinct
-    from r;
-  if v_matched <> v_end - run_change_chunk.next_index or v_distinct <> v_matched
-     or jsonb_array_length(v_rows) <> v_end - run_change_chunk.next_index then
-    -- A key that names more than one row changed them all: its unique
-    -- index was dropped since run_chunk checked it, or rows of an
-    -- inheritance child share it.
+  -- Exactly the chunk's targets, one row each, by ordinal and key: the
+  -- count before anything is written (a key that named two rows gives
+  -- more), the ordinals and keys as the rows are written (one statement).
+  v_count := jsonb_array_length(v_rows);
+  if v_count = v_end - run_change_chunk.next_index then
+    with audit as (
+      insert into change_audit (job_id, ordinal, key, version_before, version_after, before, after)
+      select run_change_chunk.job_id, r.ordinal, r.key, r.version_before, r.version_after, r.before, r.after
+        from jsonb_to_recordset(v_rows) as r(ordinal integer, key text, version_before bigint, version_after bigint,
+                                             before jsonb, after jsonb)
+      returning ordinal, key
+    ), moved as (
+      update jobs as j set next_index = v_end where j.job_id = run_change_chunk.job_id
+    )
+    select count(*) into v_matched
+      from audit as a
+     where a.ordinal between run_change_chunk.next_index and v_end - 1
+       and a.key is not distinct from v_targets -> a.ordinal ->> v_key;
+  end if;
+  if v_count <> v_end - run_change_chunk.next_index or v_matched <> v_count then
     raise exception 'job %: change %''s function returned % audit rows that are not exactly the chunk''s % targets%',
-      run_change_chunk.job_id, run_change_chunk.change, jsonb_array_length(v_rows), v_end - run_change_chunk.next_index,
+      run_change_chunk.job_id, run_change_chunk.change, v_count, v_end - run_change_chunk.next_index,
       coalesce(': ' || (select k from change_key_problem(v_def) as k),
-               case when jsonb_array_length(v_rows) > v_end - run_change_chunk.next_index
+               case when v_count > v_end - run_change_chunk.next_index
                     then ': a key named more than one row (is it still unique in its table, and in no child table?)' else '' end)
       using errcode = 'CH409';
   end if;
