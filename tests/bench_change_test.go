@@ -33,7 +33,7 @@ func BenchmarkChunkKind(b *testing.B) {
 					             'chunk_size', $2::int, 'allow_partial', true, 'targets', `+targets+`)))
 					           from generate_series(1, $1::int) j`, jobs, size)
 				} else {
-					shop := userSchema(b, s, `create table %[1]s.tickets(id integer primary key, qty integer not null,
+					shop := s.UserSchema(b, `create table %[1]s.tickets(id integer primary key, qty integer not null,
 					  state text not null, revision integer not null)`)
 					s.Exec(b, fmt.Sprintf(`insert into %s.tickets select g, 2, 'pending', 3 from generate_series(1, $1::int * 64) g`, shop), jobs)
 					s.Exec(b, "select define_change($1)", fmt.Sprintf(`{"name": "bench_cancel", "table": "%s.tickets", "key": "id",

@@ -15,9 +15,9 @@ import (
 func campaignPayments(t *testing.T, n int) (*pgtest.Schema, string) {
 	t.Helper()
 	s := pgtest.NewSchema(t)
-	shop := userSchema(t, s, paymentsSQL)
+	shop := s.UserSchema(t, paymentsSQL)
 	s.Exec(t, fmt.Sprintf("insert into %s.payments select g, 7, 'captured', 100 * g, null, 3, 'r' || g, g from generate_series(6, %d) g", shop, n))
-	if !mustBool(t, s.Conn, "select define_change($1)", holdPayment(shop)) {
+	if !pgtest.MustBool(t, s.Conn, "select define_change($1)", holdPayment(shop)) {
 		t.Fatal("define_change: false for a new change")
 	}
 	return s, shop
@@ -28,7 +28,7 @@ func campaignPayments(t *testing.T, n int) (*pgtest.Schema, string) {
 func drainFleet(t *testing.T, s *pgtest.Schema) int {
 	t.Helper()
 	for n := 0; ; n++ {
-		if got := mustString(t, s.Conn, "select coalesce(run_next_chunk('w')::text, 'none')"); got == "none" {
+		if got := pgtest.MustString(t, s.Conn, "select coalesce(run_next_chunk('w')::text, 'none')"); got == "none" {
 			return n
 		} else if strings.Contains(got, `"error"`) {
 			t.Fatalf("pass %d: %s", n, got)
@@ -79,22 +79,22 @@ func TestCampaignOfAChange(t *testing.T) {
 			_, err = driver.CreateCampaign(ctx, s.Conn, spec, other)
 			wantDriverError(t, err, driver.ErrConflict, `conflict: campaign holds: target 1 (sorted by key) is {"reason": "chargeback #1", "payment_id": 1, "amount_cents": 100, "lock_version": 3}, this approval has {"reason": "other", "payment_id": 1, "amount_cents": 100, "lock_version": 3}`)
 			// Its jobs are jobs of the change, in key order, each with its approval.
-			sameJSON(t, "jobs", mustString(t, s.Conn, `select jsonb_build_array(count(*), count(*) filter (where jc.change = 'hold_payment' and jc.digest = c.digest),
+			sameJSON(t, "jobs", pgtest.MustString(t, s.Conn, `select jsonb_build_array(count(*), count(*) filter (where jc.change = 'hold_payment' and jc.digest = c.digest),
 			    count(*) filter (where a.kind = 'change' and a.recorded_from = 'campaign_create'), min((j.targets -> 0 ->> 'payment_id')::bigint), max(cj.job_id))::text
 			  from campaign_jobs cj join jobs j using (job_id) join job_change jc using (job_id) join changes c on c.name = jc.change
 			  join job_approval a using (job_id) where cj.campaign = 'holds'`), `[167, 167, 167, 1, "holds-000167"]`)
-			sameJSON(t, "first job", mustString(t, s.Conn, "select (targets -> 0)::text from jobs where job_id = 'holds-000001'"),
+			sameJSON(t, "first job", pgtest.MustString(t, s.Conn, "select (targets -> 0)::text from jobs where job_id = 'holds-000001'"),
 				`{"payment_id": 1, "lock_version": 3, "amount_cents": 100, "reason": "chargeback #1"}`)
 
 			// The preflight, writing nothing: one row drifted before its chunk.
 			s.Exec(t, "update "+shop+".payments set lock_version = 9 where payment_id = 50")
-			before := mustString(t, s.Conn, "select md5(string_agg(p::text, ',' order by payment_id)) from "+shop+".payments p")
+			before := pgtest.MustString(t, s.Conn, "select md5(string_agg(p::text, ',' order by payment_id)) from "+shop+".payments p")
 			ch, err := driver.CheckCampaign(ctx, s.Conn, "holds", 10)
 			if err != nil || ch.Remaining != 10000 || ch.OK != 9999 || ch.Problems != 1 || len(ch.Listed) != 1 ||
 				string(ch.Listed[0].Key) != "50" || ch.Listed[0].Problem != "payment_id 50: lock_version is 9, approved 3" {
 				t.Fatalf("check: %+v, %v", ch, err)
 			}
-			if after := mustString(t, s.Conn, "select md5(string_agg(p::text, ',' order by payment_id)) from "+shop+".payments p"); after != before {
+			if after := pgtest.MustString(t, s.Conn, "select md5(string_agg(p::text, ',' order by payment_id)) from "+shop+".payments p"); after != before {
 				t.Fatal("campaign check changed the table")
 			}
 			s.Exec(t, "update "+shop+".payments set lock_version = 3 where payment_id = 50")
@@ -103,12 +103,12 @@ func TestCampaignOfAChange(t *testing.T) {
 			if n := drainFleet(t, s); n != 1000 {
 				t.Fatalf("the fleet ran %d chunks, want 1000", n)
 			}
-			sameJSON(t, "audit", mustString(t, s.Conn, `select jsonb_build_array(count(*), count(distinct key), min(key::bigint), max(key::bigint),
+			sameJSON(t, "audit", pgtest.MustString(t, s.Conn, `select jsonb_build_array(count(*), count(distinct key), min(key::bigint), max(key::bigint),
 			    count(*) filter (where version_before = 3 and version_after = 4 and after ->> 'hold_reason' = 'chargeback #' || key))::text
 			  from change_audit a join campaign_jobs cj using (job_id) where cj.campaign = 'holds'`), `[10000, 10000, 1, 10000, 10000]`)
-			sameJSON(t, "each row once", mustString(t, s.Conn, fmt.Sprintf(`select jsonb_build_array(count(*), min(n), max(n))::text
+			sameJSON(t, "each row once", pgtest.MustString(t, s.Conn, fmt.Sprintf(`select jsonb_build_array(count(*), min(n), max(n))::text
 			  from (select payment_id, sum(n) as n from %s.payment_updates group by 1) x`, shop)), `[10000, 1, 1]`)
-			sameJSON(t, "rows", mustString(t, s.Conn, fmt.Sprintf(`select jsonb_build_array(count(*) filter (where status = 'on_hold' and lock_version = 4), count(*))::text from %s.payments`, shop)),
+			sameJSON(t, "rows", pgtest.MustString(t, s.Conn, fmt.Sprintf(`select jsonb_build_array(count(*) filter (where status = 'on_hold' and lock_version = 4), count(*))::text from %s.payments`, shop)),
 				`[10000, 10000]`)
 
 			st, err := driver.CampaignStatus(ctx, s.Conn, "holds")
@@ -144,13 +144,13 @@ func TestCampaignOfAChange(t *testing.T) {
 func undoChangeCampaign(t *testing.T, s *pgtest.Schema, shop string) {
 	t.Helper()
 	s.Exec(t, "delete from "+shop+".payment_updates")
-	untouched := mustString(t, s.Conn, "select string_agg(p::text, ' ' order by payment_id) from "+shop+".payments p where payment_id in (5, 1000)")
+	untouched := pgtest.MustString(t, s.Conn, "select string_agg(p::text, ' ' order by payment_id) from "+shop+".payments p where payment_id in (5, 1000)")
 	u, err := driver.UndoCampaign(ctx, s.Conn, "holds", "")
 	if err != nil || !u.Created || u.Name != "holds-undo" || u.Undoes != "holds" || u.Change != "hold_payment" || u.Jobs != 167 ||
 		u.Targets != 9997 || fmt.Sprint(u.Drifted) != "[5 1000]" || fmt.Sprint(u.Missing) != "[77]" || u.Keys != nil {
 		t.Fatalf("campaign undo: %+v, %v", u, err)
 	}
-	sameJSON(t, "undo jobs", mustString(t, s.Conn, `select jsonb_build_array(count(*),
+	sameJSON(t, "undo jobs", pgtest.MustString(t, s.Conn, `select jsonb_build_array(count(*),
 	    count(*) filter (where k.kind = 'restore' and k.undoes = replace(cj.job_id, '-undo', '') and jc.change = 'hold_payment'),
 	    count(*) filter (where a.kind = 'restore' and a.recorded_from = 'register_undo'), count(q.job_id), min(cj.job_id), max(cj.job_id))::text
 	  from campaign_jobs cj join job_kind k using (job_id) join job_change jc using (job_id) join job_approval a using (job_id)
@@ -158,18 +158,18 @@ func undoChangeCampaign(t *testing.T, s *pgtest.Schema, shop string) {
 	if n := drainFleet(t, s); n != 1000 {
 		t.Fatalf("the fleet ran %d chunks of the undo, want 1000", n)
 	}
-	sameJSON(t, "undo audit", mustString(t, s.Conn, `select jsonb_build_array(count(*), count(distinct key),
+	sameJSON(t, "undo audit", pgtest.MustString(t, s.Conn, `select jsonb_build_array(count(*), count(distinct key),
 	    count(*) filter (where version_before = 4 and version_after = 5 and after = jsonb_build_object('status', 'captured', 'hold_reason', null)
 	                       and before = jsonb_build_object('status', 'on_hold', 'hold_reason', 'chargeback #' || key)),
 	    count(*) filter (where key in ('5', '77', '1000')))::text
 	  from change_audit a join campaign_jobs cj using (job_id) where cj.campaign = 'holds-undo'`), `[9997, 9997, 9997, 0]`)
-	sameJSON(t, "each undone row once", mustString(t, s.Conn, fmt.Sprintf(`select jsonb_build_array(count(*), min(n), max(n),
+	sameJSON(t, "each undone row once", pgtest.MustString(t, s.Conn, fmt.Sprintf(`select jsonb_build_array(count(*), min(n), max(n),
 	    count(*) filter (where payment_id in (5, 77, 1000)))::text
 	  from (select payment_id, sum(n) as n from %s.payment_updates group by 1) x`, shop)), `[9997, 1, 1, 0]`)
-	sameJSON(t, "rows", mustString(t, s.Conn, fmt.Sprintf(`select jsonb_build_array(count(*),
+	sameJSON(t, "rows", pgtest.MustString(t, s.Conn, fmt.Sprintf(`select jsonb_build_array(count(*),
 	    count(*) filter (where status = 'captured' and hold_reason is null and lock_version = 5 and amount_cents = 100 * payment_id))::text
 	  from %s.payments`, shop)), `[9999, 9997]`)
-	if got := mustString(t, s.Conn, "select string_agg(p::text, ' ' order by payment_id) from "+shop+".payments p where payment_id in (5, 1000)"); got != untouched {
+	if got := pgtest.MustString(t, s.Conn, "select string_agg(p::text, ' ' order by payment_id) from "+shop+".payments p where payment_id in (5, 1000)"); got != untouched {
 		t.Fatalf("the drifted rows: %s, were %s", got, untouched)
 	}
 	st, err := driver.CampaignStatus(ctx, s.Conn, "holds-undo")
@@ -264,6 +264,6 @@ func TestCampaignOfAChangeRefusals(t *testing.T) {
 	wantDriverError(t, err, driver.ErrInvalid, `invalid: change: must be 1 to 40 lower-case ASCII letters, digits or _, starting with a letter, got "Hold"`)
 	_, err = driver.CreateCampaign(ctx, s.Conn, driver.CampaignSpec{Name: "c", Tenant: "7", ChunkSize: 2}, ct)
 	wantDriverError(t, err, driver.ErrInvalid, "invalid: change: targets that are objects are a campaign of a declared change; name it")
-	sameJSON(t, "nothing written", mustString(t, s.Conn, "select jsonb_build_array((select count(*) from campaigns), (select count(*) from jobs), (select count(*) from job_change))::text"),
+	sameJSON(t, "nothing written", pgtest.MustString(t, s.Conn, "select jsonb_build_array((select count(*) from campaigns), (select count(*) from jobs), (select count(*) from job_change))::text"),
 		"[0, 0, 0]")
 }

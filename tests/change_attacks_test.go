@@ -89,8 +89,8 @@ func TestChangeCodeOnTheTableRunsAsTheWriter(t *testing.T) {
 			} else {
 				s = pgtest.NewSchema(t)
 				owner, operator = s.Conn, s.Conn
-				ownerName = mustString(t, s.Conn, "select nspowner::regrole::text from pg_namespace where nspname = $1", s.Name)
-				if !mustBool(t, s.Conn, "select rolsuper from pg_roles where rolname = $1", ownerName) {
+				ownerName = pgtest.MustString(t, s.Conn, "select nspowner::regrole::text from pg_namespace where nspname = $1", s.Name)
+				if !pgtest.MustBool(t, s.Conn, "select rolsuper from pg_roles where rolname = $1", ownerName) {
 					t.Fatalf("the owner %s of %s is not a superuser", ownerName, s.Name)
 				}
 			}
@@ -106,44 +106,44 @@ func TestChangeCodeOnTheTableRunsAsTheWriter(t *testing.T) {
 			s.Exec(t, fmt.Sprintf(attackSQL, shop, s.Name, app.Name, w, ownerName))
 
 			def := fmt.Sprintf(`{"name": "retag", "table": "%s.t", "key": "id", "tenant": "m", "version": "v", "set": {"tag": "new"}}`, shop)
-			if !mustBool(t, owner, "select define_change($1)", def) {
+			if !pgtest.MustBool(t, owner, "select define_change($1)", def) {
 				t.Fatal("define_change: false")
 			}
 			plan := changePlan("a1", "7", `[{"id": 1, "v": 0}, {"id": 2, "v": 0}, {"id": 3, "v": 0}]`, 2)
-			sameJSON(t, "check", mustString(t, operator, "select (check_change('retag', $1) -> 'ok')::text", plan), "true")
-			if !mustBool(t, operator, "select register_change('retag', $1)", plan) {
+			sameJSON(t, "check", pgtest.MustString(t, operator, "select (check_change('retag', $1) -> 'ok')::text", plan), "true")
+			if !pgtest.MustBool(t, operator, "select register_change('retag', $1)", plan) {
 				t.Fatal("register_change: false")
 			}
 			for _, want := range []string{`{"processed": [1, 2], "next_index": 2, "done": false}`, `{"processed": [3], "next_index": 3, "done": true}`} {
-				sameJSON(t, "chunk", mustString(t, operator, "select run_chunk('a1')::text"), want)
+				sameJSON(t, "chunk", pgtest.MustString(t, operator, "select run_chunk('a1')::text"), want)
 			}
-			sameJSON(t, "report", mustString(t, operator, "select (report('a1') -> 'matching')::text"), "[1, 2, 3]")
-			sameJSON(t, "undo", mustString(t, operator, "select (register_undo('a1') -> 'targets')::text"), "[1, 2, 3]")
-			mustString(t, operator, "select run_chunk('a1-undo')::text")
-			mustString(t, operator, "select run_chunk('a1-undo')::text")
-			if got := mustString(t, s.Conn, "select string_agg(id || ':' || tag || ':' || v, ' ' order by id) from "+shop+".t"); got != "1:old:2 2:old:2 3:old:2 4:old:0" {
+			sameJSON(t, "report", pgtest.MustString(t, operator, "select (report('a1') -> 'matching')::text"), "[1, 2, 3]")
+			sameJSON(t, "undo", pgtest.MustString(t, operator, "select (register_undo('a1') -> 'targets')::text"), "[1, 2, 3]")
+			pgtest.MustString(t, operator, "select run_chunk('a1-undo')::text")
+			pgtest.MustString(t, operator, "select run_chunk('a1-undo')::text")
+			if got := pgtest.MustString(t, s.Conn, "select string_agg(id || ':' || tag || ':' || v, ' ' order by id) from "+shop+".t"); got != "1:old:2 2:old:2 3:old:2 4:old:0" {
 				t.Fatalf("rows after the change and its undo: %s", got)
 			}
 
 			// The code ran, each vector at least once, always as the writer, and nothing worked.
-			if got := mustString(t, s.Conn, "select string_agg(distinct vector, ', ' order by vector) from "+shop+".loot"); got != "domain check, policy, trigger" {
+			if got := pgtest.MustString(t, s.Conn, "select string_agg(distinct vector, ', ' order by vector) from "+shop+".loot"); got != "domain check, policy, trigger" {
 				t.Errorf("vectors that ran: %s", got)
 			}
-			if got := mustString(t, s.Conn, "select coalesce(string_agg(distinct who, ', '), 'none') from "+shop+".loot"); got != w {
+			if got := pgtest.MustString(t, s.Conn, "select coalesce(string_agg(distinct who, ', '), 'none') from "+shop+".loot"); got != w {
 				t.Errorf("the code on the table ran as %s, want only the writer %s", got, w)
 			}
-			if got := mustString(t, s.Conn, "select coalesce(string_agg(vector || ' ' || attempt, ', ' order by vector, attempt), 'none') from (select distinct vector, attempt from "+shop+".loot where ok) as x"); got != "none" {
+			if got := pgtest.MustString(t, s.Conn, "select coalesce(string_agg(vector || ' ' || attempt, ', ' order by vector, attempt), 'none') from (select distinct vector, attempt from "+shop+".loot where ok) as x"); got != "none" {
 				t.Errorf("attempts that worked: %s", got)
 			}
-			if got := mustString(t, s.Conn, "select count(*)::text from job_approval where job_id = 'forged'"); got != "0" {
+			if got := pgtest.MustString(t, s.Conn, "select count(*)::text from job_approval where job_id = 'forged'"); got != "0" {
 				t.Errorf("forged approvals: %s", got)
 			}
-			if got := mustString(t, s.Conn, `select (select rolsuper from pg_roles where rolname = $1)::text || ' '
+			if got := pgtest.MustString(t, s.Conn, `select (select rolsuper from pg_roles where rolname = $1)::text || ' '
 			    || (has_table_privilege($1, 'change_audit', 'INSERT, UPDATE, DELETE, SELECT') or has_table_privilege($1, 'job_approval', 'INSERT, UPDATE, DELETE, SELECT')
 			        or has_table_privilege($1, 'jobs', 'INSERT, UPDATE, DELETE, SELECT'))::text`, app.Name); got != "false false" {
 				t.Errorf("the table's owner after the attacks: superuser, rights on chunks' tables = %s", got)
 			}
-			if got := mustString(t, s.Conn, `select (has_schema_privilege($1, $2, 'USAGE') or has_schema_privilege($1, $2, 'CREATE'))::text`, w, s.Name); got != "false" {
+			if got := pgtest.MustString(t, s.Conn, `select (has_schema_privilege($1, $2, 'USAGE') or has_schema_privilege($1, $2, 'CREATE'))::text`, w, s.Name); got != "false" {
 				t.Errorf("the writer has a privilege on schema %s", s.Name)
 			}
 		})
@@ -161,7 +161,7 @@ func TestDefaultPrivilegesLeakNoExecute(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
 	alice := pgtest.NewRole(t, pgtest.DSN(), "alice")
-	shop := userSchema(t, s, paymentsSQL)
+	shop := s.UserSchema(t, paymentsSQL)
 	s.Exec(t, "alter default privileges in schema "+s.Name+" grant execute on functions to "+alice.Name)
 	t.Cleanup(func() {
 		if _, err := s.Conn.Exec(ctx, "alter default privileges in schema "+s.Name+" revoke execute on functions from "+alice.Name); err != nil {
@@ -172,7 +172,7 @@ func TestDefaultPrivilegesLeakNoExecute(t *testing.T) {
 	leaked := `select coalesce(string_agg(p.oid::regprocedure::text, ', ' order by p.oid::regprocedure::text), 'none')
 	  from pg_proc as p where p.pronamespace = $1::regnamespace and has_function_privilege($2, p.oid, 'EXECUTE')
 	   and p.proname in ('apply_hold_payment', 'writer_exec', 'record_job', 'change_orders')`
-	if got := mustString(t, s.Conn, leaked, s.Name, alice.Name); got != "none" {
+	if got := pgtest.MustString(t, s.Conn, leaked, s.Name, alice.Name); got != "none" {
 		t.Errorf("after define, %s may execute %s", alice.Name, got)
 	}
 	// A grant by hand on a helper, then migrate.
@@ -181,7 +181,7 @@ func TestDefaultPrivilegesLeakNoExecute(t *testing.T) {
 	if err := driver.Migrate(ctx, conn, s.Name, driver.MigrateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := mustString(t, s.Conn, leaked, s.Name, alice.Name); got != "none" {
+	if got := pgtest.MustString(t, s.Conn, leaked, s.Name, alice.Name); got != "none" {
 		t.Errorf("after migrate, %s may execute %s", alice.Name, got)
 	}
 	want := "chunks: took back EXECUTE on record_job(text,text,jsonb,integer,text,text), which only chunks' own functions call, from " + alice.Name
@@ -198,20 +198,20 @@ func TestDefaultPrivilegesLeakNoExecute(t *testing.T) {
 func TestCheckShowsValuesOnlyToWhoMayReadThem(t *testing.T) {
 	t.Parallel()
 	r := newRoles(t)
-	shop := userSchema(t, r.Schema, paymentsSQL)
+	shop := r.Schema.UserSchema(t, paymentsSQL)
 	p := shop + ".payments"
 	r.Schema.Exec(t, "grant usage on schema "+shop+" to "+r.owner.Name)
 	owner, op := r.connect(t, r.owner), r.connect(t, r.operator)
-	mustBool(t, owner, "select define_change($1)", holdPayment(shop))
+	pgtest.MustBool(t, owner, "select define_change($1)", holdPayment(shop))
 	r.Schema.Exec(t, "update "+p+" set amount_cents = 999 where payment_id = 2")
 	r.Schema.Exec(t, "update "+p+" set merchant_id = 8 where payment_id = 3")
 	plan := changePlan("c1", "7", paymentTargets(2, 3, 9), 3)
 	problems := "select string_agg(x ->> 'problem', ' | ' order by x ->> 'key') from jsonb_array_elements(check_change('hold_payment', $1) -> 'targets') as x"
-	if got := mustString(t, op, problems, plan); got != "payment_id 2: amount_cents is ? (you may not SELECT amount_cents), approved 200 | payment_id 3: not found in tenant 7 | payment_id 9: not found in tenant 7" {
+	if got := pgtest.MustString(t, op, problems, plan); got != "payment_id 2: amount_cents is ? (you may not SELECT amount_cents), approved 200 | payment_id 3: not found in tenant 7 | payment_id 9: not found in tenant 7" {
 		t.Errorf("check, no SELECT: %s", got)
 	}
 	r.Schema.Exec(t, "grant select (amount_cents, merchant_id) on "+p+" to "+r.operator.Name)
-	if got := mustString(t, op, problems, plan); got != "payment_id 2: amount_cents is 999, approved 200 | payment_id 3: belongs to another tenant | payment_id 9: missing" {
+	if got := pgtest.MustString(t, op, problems, plan); got != "payment_id 2: amount_cents is 999, approved 200 | payment_id 3: belongs to another tenant | payment_id 9: missing" {
 		t.Errorf("check, SELECT on the columns: %s", got)
 	}
 }
@@ -313,13 +313,13 @@ func TestWriterServesOneOwner(t *testing.T) {
 func TestAlteredWriterFunctionRunsOnlyAsTheWriter(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	shop := userSchema(t, s, paymentsSQL)
+	shop := s.UserSchema(t, paymentsSQL)
 	writer := writerOf(t, s)
 	s.Exec(t, "select define_change($1)", holdPayment(shop))
 	s.Exec(t, "select register_change('hold_payment', $1)", changePlan("p1", "7", paymentTargets(1, 2), 1))
 	admin := pgtest.Connect(t, pgtest.DSN())
 	_, err := admin.Exec(ctx, "set role "+writer+"; alter function "+s.Name+".apply_hold_payment(text, text, integer, jsonb) security invoker")
-	wantExactPgError(t, err, "42501", "permission denied for schema "+s.Name)
+	pgtest.WantPgError(t, err, "42501", "permission denied for schema "+s.Name)
 	if _, err := admin.Exec(ctx, "reset role"); err != nil {
 		t.Fatal(err)
 	}
@@ -332,30 +332,30 @@ func TestAlteredWriterFunctionRunsOnlyAsTheWriter(t *testing.T) {
 	apply := s.Name + ".apply_hold_payment(text, text, integer, jsonb)"
 
 	asAdmin("alter function " + apply + " security invoker")
-	_, err = tryString(s.Conn, "select run_chunk('p1')::text")
-	wantExactPgError(t, err, "42501", "chunks: a function of the writer role "+writer+" runs only as that role; it was altered (chunks migrate makes it again) (p1)")
-	if got := mustString(t, s.Conn, "select count(*)::text from change_audit"); got != "0" {
+	_, err = pgtest.TryString(s.Conn, "select run_chunk('p1')::text")
+	pgtest.WantPgError(t, err, "42501", "chunks: a function of the writer role "+writer+" runs only as that role; it was altered (chunks migrate makes it again) (p1)")
+	if got := pgtest.MustString(t, s.Conn, "select count(*)::text from change_audit"); got != "0" {
 		t.Errorf("audit rows after the refused chunk: %s", got)
 	}
 	altered := "change hold_payment: function apply_hold_payment(text,text,integer,jsonb) was altered (its security, settings or grants)"
-	_, err = tryString(s.Conn, "select register_change('hold_payment', $1)::text", changePlan("p2", "7", paymentTargets(3), 1))
-	wantExactPgError(t, err, "CH409", altered)
+	_, err = pgtest.TryString(s.Conn, "select register_change('hold_payment', $1)::text", changePlan("p2", "7", paymentTargets(3), 1))
+	pgtest.WantPgError(t, err, "CH409", altered)
 
 	// Its settings reset: register refuses, naming it.
 	asAdmin("alter function " + apply + " security definer")
 	asAdmin("alter function " + apply + " reset all")
-	_, err = tryString(s.Conn, "select register_change('hold_payment', $1)::text", changePlan("p2", "7", paymentTargets(3), 1))
-	wantExactPgError(t, err, "CH409", altered)
-	_, err = tryString(s.Conn, "select check_change('hold_payment', $1)::text", changePlan("p2", "7", paymentTargets(3), 1))
-	wantExactPgError(t, err, "CH409", altered)
+	_, err = pgtest.TryString(s.Conn, "select register_change('hold_payment', $1)::text", changePlan("p2", "7", paymentTargets(3), 1))
+	pgtest.WantPgError(t, err, "CH409", altered)
+	_, err = pgtest.TryString(s.Conn, "select check_change('hold_payment', $1)::text", changePlan("p2", "7", paymentTargets(3), 1))
+	pgtest.WantPgError(t, err, "CH409", altered)
 
 	// migrate makes it again, as chunks made it.
 	if err := driver.Migrate(ctx, admin, s.Name, driver.MigrateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := mustString(t, s.Conn, "select p.prosecdef::text || ' ' || array_to_string(p.proconfig, '; ') from pg_proc as p where p.oid = $1::regprocedure", apply); got != "true search_path=pg_catalog, pg_temp; TimeZone=UTC; DateStyle=ISO, MDY; IntervalStyle=postgres; extra_float_digits=3; enable_seqscan=off; enable_bitmapscan=off" {
+	if got := pgtest.MustString(t, s.Conn, "select p.prosecdef::text || ' ' || array_to_string(p.proconfig, '; ') from pg_proc as p where p.oid = $1::regprocedure", apply); got != "true search_path=pg_catalog, pg_temp; TimeZone=UTC; DateStyle=ISO, MDY; IntervalStyle=postgres; extra_float_digits=3; enable_seqscan=off; enable_bitmapscan=off" {
 		t.Errorf("the function after migrate: %s", got)
 	}
-	sameJSON(t, "chunk after migrate", mustString(t, s.Conn, "select run_chunk('p1')::text"), `{"processed": [1], "next_index": 1, "done": false}`)
+	sameJSON(t, "chunk after migrate", pgtest.MustString(t, s.Conn, "select run_chunk('p1')::text"), `{"processed": [1], "next_index": 1, "done": false}`)
 	s.Exec(t, "select register_change('hold_payment', $1)", changePlan("p2", "7", paymentTargets(3), 1))
 }

@@ -26,7 +26,7 @@ create table %[1]s.kid() inherits (%[1]s.parent);`
 func TestChangeEdges(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	shop := userSchema(t, s, edgesSQL)
+	shop := s.UserSchema(t, edgesSQL)
 	def := func(name, extra string) string {
 		return `{"name": "` + name + `", "table": "` + shop + `.t", "key": "id", "tenant": "m", "version": "v", ` + extra + `}`
 	}
@@ -55,18 +55,18 @@ func TestChangeEdges(t *testing.T) {
 		"select register_change('stamp', $1)", changePlan("e0", "7", `[{"id": 4, "v": 32767, "amount": 1}]`, 2))
 	s.Exec(t, "select register_change('stamp', $1)", changePlan("e1", "7", `[{"id": 1, "v": 0, "amount": 12.5}, {"id": 2, "v": 0, "amount": 20}]`, 2))
 	// Item 13: a column named v_done, written by the change.
-	sameJSON(t, "chunk", mustString(t, s.Conn, "select run_chunk('e1')::text"), `{"processed": [1, 2], "next_index": 2, "done": true}`)
-	if got := mustString(t, s.Conn, "select string_agg(id || ' ' || (at at time zone 'UTC')::text || ' ' || amt || ' ' || v_done, ', ' order by id) from "+shop+".t where id <= 2"); got != "1 2024-06-01 12:00:00 12.50 yes, 2 2024-06-01 12:00:00 20.00 yes" {
+	sameJSON(t, "chunk", pgtest.MustString(t, s.Conn, "select run_chunk('e1')::text"), `{"processed": [1, 2], "next_index": 2, "done": true}`)
+	if got := pgtest.MustString(t, s.Conn, "select string_agg(id || ' ' || (at at time zone 'UTC')::text || ' ' || amt || ' ' || v_done, ', ' order by id) from "+shop+".t where id <= 2"); got != "1 2024-06-01 12:00:00 12.50 yes, 2 2024-06-01 12:00:00 20.00 yes" {
 		t.Errorf("rows after the chunk: %s", got)
 	}
 	s.Exec(t, "set timezone = 'UTC'")
 	s.Exec(t, "set datestyle = 'ISO, MDY'")
-	sameJSON(t, "report in another session's zone", mustString(t, s.Conn, "select (report('e1') -> 'matching')::text"), "[1, 2]")
+	sameJSON(t, "report in another session's zone", pgtest.MustString(t, s.Conn, "select (report('e1') -> 'matching')::text"), "[1, 2]")
 	// Item 11: the undo of a table with a NOT NULL domain column it does not touch.
 	s.Exec(t, "set timezone = 'America/Los_Angeles'")
-	sameJSON(t, "undo", mustString(t, s.Conn, "select (register_undo('e1') -> 'targets')::text"), "[1, 2]")
-	sameJSON(t, "undo chunk", mustString(t, s.Conn, "select run_chunk('e1-undo')::text"), `{"processed": [1, 2], "next_index": 2, "done": true}`)
-	if got := mustString(t, s.Conn, "select string_agg(id || ' ' || coalesce(at::text, 'null') || ' ' || amt || ' ' || coalesce(v_done, 'null') || ' ' || v, ', ' order by id) from "+shop+".t where id <= 2"); got != "1 null 0.00 null 2, 2 null 0.00 null 2" {
+	sameJSON(t, "undo", pgtest.MustString(t, s.Conn, "select (register_undo('e1') -> 'targets')::text"), "[1, 2]")
+	sameJSON(t, "undo chunk", pgtest.MustString(t, s.Conn, "select run_chunk('e1-undo')::text"), `{"processed": [1, 2], "next_index": 2, "done": true}`)
+	if got := pgtest.MustString(t, s.Conn, "select string_agg(id || ' ' || coalesce(at::text, 'null') || ' ' || amt || ' ' || coalesce(v_done, 'null') || ' ' || v, ', ' order by id) from "+shop+".t where id <= 2"); got != "1 null 0.00 null 2, 2 null 0.00 null 2" {
 		t.Errorf("rows after the undo: %s", got)
 	}
 	s.Exec(t, "reset timezone")
@@ -91,29 +91,29 @@ func TestChangeEdges(t *testing.T) {
 			t.Errorf("migrate's notices %q lack %q", *notices, want)
 		}
 	}
-	_, err := tryString(s.Conn, "select run_chunk('e2')::text")
-	wantExactPgError(t, err, "CH409", "job e2: change stamp cannot run: function "+s.Name+".apply_stamp(text, text, integer, jsonb) is gone")
+	_, err := pgtest.TryString(s.Conn, "select run_chunk('e2')::text")
+	pgtest.WantPgError(t, err, "CH409", "job e2: change stamp cannot run: function "+s.Name+".apply_stamp(text, text, integer, jsonb) is gone")
 	s.Exec(t, "alter table "+shop+".t rename column v_renamed to v_done")
 	if err := driver.Migrate(ctx, admin, s.Name, driver.MigrateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	sameJSON(t, "chunk after the column came back", mustString(t, s.Conn, "select run_chunk('e2')::text"), `{"processed": [3], "next_index": 1, "done": true}`)
+	sameJSON(t, "chunk after the column came back", pgtest.MustString(t, s.Conn, "select run_chunk('e2')::text"), `{"processed": [3], "next_index": 1, "done": true}`)
 
 	// Item 10: the key's unique index dropped after the approval.
 	s.Exec(t, "select register_change('stamp', $1)", changePlan("e3", "7", `[{"id": 1, "v": 2, "amount": 1}]`, 2))
 	s.Exec(t, "alter table "+shop+".t drop constraint t_pkey")
-	_, err = tryString(s.Conn, "select run_chunk('e3')::text")
-	wantExactPgError(t, err, "CH409", "job e3: change stamp cannot run: key: column "+shop+".t.id is no longer unique on its own (its unique index was dropped, or the column renamed)")
-	_, err = tryString(s.Conn, "select register_change('stamp', $1)::text", changePlan("e4", "7", `[{"id": 2, "v": 2, "amount": 1}]`, 2))
-	wantExactPgError(t, err, "CH409", "change stamp: key: column "+shop+".t.id is no longer unique on its own (its unique index was dropped, or the column renamed)")
+	_, err = pgtest.TryString(s.Conn, "select run_chunk('e3')::text")
+	pgtest.WantPgError(t, err, "CH409", "job e3: change stamp cannot run: key: column "+shop+".t.id is no longer unique on its own (its unique index was dropped, or the column renamed)")
+	_, err = pgtest.TryString(s.Conn, "select register_change('stamp', $1)::text", changePlan("e4", "7", `[{"id": 2, "v": 2, "amount": 1}]`, 2))
+	pgtest.WantPgError(t, err, "CH409", "change stamp: key: column "+shop+".t.id is no longer unique on its own (its unique index was dropped, or the column renamed)")
 
 	// Item 2: a temporary table never stands in for the one a trigger reads.
 	s.Exec(t, "alter table "+shop+".t add primary key (id)")
 	s.Exec(t, "create temp table limits(n integer)")
-	_, err = tryString(s.Conn, "select run_chunk('e3')::text")
-	wantExactPgError(t, err, "CH409", "job e3: change stamp cannot run: this session has temporary objects (limits); code on the table (a trigger, a policy) could read them instead of the tables it means, so run chunks from a session without any (DISCARD TEMP)")
+	_, err = pgtest.TryString(s.Conn, "select run_chunk('e3')::text")
+	pgtest.WantPgError(t, err, "CH409", "job e3: change stamp cannot run: this session has temporary objects (limits); code on the table (a trigger, a policy) could read them instead of the tables it means, so run chunks from a session without any (DISCARD TEMP)")
 	s.Exec(t, "discard temp")
-	sameJSON(t, "chunk without temporary objects", mustString(t, s.Conn, "select run_chunk('e3')::text"), `{"processed": [1], "next_index": 1, "done": true}`)
+	sameJSON(t, "chunk without temporary objects", pgtest.MustString(t, s.Conn, "select run_chunk('e3')::text"), `{"processed": [1], "next_index": 1, "done": true}`)
 }
 
 // TestChangeCodeEdges: what code on the table can make a chunk do, and
@@ -121,7 +121,7 @@ func TestChangeEdges(t *testing.T) {
 func TestChangeCodeEdges(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	shop := userSchema(t, s, `create table %[1]s.t(id bigint primary key, v integer not null, s text, "?ordinal" integer);
+	shop := s.UserSchema(t, `create table %[1]s.t(id bigint primary key, v integer not null, s text, "?ordinal" integer);
 	  insert into %[1]s.t (id, v) select g, 0 from generate_series(1, 3) g;
 	  create function %[1]s.skip_two() returns trigger language plpgsql as $f$
 	  begin
@@ -143,9 +143,9 @@ func TestChangeCodeEdges(t *testing.T) {
 	}
 	// Item 16: a row that a trigger skips is named, not "changed 0 of 1 rows".
 	s.Exec(t, "select register_change('mark', $1)", changePlan("m1", "t", `[{"id": 1, "v": 0}, {"id": 2, "v": 0}, {"id": 3, "v": 0}]`, 3))
-	_, err := tryString(s.Conn, "select run_chunk('m1')::text")
-	wantExactPgError(t, err, "CH409", "id 2: the row matches but the update did not change it (a trigger on the table skipped it, or a row security policy hides it from the writer "+writerOf(t, s)+")")
-	if got := mustString(t, s.Conn, "select count(*)::text from "+shop+".t where s is not null"); got != "0" {
+	_, err := pgtest.TryString(s.Conn, "select run_chunk('m1')::text")
+	pgtest.WantPgError(t, err, "CH409", "id 2: the row matches but the update did not change it (a trigger on the table skipped it, or a row security policy hides it from the writer "+writerOf(t, s)+")")
+	if got := pgtest.MustString(t, s.Conn, "select count(*)::text from "+shop+".t where s is not null"); got != "0" {
 		t.Errorf("%s rows changed by the refused chunk", got)
 	}
 }

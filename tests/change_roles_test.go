@@ -2,6 +2,8 @@ package tests
 
 import (
 	"testing"
+
+	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
 // Roles and declared changes (issue 25): only the schema's owner defines or
@@ -13,7 +15,7 @@ import (
 func TestChangeRoles(t *testing.T) {
 	t.Parallel()
 	r := newRoles(t)
-	shop := userSchema(t, r.Schema, paymentsSQL)
+	shop := r.Schema.UserSchema(t, paymentsSQL)
 	p := shop + ".payments"
 	owner, op, viewer := r.connect(t, r.owner), r.connect(t, r.operator), r.connect(t, r.viewer)
 
@@ -23,7 +25,7 @@ func TestChangeRoles(t *testing.T) {
 	// SELECT alone used to pass a check of "SELECT, UPDATE").
 	r.Schema.Exec(t, "revoke all on all tables in schema "+shop+" from "+w)
 	r.Schema.Exec(t, "revoke usage on schema "+shop+" from "+w)
-	appOwner := mustString(t, r.Schema.Conn, "select current_user::text")
+	appOwner := pgtest.MustString(t, r.Schema.Conn, "select current_user::text")
 	for _, step := range []struct{ want, grant string }{
 		{"table: the owner of schema " + r.Name + " (" + r.owner.Name + ") may not use schema " + shop + " to find " + p + "; its owner (" + appOwner + ") grants it: grant usage on schema " + shop + " to " + r.owner.Name,
 			"grant usage on schema " + shop + " to " + r.owner.Name},
@@ -36,8 +38,8 @@ func TestChangeRoles(t *testing.T) {
 		{"table: the writer " + w + " may not UPDATE column lock_version of " + p + "; its owner (" + appOwner + ") grants it: grant select, update on " + p + " to " + w,
 			"grant update (lock_version) on " + p + " to " + w},
 	} {
-		_, err := tryString(owner, "select define_change($1)::text", holdPayment(shop))
-		wantExactPgError(t, err, "22023", step.want)
+		_, err := pgtest.TryString(owner, "select define_change($1)::text", holdPayment(shop))
+		pgtest.WantPgError(t, err, "22023", step.want)
 		nothingDefined(t, r.Schema)
 		r.Schema.Exec(t, step.grant)
 	}
@@ -45,86 +47,86 @@ func TestChangeRoles(t *testing.T) {
 	r.Schema.Exec(t, "grant insert on "+shop+".payment_updates to "+w)
 	// Nothing is granted to the owner itself on the table (it is a member
 	// of the writer, so that it can hand the writer the functions it makes).
-	if got := mustString(t, r.Schema.Conn, "select count(*)::text from pg_class as c, aclexplode(c.relacl) as a where c.oid = $1::regclass and a.grantee = $2::regrole", p, r.owner.Name); got != "0" {
+	if got := pgtest.MustString(t, r.Schema.Conn, "select count(*)::text from pg_class as c, aclexplode(c.relacl) as a where c.oid = $1::regclass and a.grantee = $2::regrole", p, r.owner.Name); got != "0" {
 		t.Fatalf("the owner holds %s grants on %s", got, p)
 	}
 	var err error
-	_, err = tryString(op, "select define_change($1)::text", holdPayment(shop))
-	wantExactPgError(t, err, "42501", "permission denied for function define_change")
-	_, err = tryString(viewer, "select define_change($1)::text", holdPayment(shop))
-	wantExactPgError(t, err, "42501", "permission denied for function define_change")
+	_, err = pgtest.TryString(op, "select define_change($1)::text", holdPayment(shop))
+	pgtest.WantPgError(t, err, "42501", "permission denied for function define_change")
+	_, err = pgtest.TryString(viewer, "select define_change($1)::text", holdPayment(shop))
+	pgtest.WantPgError(t, err, "42501", "permission denied for function define_change")
 	// Even with EXECUTE granted by hand, a role that is not the owner is
 	// refused: it may not run the helpers either (the first is the owner check).
 	r.Schema.Exec(t, "grant execute on function define_change(jsonb), define_change(text) to "+r.operator.Name)
 	for _, call := range []string{"select define_change($1::jsonb)::text", "select define_change($1::text)::text"} {
-		_, err = tryString(op, call, holdPayment(shop))
-		wantExactPgError(t, err, "42501", "permission denied for function check_change_owner")
+		_, err = pgtest.TryString(op, call, holdPayment(shop))
+		pgtest.WantPgError(t, err, "42501", "permission denied for function check_change_owner")
 	}
 	r.Schema.Exec(t, "revoke execute on function define_change(jsonb), define_change(text) from "+r.operator.Name)
 	nothingDefined(t, r.Schema)
-	if !mustBool(t, owner, "select define_change($1)", holdPayment(shop)) {
+	if !pgtest.MustBool(t, owner, "select define_change($1)", holdPayment(shop)) {
 		t.Fatal("define_change by the owner: false")
 	}
-	if got := mustString(t, r.Schema.Conn, "select string_agg(p.oid::regprocedure::text || ' ' || p.proowner::regrole::text || ' ' || p.prosecdef, ', ' order by p.pronargs) from pg_proc p where p.pronamespace = $1::regnamespace and p.proname = 'apply_hold_payment'", r.Name); got != "apply_hold_payment(text,jsonb) "+w+" true, apply_hold_payment(text,text,integer,jsonb) "+w+" true, apply_hold_payment(text,text,integer,jsonb,boolean) "+w+" true" {
+	if got := pgtest.MustString(t, r.Schema.Conn, "select string_agg(p.oid::regprocedure::text || ' ' || p.proowner::regrole::text || ' ' || p.prosecdef, ', ' order by p.pronargs) from pg_proc p where p.pronamespace = $1::regnamespace and p.proname = 'apply_hold_payment'", r.Name); got != "apply_hold_payment(text,jsonb) "+w+" true, apply_hold_payment(text,text,integer,jsonb) "+w+" true, apply_hold_payment(text,text,integer,jsonb,boolean) "+w+" true" {
 		t.Fatalf("apply_hold_payment owner, security definer: %s", got)
 	}
 
 	// The operator may not touch the table, nor call the generated function.
-	if got := mustString(t, r.Schema.Conn, "select (has_table_privilege($1, $2, 'SELECT') or has_table_privilege($1, $2, 'UPDATE'))::text", r.operator.Name, p); got != "false" {
+	if got := pgtest.MustString(t, r.Schema.Conn, "select (has_table_privilege($1, $2, 'SELECT') or has_table_privilege($1, $2, 'UPDATE'))::text", r.operator.Name, p); got != "false" {
 		t.Fatalf("the operator has a privilege on %s", p)
 	}
-	_, err = tryString(op, "select apply_hold_payment('x', '7', 0, '[]')::text")
-	wantExactPgError(t, err, "42501", "permission denied for function apply_hold_payment")
-	_, err = tryString(op, "select apply_hold_payment('7', '[]')::text")
-	wantExactPgError(t, err, "42501", "permission denied for function apply_hold_payment")
-	_, err = tryString(op, "select apply_hold_payment('x', '7', 0, '[]', true)::text")
-	wantExactPgError(t, err, "42501", "permission denied for function apply_hold_payment")
+	_, err = pgtest.TryString(op, "select apply_hold_payment('x', '7', 0, '[]')::text")
+	pgtest.WantPgError(t, err, "42501", "permission denied for function apply_hold_payment")
+	_, err = pgtest.TryString(op, "select apply_hold_payment('7', '[]')::text")
+	pgtest.WantPgError(t, err, "42501", "permission denied for function apply_hold_payment")
+	_, err = pgtest.TryString(op, "select apply_hold_payment('x', '7', 0, '[]', true)::text")
+	pgtest.WantPgError(t, err, "42501", "permission denied for function apply_hold_payment")
 	// The operator's preflight runs the generated check through check_change.
-	sameJSON(t, "operator's check_change", mustString(t, op, "select (check_change('hold_payment', $1) -> 'ok')::text", changePlan("p1", "7", paymentTargets(1, 2, 3), 2)), "true")
-	_, err = tryString(viewer, "select register_change('hold_payment', $1)::text", changePlan("p1", "7", paymentTargets(1, 2, 3), 2))
-	wantExactPgError(t, err, "42501", "permission denied for function register_change")
-	if !mustBool(t, op, "select register_change('hold_payment', $1)", changePlan("p1", "7", paymentTargets(1, 2, 3), 2)) {
+	sameJSON(t, "operator's check_change", pgtest.MustString(t, op, "select (check_change('hold_payment', $1) -> 'ok')::text", changePlan("p1", "7", paymentTargets(1, 2, 3), 2)), "true")
+	_, err = pgtest.TryString(viewer, "select register_change('hold_payment', $1)::text", changePlan("p1", "7", paymentTargets(1, 2, 3), 2))
+	pgtest.WantPgError(t, err, "42501", "permission denied for function register_change")
+	if !pgtest.MustBool(t, op, "select register_change('hold_payment', $1)", changePlan("p1", "7", paymentTargets(1, 2, 3), 2)) {
 		t.Fatal("register_change by the operator: false")
 	}
-	_, err = tryString(viewer, "select run_chunk('p1')::text")
-	wantExactPgError(t, err, "42501", "permission denied for function run_chunk")
+	_, err = pgtest.TryString(viewer, "select run_chunk('p1')::text")
+	pgtest.WantPgError(t, err, "42501", "permission denied for function run_chunk")
 	for _, want := range []string{`{"processed": [1, 2], "next_index": 2, "done": false}`, `{"processed": [3], "next_index": 3, "done": true}`} {
-		sameJSON(t, "operator's chunk", mustString(t, op, "select run_chunk('p1')::text"), want)
+		sameJSON(t, "operator's chunk", pgtest.MustString(t, op, "select run_chunk('p1')::text"), want)
 	}
-	if got := mustString(t, r.Schema.Conn, "select string_agg(payment_id || ':' || status, ',' order by payment_id) from "+p); got != "1:on_hold,2:on_hold,3:on_hold,4:captured,5:captured" {
+	if got := pgtest.MustString(t, r.Schema.Conn, "select string_agg(payment_id || ':' || status, ',' order by payment_id) from "+p); got != "1:on_hold,2:on_hold,3:on_hold,4:captured,5:captured" {
 		t.Fatalf("payments: %s", got)
 	}
 	// The viewer reads the change and its audit.
-	sameJSON(t, "viewer's change_show", mustString(t, viewer, "select (change_show('hold_payment') -> 'jobs')::text"), "1")
-	if got := mustString(t, viewer, "select count(*)::text from change_audit"); got != "3" {
+	sameJSON(t, "viewer's change_show", pgtest.MustString(t, viewer, "select (change_show('hold_payment') -> 'jobs')::text"), "1")
+	if got := pgtest.MustString(t, viewer, "select count(*)::text from change_audit"); got != "3" {
 		t.Fatalf("viewer reads %s audit rows", got)
 	}
 	// The operator undoes the job and drains the undo through the
 	// change's inverse, still with no privilege on the table; the viewer may not.
-	_, err = tryString(viewer, "select register_undo('p1')::text")
-	wantExactPgError(t, err, "42501", "permission denied for function register_undo")
-	sameJSON(t, "operator's undo", mustString(t, op, "select register_undo('p1')::text"),
+	_, err = pgtest.TryString(viewer, "select register_undo('p1')::text")
+	pgtest.WantPgError(t, err, "42501", "permission denied for function register_undo")
+	sameJSON(t, "operator's undo", pgtest.MustString(t, op, "select register_undo('p1')::text"),
 		`{"job_id": "p1-undo", "undoes": "p1", "created": true, "change": "hold_payment", "targets": [1, 2, 3], "drifted": [], "missing": []}`)
 	for _, want := range []string{`{"processed": [1, 2], "next_index": 2, "done": false}`, `{"processed": [3], "next_index": 3, "done": true}`} {
-		sameJSON(t, "operator's undo chunk", mustString(t, op, "select run_chunk('p1-undo')::text"), want)
+		sameJSON(t, "operator's undo chunk", pgtest.MustString(t, op, "select run_chunk('p1-undo')::text"), want)
 	}
-	if got := mustString(t, r.Schema.Conn, "select string_agg(payment_id || ':' || status || ':' || lock_version, ',' order by payment_id) from "+p); got != "1:captured:5,2:captured:5,3:captured:5,4:captured:3,5:captured:3" {
+	if got := pgtest.MustString(t, r.Schema.Conn, "select string_agg(payment_id || ':' || status || ':' || lock_version, ',' order by payment_id) from "+p); got != "1:captured:5,2:captured:5,3:captured:5,4:captured:3,5:captured:3" {
 		t.Fatalf("payments after the undo: %s", got)
 	}
 
 	// Only the owner drops, and only when no job of the change exists.
-	_, err = tryString(op, "select drop_change('hold_payment')::text")
-	wantExactPgError(t, err, "42501", "permission denied for function drop_change")
-	_, err = tryString(owner, "select drop_change('hold_payment')::text")
-	wantExactPgError(t, err, "CH409", "change hold_payment: 2 jobs of it exist; a change is dropped only when none does")
+	_, err = pgtest.TryString(op, "select drop_change('hold_payment')::text")
+	pgtest.WantPgError(t, err, "42501", "permission denied for function drop_change")
+	_, err = pgtest.TryString(owner, "select drop_change('hold_payment')::text")
+	pgtest.WantPgError(t, err, "CH409", "change hold_payment: 2 jobs of it exist; a change is dropped only when none does")
 	r.Schema.Exec(t, "delete from change_audit")
 	r.Schema.Exec(t, "delete from job_kind")
 	r.Schema.Exec(t, "delete from job_queue")
 	r.Schema.Exec(t, "delete from jobs")
-	if !mustBool(t, owner, "select drop_change('hold_payment')") {
+	if !pgtest.MustBool(t, owner, "select drop_change('hold_payment')") {
 		t.Fatal("drop_change: false")
 	}
-	if mustBool(t, owner, "select drop_change('hold_payment')") {
+	if pgtest.MustBool(t, owner, "select drop_change('hold_payment')") {
 		t.Fatal("drop_change again: true")
 	}
 	nothingDefined(t, r.Schema)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
 // Issue 35 items 9 and 16 at the Go face: ParseChange refuses a key given
@@ -65,7 +66,7 @@ func TestParseChangeRefusals(t *testing.T) {
 func TestDriverChangeInputRefusals(t *testing.T) {
 	t.Parallel()
 	r := newRoles(t)
-	shop := userSchema(t, r.Schema, paymentsSQL)
+	shop := r.Schema.UserSchema(t, paymentsSQL)
 	r.Schema.Exec(t, "grant usage on schema "+shop+" to "+r.owner.Name)
 	r.Schema.Exec(t, "grant select, update on "+shop+".payments to "+r.owner.Name)
 	owner, op, viewer := r.connect(t, r.owner), r.connect(t, r.operator), r.connect(t, r.viewer)
@@ -108,7 +109,7 @@ func TestDriverChangeInputRefusals(t *testing.T) {
 			t.Fatalf("a target with \\u0000: %v", err)
 		}
 	}
-	if got := mustString(t, r.Schema.Conn, "select count(*)::text from jobs"); got != "0" {
+	if got := pgtest.MustString(t, r.Schema.Conn, "select count(*)::text from jobs"); got != "0" {
 		t.Fatalf("%s jobs", got)
 	}
 }

@@ -43,10 +43,10 @@ const contactsSQL = `create table %[1]s.contacts(id uuid primary key, email text
 func TestDriverChangeKeys(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	crm := userSchema(t, s, contactsSQL)
-	cat := userSchema(t, s, `create table %[1]s.prices(sku text primary key, price numeric(10, 2) not null);
+	crm := s.UserSchema(t, contactsSQL)
+	cat := s.UserSchema(t, `create table %[1]s.prices(sku text primary key, price numeric(10, 2) not null);
 	  insert into %[1]s.prices values ('sku-1', 10.00), ('sku-2', 20.00), ('sku 3', 30.00);`)
-	shop := userSchema(t, s, paymentsSQL)
+	shop := s.UserSchema(t, paymentsSQL)
 	s.Exec(t, "select define_change($1)", fmt.Sprintf(`{"name": "opt_out", "table": "%s.contacts", "key": "id", "expect": ["email"], "set": {"opted_out": true}}`, crm))
 	s.Exec(t, "select define_change($1)", fmt.Sprintf(`{"name": "reprice", "table": "%s.prices", "key": "sku", "expect": ["price"], "set_from_target": {"price": "new_price"}}`, cat))
 	s.Exec(t, "select define_change($1)", holdPayment(shop))

@@ -15,7 +15,7 @@ import (
 func TestDriverChange(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	shop := userSchema(t, s, paymentsSQL)
+	shop := s.UserSchema(t, paymentsSQL)
 
 	_, err := driver.ParseChange(strings.NewReader(`{"name": "x", "table": "a.b", "key": "id", "sets": {}}`))
 	if !errors.Is(err, driver.ErrInvalid) || err.Error() != `invalid: definition: unknown field "sets"` {
@@ -38,7 +38,7 @@ func TestDriverChange(t *testing.T) {
 		}
 	}
 	// The same definition from SQL with an empty list is the same definition.
-	if mustBool(t, s.Conn, "select define_change($1::jsonb || '{\"when\": {\"status\": \"captured\"}, \"set_from_target\": {\"hold_reason\": \"reason\"}}')", holdPayment(shop)) {
+	if pgtest.MustBool(t, s.Conn, "select define_change($1::jsonb || '{\"when\": {\"status\": \"captured\"}, \"set_from_target\": {\"hold_reason\": \"reason\"}}')", holdPayment(shop)) {
 		t.Fatal("define_change of the same definition: true")
 	}
 	other := def
@@ -129,7 +129,7 @@ func TestDriverChangeCrashPoints(t *testing.T) {
 		t.Run(point, func(t *testing.T) {
 			t.Parallel()
 			s := pgtest.NewSchema(t)
-			shop := userSchema(t, s, paymentsSQL)
+			shop := s.UserSchema(t, paymentsSQL)
 			s.Exec(t, "select define_change($1)", holdPayment(shop))
 			s.Exec(t, "select register_change('hold_payment', $1)", changePlan("p1", "7", paymentTargets(1, 2, 3), 2))
 			crash := errors.New("crash at " + point)
@@ -146,7 +146,7 @@ func TestDriverChangeCrashPoints(t *testing.T) {
 			if point == driver.AfterCommit {
 				committed = "2"
 			}
-			if got := mustString(t, s.Conn, "select (select count(*) from change_audit) || '/' || (select count(*) from "+shop+".payments where status = 'on_hold')"); got != committed+"/"+committed {
+			if got := pgtest.MustString(t, s.Conn, "select (select count(*) from change_audit) || '/' || (select count(*) from "+shop+".payments where status = 'on_hold')"); got != committed+"/"+committed {
 				t.Fatalf("after a crash at %s: audit rows/changed rows %s, want %s/%s", point, got, committed, committed)
 			}
 			for {
@@ -158,7 +158,7 @@ func TestDriverChangeCrashPoints(t *testing.T) {
 					break
 				}
 			}
-			if got := mustString(t, s.Conn, "select (select count(*) || '/' || count(distinct key) from change_audit) || ' ' || (select count(*) from "+shop+".payments where status = 'on_hold' and lock_version = 4) || ' ' || (select sum(n) from "+shop+".payment_updates)"); got != "3/3 3 3" {
+			if got := pgtest.MustString(t, s.Conn, "select (select count(*) || '/' || count(distinct key) from change_audit) || ' ' || (select count(*) from "+shop+".payments where status = 'on_hold' and lock_version = 4) || ' ' || (select sum(n) from "+shop+".payment_updates)"); got != "3/3 3 3" {
 				t.Fatalf("after the drain: %s, want 3/3 3 3 (audit rows/keys, changed rows, trigger calls)", got)
 			}
 		})

@@ -16,8 +16,8 @@ import (
 func TestDriverChangeUndoKeys(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	crm := userSchema(t, s, contactsSQL)
-	shop := userSchema(t, s, paymentsSQL)
+	crm := s.UserSchema(t, contactsSQL)
+	shop := s.UserSchema(t, paymentsSQL)
 	s.Exec(t, "select define_change($1)", fmt.Sprintf(`{"name": "opt_out", "table": "%s.contacts", "key": "id", "expect": ["email"], "set": {"opted_out": true}}`, crm))
 	s.Exec(t, "select define_change($1)", holdPayment(shop))
 	s.Exec(t, "select register_change('opt_out', $1)", changePlan("c1", "crm", `[
@@ -42,7 +42,7 @@ func TestDriverChangeUndoKeys(t *testing.T) {
 	if err != nil || !drained.Done || !slices.Equal(keyStrings(drained.Keys), []string{a, c}) {
 		t.Fatalf("Drain c1-undo: %+v, %v", drained, err)
 	}
-	if got := mustString(t, s.Conn, "select string_agg(right(id::text, 1) || ':' || opted_out, ',' order by id) from "+crm+".contacts"); got != "a:false,b:false,c:false" {
+	if got := pgtest.MustString(t, s.Conn, "select string_agg(right(id::text, 1) || ':' || opted_out, ',' order by id) from "+crm+".contacts"); got != "a:false,b:false,c:false" {
 		t.Fatalf("contacts after the undo: %s", got)
 	}
 	report, err := driver.Report(ctx, s.Conn, "c1-undo")

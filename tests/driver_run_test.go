@@ -209,7 +209,7 @@ func TestRunChunkRoundTrips(t *testing.T) {
 			t.Fatalf("chunk %d (fault %v) cost %d round trips, want %d", i+1, c.fault != nil, n, c.want)
 		}
 	}
-	if n := mustString(t, s.Conn, "select count(*)::text from job_audit where job_id = 'j'"); n != "50" {
+	if n := pgtest.MustString(t, s.Conn, "select count(*)::text from job_audit where job_id = 'j'"); n != "50" {
 		t.Fatalf("%s audit rows, want 50", n)
 	}
 	// Finished: one round trip that learns done.
@@ -225,7 +225,7 @@ func TestRunChunkRoundTrips(t *testing.T) {
 		if n := counter.Take(); n != 2 {
 			t.Fatalf("a failing chunk (fault %v) cost %d round trips, want 2", fault != nil, n)
 		}
-		if got := mustString(t, conn, "select current_setting('lock_timeout') || ' ' || current_setting('statement_timeout')"); got != "0 0" {
+		if got := pgtest.MustString(t, conn, "select current_setting('lock_timeout') || ' ' || current_setting('statement_timeout')"); got != "0 0" {
 			t.Fatalf("settings after the failure: %s", got)
 		}
 		counter.Take()

@@ -60,7 +60,7 @@ func TestLongValuesAreExcerpted(t *testing.T) {
 			if !errors.Is(err, driver.ErrInvalid) || err.Error() != "invalid: "+c.goMsg {
 				t.Errorf("ParsePlan:\n got %v\nwant invalid: %s", err, c.goMsg)
 			}
-			_, err = tryString(s.Conn, "select register($1::jsonb)::text", c.plan)
+			_, err = pgtest.TryString(s.Conn, "select register($1::jsonb)::text", c.plan)
 			var pgErr *pgconn.PgError
 			if !errors.As(err, &pgErr) || pgErr.Code != "22023" || pgErr.Message != c.sqlMsg {
 				t.Errorf("register:\n got %v\nwant 22023 %s", err, c.sqlMsg)

@@ -3,13 +3,10 @@ package tests
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
@@ -76,18 +73,6 @@ func sameJSON(t testing.TB, what, got, want string) {
 	}
 	if !reflect.DeepEqual(g, w) {
 		t.Fatalf("%s:\n got %s\nwant %s", what, got, want)
-	}
-}
-
-// wantPgError fails unless err is a server error with code whose message contains msg.
-func wantPgError(t testing.TB, err error, code, msg string) {
-	t.Helper()
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		t.Fatalf("want SQLSTATE %s %q, got %v", code, msg, err)
-	}
-	if pgErr.Code != code || !strings.Contains(pgErr.Message, msg) {
-		t.Fatalf("want SQLSTATE %s containing %q, got %s %q", code, msg, pgErr.Code, pgErr.Message)
 	}
 }
 

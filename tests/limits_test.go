@@ -244,7 +244,7 @@ func limField(msg string) string {
 func TestLimitsSQLIsGo(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	raw := mustString(t, s.Conn, "select limits()::text")
+	raw := pgtest.MustString(t, s.Conn, "select limits()::text")
 	dec := json.NewDecoder(strings.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var sqlLimits driver.Limits
@@ -279,11 +279,11 @@ func TestLimitsSQLIsGo(t *testing.T) {
 		want[field+"_min"], want[field+"_max"] = r.Min, r.Max
 	}
 	for key, n := range want {
-		if got := mustString(t, s.Conn, "select limit_of($1)::text", key); got != fmt.Sprint(n) {
+		if got := pgtest.MustString(t, s.Conn, "select limit_of($1)::text", key); got != fmt.Sprint(n) {
 			t.Errorf("limit_of(%q) = %s, want %d (driver.ContractLimits())", key, got, n)
 		}
 	}
-	if got := mustString(t, s.Conn, "select count(*)::text from jsonb_object_keys(limits())"); got != fmt.Sprint(len(goKeys)) {
+	if got := pgtest.MustString(t, s.Conn, "select count(*)::text from jsonb_object_keys(limits())"); got != fmt.Sprint(len(goKeys)) {
 		t.Errorf("limits() has %s keys, driver.Limits %d", got, len(goKeys))
 	}
 }

@@ -38,7 +38,7 @@ func TestREADMEYourOwnTables(t *testing.T) {
 	}
 
 	s := pgtest.NewSchema(t)
-	shop := userSchema(t, s, `create table %[1]s.payments(payment_id bigint primary key, merchant_id integer not null,
+	shop := s.UserSchema(t, `create table %[1]s.payments(payment_id bigint primary key, merchant_id integer not null,
 	  status text not null, amount_cents integer not null, hold_reason text, lock_version integer not null);
 	  insert into %[1]s.payments values (5, 42, 'captured', 300, null, 0), (7, 42, 'captured', 1200, null, 3);`)
 	session = strings.ReplaceAll(session, "shop.payments", shop+".payments")
@@ -60,9 +60,9 @@ func TestREADMEYourOwnTables(t *testing.T) {
 		ran++
 		switch want := strings.TrimSpace(comment); {
 		case strings.HasPrefix(want, "{"):
-			sameJSON(t, sql, mustString(t, s.Conn, "select ("+sql+")::text"), want)
+			sameJSON(t, sql, pgtest.MustString(t, s.Conn, "select ("+sql+")::text"), want)
 		case strings.HasPrefix(want, "true"):
-			if got := mustString(t, s.Conn, "select ("+sql+")::text"); got != "true" {
+			if got := pgtest.MustString(t, s.Conn, "select ("+sql+")::text"); got != "true" {
 				t.Errorf("%s: %s, the guide says true", sql, got)
 			}
 		default:
@@ -73,8 +73,8 @@ func TestREADMEYourOwnTables(t *testing.T) {
 		t.Fatalf("ran %d statements of the guide's session, want 12", ran)
 	}
 	// 5 drifted by hand and was left alone; 7 has its values back, version + 1.
-	sameJSON(t, "payments", mustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(payment_id, status, hold_reason, lock_version) order by payment_id)::text from "+shop+".payments"),
+	sameJSON(t, "payments", pgtest.MustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(payment_id, status, hold_reason, lock_version) order by payment_id)::text from "+shop+".payments"),
 		`[[5, "on_hold", "disputed", 1], [7, "captured", null, 5]]`)
-	sameJSON(t, "report", mustString(t, s.Conn, "select report('holds-1')::text"),
+	sameJSON(t, "report", pgtest.MustString(t, s.Conn, "select report('holds-1')::text"),
 		`{"approved": [5, 7], "committed": [5, 7], "remaining": [], "matching": [], "drifted": [5, 7], "missing": []}`)
 }

@@ -81,7 +81,7 @@ func wantNoTableWrites(t *testing.T, conn *pgx.Conn) {
 			"truncate " + table,
 		} {
 			_, err := conn.Exec(ctx, sql)
-			wantPgError(t, err, "42501", "permission denied for table "+table)
+			pgtest.WantPgErrorContaining(t, err, "42501", "permission denied for table "+table)
 		}
 	}
 }
@@ -141,7 +141,7 @@ func TestRolesOperatorRunsEverything(t *testing.T) {
 	if all, err := driver.Drain(ctx, r.dsn(r.operator), "j-undo", 64); err != nil || !all.Done {
 		t.Fatalf("drain the undo as the operator: %+v, %v", all, err)
 	}
-	if got := mustString(t, r.Conn, "select count(*)::text from orders where id between 1 and 8 and state = 'pending' and revision = 5"); got != "8" {
+	if got := pgtest.MustString(t, r.Conn, "select count(*)::text from orders where id between 1 and 8 and state = 'pending' and revision = 5"); got != "8" {
 		t.Fatalf("after the undo, %s of 8 orders are pending at revision 5", got)
 	}
 	if job, err := driver.InspectJob(ctx, op, "j-undo"); err != nil || job == nil || job.NextIndex != 8 {
@@ -150,14 +150,14 @@ func TestRolesOperatorRunsEverything(t *testing.T) {
 	if st, err := fleet.Status(ctx, op); err != nil || len(st) != 2 {
 		t.Fatalf("status as the operator: %+v, %v", st, err)
 	}
-	if out := mustString(t, op, `select cancel_chunk('acme', '[{"id": 101, "revision": 3, "qty": 2}]') -> 0 ->> 'new_revision'`); out != "4" {
+	if out := pgtest.MustString(t, op, `select cancel_chunk('acme', '[{"id": 101, "revision": 3, "qty": 2}]') -> 0 ->> 'new_revision'`); out != "4" {
 		t.Fatalf("cancel_chunk as the operator: %s", out)
 	}
-	camp := mustString(t, op, "select campaign_create('c', 'acme', 1, array[102, 103], array[3, 3], array[2, 2])::text")
+	camp := pgtest.MustString(t, op, "select campaign_create('c', 'acme', 1, array[102, 103], array[3, 3], array[2, 2])::text")
 	if !strings.Contains(camp, `"created": true`) {
 		t.Fatalf("campaign_create as the operator: %s", camp)
 	}
-	if got := mustString(t, op, "select count(*)::text from job_audit"); got != "16" {
+	if got := pgtest.MustString(t, op, "select count(*)::text from job_audit"); got != "16" {
 		t.Fatalf("the operator reads job_audit: %s rows, want 16", got)
 	}
 
@@ -165,7 +165,7 @@ func TestRolesOperatorRunsEverything(t *testing.T) {
 	// Nor can it execute a helper: the functions it may call are exactly
 	// access_functions('operator').
 	_, err = op.Exec(ctx, "select change_orders('acme', array[104], array[3], array[2], 'cancel')")
-	wantPgError(t, err, "42501", "permission denied for function change_orders")
+	pgtest.WantPgErrorContaining(t, err, "42501", "permission denied for function change_orders")
 }
 
 // A viewer reads everything a viewer needs and is refused every function
@@ -190,10 +190,10 @@ func TestRolesViewerOnlyReads(t *testing.T) {
 	if _, err := fleet.Workers(ctx, v); err != nil {
 		t.Fatalf("workers as the viewer: %v", err)
 	}
-	if page := mustString(t, v, "select status_page(null, 10) -> 'counts' ->> 'queued'"); page != "1" {
+	if page := pgtest.MustString(t, v, "select status_page(null, 10) -> 'counts' ->> 'queued'"); page != "1" {
 		t.Fatalf("status_page as the viewer: queued %s", page)
 	}
-	if got := mustString(t, v, "select count(*)::text from job_audit"); got != "2" {
+	if got := pgtest.MustString(t, v, "select count(*)::text from job_audit"); got != "2" {
 		t.Fatalf("the viewer reads job_audit: %s rows", got)
 	}
 
@@ -220,10 +220,10 @@ func TestRolesViewerOnlyReads(t *testing.T) {
 	for _, f := range writers {
 		args := strings.TrimSuffix(strings.Repeat("null, ", f.NArgs), ", ")
 		_, err := v.Exec(ctx, "select "+f.Name+"("+args+")")
-		wantPgError(t, err, "42501", "permission denied for function "+f.Name)
+		pgtest.WantPgErrorContaining(t, err, "42501", "permission denied for function "+f.Name)
 	}
 	_, err = driver.RunChunk(ctx, v, "j", nil)
-	wantPgError(t, err, "42501", "permission denied for function run_chunk")
+	pgtest.WantPgErrorContaining(t, err, "42501", "permission denied for function run_chunk")
 	wantNoTableWrites(t, v)
 	unchanged(t, r.Schema, "the viewer", before)
 }
@@ -237,7 +237,7 @@ func TestRolesGrantAndRevoke(t *testing.T) {
 	r := newRoles(t)
 	privileges := func(role pgtest.Role) string {
 		t.Helper()
-		return mustString(t, r.Conn, `select jsonb_build_object(
+		return pgtest.MustString(t, r.Conn, `select jsonb_build_object(
 		  'usage', has_schema_privilege($1, $2, 'USAGE'),
 		  'create', has_schema_privilege($1, $2, 'CREATE'),
 		  'functions', (select coalesce(jsonb_agg(p.proname || '(' || oidvectortypes(p.proargtypes) || ')' order by p.proname, oidvectortypes(p.proargtypes)), '[]') from pg_proc as p
@@ -289,13 +289,13 @@ func TestRolesGrantAndRevoke(t *testing.T) {
 		t.Fatalf("grant admin: %v", err)
 	}
 	_, err = driver.Grant(ctx, r.connect(t, r.viewer), r.viewer.Name, driver.Operator)
-	wantPgError(t, err, "42501", "permission denied for function grant_access")
+	pgtest.WantPgErrorContaining(t, err, "42501", "permission denied for function grant_access")
 	// An operator cannot grant either: grant_access is the owner's.
 	if _, err := driver.Grant(ctx, owner, r.operator.Name, driver.Operator); err != nil {
 		t.Fatal(err)
 	}
 	_, err = driver.Grant(ctx, r.connect(t, r.operator), r.viewer.Name, driver.Operator)
-	wantPgError(t, err, "42501", "permission denied for function grant_access")
+	pgtest.WantPgErrorContaining(t, err, "42501", "permission denied for function grant_access")
 }
 
 // The classic attack on SECURITY DEFINER functions: a caller who controls a
@@ -351,7 +351,7 @@ func TestRolesSearchPathAttack(t *testing.T) {
 	}
 	// The lookalikes are live: an unqualified call reaches them.
 	_, err := op.Exec(ctx, "select jsonb_array_length('[]')")
-	wantPgError(t, err, "P0001", "TRAPPED: jsonb_array_length ran as "+r.operator.Name)
+	pgtest.WantPgErrorContaining(t, err, "P0001", "TRAPPED: jsonb_array_length ran as "+r.operator.Name)
 
 	q := pgx.Identifier{r.Name}.Sanitize() + "."
 	for _, c := range []struct{ sql, want string }{
@@ -373,13 +373,13 @@ func TestRolesSearchPathAttack(t *testing.T) {
 		if !strings.Contains(c.sql, "$1") {
 			args = nil
 		}
-		got, err := tryString(op, "select "+c.sql, args...)
+		got, err := pgtest.TryString(op, "select "+c.sql, args...)
 		if err != nil || got != c.want {
 			t.Fatalf("select %s: got %q, %v; want %q", c.sql, got, err, c.want)
 		}
 	}
 	// The lookalike tables are as the caller left them: empty.
-	if got := mustString(t, op, "select (select count(*) from "+evil+".jobs) + (select count(*) from pg_temp.jobs) + (select count(*) from pg_temp.job_approval)"); got != "0" {
+	if got := pgtest.MustString(t, op, "select (select count(*) from "+evil+".jobs) + (select count(*) from pg_temp.jobs) + (select count(*) from pg_temp.job_approval)"); got != "0" {
 		t.Fatalf("the lookalike tables got %s rows", got)
 	}
 }
@@ -410,7 +410,7 @@ func TestRolesApplicationKeepsItsOrders(t *testing.T) {
 	if err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{Owner: owner.Name}); err != nil {
 		t.Fatal(err)
 	}
-	got := mustString(t, admin, `select jsonb_build_object('orders', c.relowner::regrole::text, 'jobs', (select j.relowner::regrole::text from pg_class as j where j.oid = $2::text::regclass),
+	got := pgtest.MustString(t, admin, `select jsonb_build_object('orders', c.relowner::regrole::text, 'jobs', (select j.relowner::regrole::text from pg_class as j where j.oid = $2::text::regclass),
 	    'owner may', jsonb_build_array(has_table_privilege($3, c.oid, 'SELECT'), has_table_privilege($3, c.oid, 'UPDATE'), has_table_privilege($3, c.oid, 'DELETE')))::text
 	  from pg_class as c where c.oid = $1::text::regclass`, name+".orders", name+".jobs", owner.Name)
 	sameJSON(t, "owners", got, fmt.Sprintf(`{"orders": %q, "jobs": %q, "owner may": [true, true, false]}`, app.Name, owner.Name))
@@ -430,7 +430,7 @@ func TestRolesApplicationKeepsItsOrders(t *testing.T) {
 	if res, err := driver.RunChunk(ctx, opConn, "j", nil); err != nil || !res.Done {
 		t.Fatalf("the operator's chunk: %+v, %v", res, err)
 	}
-	if got := mustString(t, appConn, "select state || ' ' || revision from orders where id = 1"); got != "cancelled 4" {
+	if got := pgtest.MustString(t, appConn, "select state || ' ' || revision from orders where id = 1"); got != "cancelled 4" {
 		t.Fatalf("order 1: %s", got)
 	}
 }
@@ -452,12 +452,12 @@ func TestRolesForeignLockIsNoChunk(t *testing.T) {
 	if _, err := fleet.Pause(ctx, op, driver.JobRef{ID: "p"}); err != nil {
 		t.Fatal(err)
 	}
-	mustString(t, op, "select campaign_create('c', 'acme', 1, array[21, 22], array[3, 3], array[2, 2])::text")
-	mustString(t, op, "select campaign_create('d', 'acme', 1, array[23, 24], array[3, 3], array[2, 2])::text")
-	mustString(t, op, "select campaign_pause('d')::text")
+	pgtest.MustString(t, op, "select campaign_create('c', 'acme', 1, array[21, 22], array[3, 3], array[2, 2])::text")
+	pgtest.MustString(t, op, "select campaign_create('d', 'acme', 1, array[23, 24], array[3, 3], array[2, 2])::text")
+	pgtest.MustString(t, op, "select campaign_pause('d')::text")
 	jobs := []string{
-		mustString(t, r.Conn, "select job_id from campaign_jobs where campaign = 'c'"),
-		mustString(t, r.Conn, "select job_id from campaign_jobs where campaign = 'd'"),
+		pgtest.MustString(t, r.Conn, "select job_id from campaign_jobs where campaign = 'c'"),
+		pgtest.MustString(t, r.Conn, "select job_id from campaign_jobs where campaign = 'd'"),
 		"q", "p",
 	}
 
@@ -465,7 +465,7 @@ func TestRolesForeignLockIsNoChunk(t *testing.T) {
 	// campaign_status counts.
 	states := func() string {
 		t.Helper()
-		return mustString(t, r.Conn, `select jsonb_build_object(
+		return pgtest.MustString(t, r.Conn, `select jsonb_build_object(
 		    'job_status', (select jsonb_object_agg(j ->> 'job_id', concat(j ->> 'state', ' ', j ->> 'running_in')) from jsonb_array_elements(job_status()) as j),
 		    'status_page', (select jsonb_object_agg(j ->> 'job_id', concat(j ->> 'state', ' ', j ->> 'running_in')) from jsonb_array_elements(status_page(null, 10) -> 'jobs') as j),
 		    'counts', status_page(null, 0) -> 'counts',
@@ -483,7 +483,7 @@ func TestRolesForeignLockIsNoChunk(t *testing.T) {
 	lockAll := func(conn *pgx.Conn) {
 		t.Helper()
 		for _, job := range jobs {
-			key := mustString(t, r.Conn, "select run_lock_key($1)::text", job)
+			key := pgtest.MustString(t, r.Conn, "select run_lock_key($1)::text", job)
 			if _, err := conn.Exec(ctx, "select pg_advisory_lock($1::bigint)", key); err != nil {
 				t.Fatalf("lock %s: %v", job, err)
 			}
@@ -493,7 +493,7 @@ func TestRolesForeignLockIsNoChunk(t *testing.T) {
 	plain := pgtest.NewRole(t, pgtest.DSN(), "plain")
 	stranger := pgtest.Connect(t, plain.DSN(pgtest.DSN()+" application_name=fake-worker"))
 	lockAll(stranger)
-	if got := mustString(t, r.Conn, "select count(*)::text from pg_locks where locktype = 'advisory' and pid = $1", stranger.PgConn().PID()); got != "4" {
+	if got := pgtest.MustString(t, r.Conn, "select count(*)::text from pg_locks where locktype = 'advisory' and pid = $1", stranger.PgConn().PID()); got != "4" {
 		t.Fatalf("the plain role holds %s advisory locks, want 4", got)
 	}
 	sameJSON(t, "under a plain role's locks", states(), want)
@@ -527,7 +527,7 @@ func TestRolesOwnerKeepsItsPrivileges(t *testing.T) {
 	// functions of the schema it may not execute.
 	privileges := func() string {
 		t.Helper()
-		return mustString(t, r.Conn, `select jsonb_build_object(
+		return pgtest.MustString(t, r.Conn, `select jsonb_build_object(
 		    'usage', has_schema_privilege($1, $2, 'USAGE'),
 		    'jobs', has_table_privilege($1, $2 || '.jobs', 'SELECT, UPDATE'),
 		    'functions', (select count(*) from pg_proc where pronamespace = $2::regnamespace and not has_function_privilege($1, oid, 'EXECUTE')))::text`,

@@ -37,25 +37,25 @@ func TestSQLApprovalRewriteIsRefused(t *testing.T) {
 			s.Exec(t, c.tamper)
 			before := state(t, s)
 			for _, sql := range []string{"select run_chunk('j')::text", "select report('j')::text"} {
-				_, err := tryString(s.Conn, sql)
-				wantPgError(t, err, "CH409", c.msg)
+				_, err := pgtest.TryString(s.Conn, sql)
+				pgtest.WantPgErrorContaining(t, err, "CH409", c.msg)
 				unchanged(t, s, sql, before)
 			}
 			s.Exec(t, "select pause_job('j')")
-			_, err := tryString(s.Conn, "select register_undo('j')::text")
+			_, err := pgtest.TryString(s.Conn, "select register_undo('j')::text")
 			if c.name == "another kind" { // an undo is refused before its approval is read
-				wantPgError(t, err, "CH409", "job j: is the undo of other")
+				pgtest.WantPgErrorContaining(t, err, "CH409", "job j: is the undo of other")
 			} else {
-				wantPgError(t, err, "CH409", c.msg)
+				pgtest.WantPgErrorContaining(t, err, "CH409", c.msg)
 			}
 			s.Exec(t, "select resume_job('j')")
 			// A worker's pass pauses the job with the reason, in its commit.
 			s.Exec(t, "delete from job_queue where job_id <> 'j'")
-			pass := mustString(t, s.Conn, "select run_next_chunk('w1')::text")
+			pass := pgtest.MustString(t, s.Conn, "select run_next_chunk('w1')::text")
 			if !strings.Contains(pass, `"paused": true`) || !strings.Contains(pass, `"sqlstate": "CH409"`) {
 				t.Fatalf("pass: %s", pass)
 			}
-			if reason := mustString(t, s.Conn, "select pause_reason from job_queue where job_id = 'j'"); !strings.HasPrefix(reason, c.msg) {
+			if reason := pgtest.MustString(t, s.Conn, "select pause_reason from job_queue where job_id = 'j'"); !strings.HasPrefix(reason, c.msg) {
 				t.Fatalf("pause_reason %q", reason)
 			}
 			unchanged(t, s, "the pass", before)
@@ -76,13 +76,13 @@ func TestSQLApprovalHandWrittenJob(t *testing.T) {
 	refuse(t, s, "CH409", never, "select report('forged')::text")
 	refuse(t, s, "CH409", "job forged: a job row with this id exists but was never registered through chunks (job_approval has no record of it)",
 		"select register($1::jsonb)::text", plan("forged", "acme", 1, 2, 1))
-	if got := mustString(t, s.Conn, "select check_plan($1::jsonb) ->> 'job_problem'", plan("forged", "acme", 1, 2, 1)); !strings.Contains(got, "never registered through chunks") {
+	if got := pgtest.MustString(t, s.Conn, "select check_plan($1::jsonb) ->> 'job_problem'", plan("forged", "acme", 1, 2, 1)); !strings.Contains(got, "never registered through chunks") {
 		t.Fatalf("check_plan: %s", got)
 	}
 	// register records the approval; the owner's digest is of the stored,
 	// normalized targets (sorted by id), so it matches them exactly.
 	registerJob(t, s, "real", "acme", 11, 3, 2)
-	sameJSON(t, "job_approval", mustString(t, s.Conn, `select jsonb_build_object('kind', a.kind, 'tenant', a.tenant, 'chunk_size', a.chunk_size,
+	sameJSON(t, "job_approval", pgtest.MustString(t, s.Conn, `select jsonb_build_object('kind', a.kind, 'tenant', a.tenant, 'chunk_size', a.chunk_size,
 	    'digest_matches', a.targets_sha256 = encode(sha256(convert_to(j.targets::text, 'UTF8')), 'hex'),
 	    'recorded_from', a.recorded_from, 'recorded_by', a.recorded_by = session_user)::text
 	  from job_approval as a join jobs as j using (job_id) where job_id = 'real'`),

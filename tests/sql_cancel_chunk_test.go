@@ -16,29 +16,29 @@ func TestSQLCancelChunk(t *testing.T) {
 	// A job with progress: cancel_chunk must never touch jobs or job_audit.
 	registerJob(t, s, "kept", "acme", 100, 4, 2)
 	s.Exec(t, "select run_chunk('kept')")
-	jobsBefore := mustString(t, s.Conn, "select jsonb_agg(j order by job_id)::text from jobs j")
+	jobsBefore := pgtest.MustString(t, s.Conn, "select jsonb_agg(j order by job_id)::text from jobs j")
 	auditBefore := auditOf(t, s, "kept")
 
 	// Items out of id order: the changes come back in id order.
-	got := mustString(t, s.Conn, "select cancel_chunk($1, $2)::text", "acme",
+	got := pgtest.MustString(t, s.Conn, "select cancel_chunk($1, $2)::text", "acme",
 		list(entry("3", "3", "2"), entry("1", "3", "2"), entry("2", "7", "9")))
 	sameJSON(t, "changes", got, `[
 	  {"id": 1, "previous_revision": 3, "new_revision": 4, "qty": 2},
 	  {"id": 2, "previous_revision": 7, "new_revision": 8, "qty": 9},
 	  {"id": 3, "previous_revision": 3, "new_revision": 4, "qty": 2}]`)
 	// The jsonb text itself lists them in id order.
-	if ids := mustString(t, s.Conn, "select string_agg(e->>'id', ',' order by ord) from jsonb_array_elements($1::jsonb) with ordinality x(e, ord)", got); ids != "1,2,3" {
+	if ids := pgtest.MustString(t, s.Conn, "select string_agg(e->>'id', ',' order by ord) from jsonb_array_elements($1::jsonb) with ordinality x(e, ord)", got); ids != "1,2,3" {
 		t.Fatalf("changes in order %s, want 1,2,3", ids)
 	}
 	sameJSON(t, "orders", ordersOf(t, s, 1, 5), `[[1, "acme", 2, "cancelled", 4], [2, "acme", 9, "cancelled", 8],
 	  [3, "acme", 2, "cancelled", 4], [4, "acme", 2, "pending", 3], [5, "acme", 2, "pending", 3]]`)
-	if got := mustString(t, s.Conn, "select jsonb_agg(j order by job_id)::text from jobs j"); got != jobsBefore {
+	if got := pgtest.MustString(t, s.Conn, "select jsonb_agg(j order by job_id)::text from jobs j"); got != jobsBefore {
 		t.Fatalf("cancel_chunk changed jobs:\n%s\n%s", jobsBefore, got)
 	}
 	if got := auditOf(t, s, "kept"); got != auditBefore {
 		t.Fatalf("cancel_chunk changed job_audit:\n%s\n%s", auditBefore, got)
 	}
-	if got := mustString(t, s.Conn, "select count(*)::text from job_audit"); got != "2" {
+	if got := pgtest.MustString(t, s.Conn, "select count(*)::text from job_audit"); got != "2" {
 		t.Fatalf("job_audit rows: %s, want 2", got)
 	}
 
@@ -80,7 +80,7 @@ func TestSQLCancelChunk(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = tx.Exec(ctx, "select cancel_chunk($1, $2)", "acme", list(entry("203", "3", "2"), entry("204", "9", "2")))
-			wantExactPgError(t, err, "CH409", "order 204: revision is 3, approved 9")
+			pgtest.WantPgError(t, err, "CH409", "order 204: revision is 3, approved 9")
 			if _, err := tx.Exec(ctx, "rollback to savepoint s"); err != nil {
 				t.Fatal(err)
 			}
@@ -136,7 +136,7 @@ func TestSQLCancelChunkMismatch(t *testing.T) {
 		refuse(t, s, "CH409", "order 1: belongs to another tenant", "select cancel_chunk($1, $2)::text", "ACME", list(ok("1")))
 	})
 	t.Run("no order was changed", func(t *testing.T) {
-		if got := mustString(t, s.Conn, "select count(*)::text from orders where state = 'cancelled' and id < 100"); got != "1" {
+		if got := pgtest.MustString(t, s.Conn, "select count(*)::text from orders where state = 'cancelled' and id < 100"); got != "1" {
 			t.Fatalf("cancelled orders: %s, want only order 10", got)
 		}
 	})

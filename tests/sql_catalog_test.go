@@ -79,7 +79,7 @@ func TestSQLFunctionCatalog(t *testing.T) {
 		API      bool     `json:"api"`
 		Public   bool     `json:"public"`
 	}
-	out := mustString(t, s.Conn, `select jsonb_agg(jsonb_build_object('name', p.proname,
+	out := pgtest.MustString(t, s.Conn, `select jsonb_agg(jsonb_build_object('name', p.proname,
 	    'args', pg_get_function_identity_arguments(p.oid), 'comment', obj_description(p.oid, 'pg_proc'),
 	    'secdef', p.prosecdef, 'config', p.proconfig, 'language', l.lanname,
 	    'api', p.oid in (select f from `+pgx.Identifier{s.Name}.Sanitize()+`.access_functions('operator') as f),
@@ -169,7 +169,7 @@ func TestSQLFunctionCatalog(t *testing.T) {
 
 	// The documented signatures and return types of §6, and their
 	// tenant-scoped overloads, the router's signatures (§8).
-	sameJSON(t, "signatures", mustString(t, s.Conn, `select jsonb_object_agg(p.proname || '/' || p.pronargs,
+	sameJSON(t, "signatures", pgtest.MustString(t, s.Conn, `select jsonb_object_agg(p.proname || '/' || p.pronargs,
 	    pg_get_function_identity_arguments(p.oid) || ' -> ' || pg_get_function_result(p.oid) || ' ' || p.provolatile::text)::text
 	  from pg_proc p where p.pronamespace = $1::regnamespace
 	   and p.proname in ('register', 'inspect_job', 'cancel_chunk', 'run_chunk', 'report')`, s.Name), `{
@@ -182,7 +182,7 @@ func TestSQLFunctionCatalog(t *testing.T) {
 	  "report/1": "job_id text -> jsonb s",
 	  "report/2": "tenant text, job_id text -> jsonb s"}`)
 	// And those of the operator's safety functions (docs/safety.md).
-	sameJSON(t, "safety signatures", mustString(t, s.Conn, `select jsonb_object_agg(p.proname || '/' || p.pronargs,
+	sameJSON(t, "safety signatures", pgtest.MustString(t, s.Conn, `select jsonb_object_agg(p.proname || '/' || p.pronargs,
 	    pg_get_function_arguments(p.oid) || ' -> ' || pg_get_function_result(p.oid) || ' ' || p.provolatile::text)::text
 	  from pg_proc p where p.pronamespace = $1::regnamespace
 	   and p.proname in ('check_plan', 'register_undo', 'pause_job_after', 'job_lineage')`, s.Name), `{
@@ -211,18 +211,18 @@ func TestSQLFunctionCatalog(t *testing.T) {
 			}
 		}
 		fn := func(name string) string { return pgx.Identifier{s.Name, name}.Sanitize() }
-		sameJSON(t, "run_chunk", mustString(t, conn, "select "+fn("run_chunk")+"('j')::text"),
+		sameJSON(t, "run_chunk", pgtest.MustString(t, conn, "select "+fn("run_chunk")+"('j')::text"),
 			`{"processed": [1, 2], "next_index": 2, "done": false}`)
-		sameJSON(t, "inspect_job", mustString(t, conn, "select "+fn("inspect_job")+"('j')::text"),
+		sameJSON(t, "inspect_job", pgtest.MustString(t, conn, "select "+fn("inspect_job")+"('j')::text"),
 			`{"job_id": "j", "tenant": "acme", "targets": `+targets(1, 4)+`, "chunk_size": 2, "next_index": 2}`)
-		sameJSON(t, "report", mustString(t, conn, "select "+fn("report")+"('j')::text"),
+		sameJSON(t, "report", pgtest.MustString(t, conn, "select "+fn("report")+"('j')::text"),
 			`{"approved": [1, 2, 3, 4], "committed": [1, 2], "remaining": [3, 4], "matching": [1, 2], "drifted": [], "missing": []}`)
-		sameJSON(t, "cancel_chunk", mustString(t, conn, "select "+fn("cancel_chunk")+"('acme', $1)::text", targets(3, 1)),
+		sameJSON(t, "cancel_chunk", pgtest.MustString(t, conn, "select "+fn("cancel_chunk")+"('acme', $1)::text", targets(3, 1)),
 			`[{"id": 3, "previous_revision": 3, "new_revision": 4, "qty": 2}]`)
-		if got := mustString(t, conn, "select count(*)::text from pg_temp.orders"); got != "0" {
+		if got := pgtest.MustString(t, conn, "select count(*)::text from pg_temp.orders"); got != "0" {
 			t.Fatalf("temporary orders: %s rows", got)
 		}
-		if got := mustString(t, conn, "select current_setting('search_path')"); got != "pg_temp, public" {
+		if got := pgtest.MustString(t, conn, "select current_setting('search_path')"); got != "pg_temp, public" {
 			t.Fatalf("search_path after the calls: %s", got)
 		}
 		sameJSON(t, "orders", ordersOf(t, s, 1, 4),

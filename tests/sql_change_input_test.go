@@ -23,7 +23,7 @@ insert into %[1]s.rates select g, g, 1 from generate_series(1, 3) g;`
 func TestChangeDefineDuplicateKeys(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	shop := userSchema(t, s, paymentsSQL)
+	shop := s.UserSchema(t, paymentsSQL)
 	p := shop + ".payments"
 	head := `{"name": "hold_payment", "table": "` + p + `", "key": "payment_id", "version": "lock_version"`
 	for _, c := range []struct{ name, def, msg string }{
@@ -36,26 +36,26 @@ func TestChangeDefineDuplicateKeys(t *testing.T) {
 		{"the name", `{"name": "a", "name": "b"}`, `definition: duplicate key "name"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := tryString(s.Conn, "select define_change($1)::text", c.def)
-			wantExactPgError(t, err, "22023", c.msg)
-			_, err = tryString(s.Conn, "select define_change('"+strings.ReplaceAll(c.def, "'", "''")+"')::text")
-			wantExactPgError(t, err, "22023", c.msg)
+			_, err := pgtest.TryString(s.Conn, "select define_change($1)::text", c.def)
+			pgtest.WantPgError(t, err, "22023", c.msg)
+			_, err = pgtest.TryString(s.Conn, "select define_change('"+strings.ReplaceAll(c.def, "'", "''")+"')::text")
+			pgtest.WantPgError(t, err, "22023", c.msg)
 			nothingDefined(t, s)
 		})
 	}
 	// Text that is not JSON is a 22023 naming the definition, not a raw 22P02.
-	_, err := tryString(s.Conn, "select define_change($1)::text", `{"name": }`)
-	wantExactPgError(t, err, "22023", `definition: is not valid JSON: Expected JSON value, but found "}".`)
+	_, err := pgtest.TryString(s.Conn, "select define_change($1)::text", `{"name": }`)
+	pgtest.WantPgError(t, err, "22023", `definition: is not valid JSON: Expected JSON value, but found "}".`)
 	// The same definition without the duplicate is defined, through text
 	// and through jsonb alike.
 	def := head + `, "set": {"status": "approved-value"}}`
-	if !mustBool(t, s.Conn, "select define_change($1)", def) {
+	if !pgtest.MustBool(t, s.Conn, "select define_change($1)", def) {
 		t.Fatal("define_change(text): false for a new change")
 	}
-	if mustBool(t, s.Conn, "select define_change($1::jsonb)", def) {
+	if pgtest.MustBool(t, s.Conn, "select define_change($1::jsonb)", def) {
 		t.Fatal("define_change(jsonb) of the same definition: true")
 	}
-	sameJSON(t, "the definition's set", mustString(t, s.Conn, "select (definition -> 'set')::text from changes where name = 'hold_payment'"),
+	sameJSON(t, "the definition's set", pgtest.MustString(t, s.Conn, "select (definition -> 'set')::text from changes where name = 'hold_payment'"),
 		`{"status": "approved-value"}`)
 }
 
@@ -65,7 +65,7 @@ func TestChangeDefineDuplicateKeys(t *testing.T) {
 func TestChangeDefineNUL(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	shop := userSchema(t, s, paymentsSQL)
+	shop := s.UserSchema(t, paymentsSQL)
 	p := shop + ".payments"
 	head := `{"name": "hold_payment", "table": "` + p + `", "key": "payment_id", "version": "lock_version"`
 	for _, c := range []struct{ name, def, msg string }{
@@ -79,16 +79,16 @@ func TestChangeDefineNUL(t *testing.T) {
 		{"a top-level key", head + `, "\u0000": 1}`, `definition: key "\u0000" must not contain \u0000 (PostgreSQL text cannot store it)`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := tryString(s.Conn, "select define_change($1)::text", c.def)
-			wantExactPgError(t, err, "22023", c.msg)
+			_, err := pgtest.TryString(s.Conn, "select define_change($1)::text", c.def)
+			pgtest.WantPgError(t, err, "22023", c.msg)
 			nothingDefined(t, s)
 		})
 	}
 	// \\u0000 is a backslash, then u0000: a constant like any other.
-	if !mustBool(t, s.Conn, "select define_change($1)", head+`, "set": {"status": "on\\u0000hold"}}`) {
+	if !pgtest.MustBool(t, s.Conn, "select define_change($1)", head+`, "set": {"status": "on\\u0000hold"}}`) {
 		t.Fatal("define_change: false for a new change")
 	}
-	if got := mustString(t, s.Conn, "select definition -> 'set' ->> 'status' from changes"); got != `on\u0000hold` {
+	if got := pgtest.MustString(t, s.Conn, "select definition -> 'set' ->> 'status' from changes"); got != `on\u0000hold` {
 		t.Fatalf("the constant: %q", got)
 	}
 }
@@ -98,7 +98,7 @@ func TestChangeDefineNUL(t *testing.T) {
 func TestChangeDefineNotATable(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	shop := userSchema(t, s, paymentsSQL+`
+	shop := s.UserSchema(t, paymentsSQL+`
 create view %[1]s.v as select * from %[1]s.payments;
 create materialized view %[1]s.mv as select * from %[1]s.payments;
 create sequence %[1]s.seq;
@@ -112,13 +112,13 @@ create foreign table %[1]s.ft(payment_id bigint not null) server %[1]s_server;`)
 		"pair": "a composite type", "payments_pkey": "an index",
 	} {
 		t.Run(rel, func(t *testing.T) {
-			_, err := tryString(s.Conn, "select define_change($1)::text", definitionWith(t, shop, map[string]any{"table": shop + "." + rel}))
-			wantExactPgError(t, err, "22023", `table: "`+shop+`.`+rel+`" is `+what+`; a change is of an ordinary or partitioned table`)
+			_, err := pgtest.TryString(s.Conn, "select define_change($1)::text", definitionWith(t, shop, map[string]any{"table": shop + "." + rel}))
+			pgtest.WantPgError(t, err, "22023", `table: "`+shop+`.`+rel+`" is `+what+`; a change is of an ordinary or partitioned table`)
 			nothingDefined(t, s)
 		})
 	}
-	_, err := tryString(s.Conn, "select define_change($1)::text", definitionWith(t, shop, map[string]any{"table": shop + ".nope"}))
-	wantExactPgError(t, err, "22023", `table: there is no table "`+shop+`.nope"`)
+	_, err := pgtest.TryString(s.Conn, "select define_change($1)::text", definitionWith(t, shop, map[string]any{"table": shop + ".nope"}))
+	pgtest.WantPgError(t, err, "22023", `table: there is no table "`+shop+`.nope"`)
 }
 
 // Issue 35 item 15: a refused value is shortened in the whole message, the
@@ -127,7 +127,7 @@ create foreign table %[1]s.ft(payment_id bigint not null) server %[1]s_server;`)
 func TestChangeLongValuesExcerpted(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	shop := userSchema(t, s, paymentsSQL+ratesSQL)
+	shop := s.UserSchema(t, paymentsSQL+ratesSQL)
 	p, r := shop+".payments", shop+".rates"
 	long := strings.Repeat("x", 900_000)
 	big := "1" + strings.Repeat("0", 400) // 1e400 as jsonb prints it
@@ -140,15 +140,15 @@ func TestChangeLongValuesExcerpted(t *testing.T) {
 				driver.Excerpt(big, false) + `" is out of range for type double precision`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := tryString(s.Conn, "select define_change($1)::text", c.def)
-			wantExactPgError(t, err, "22023", c.msg)
+			_, err := pgtest.TryString(s.Conn, "select define_change($1)::text", c.def)
+			pgtest.WantPgError(t, err, "22023", c.msg)
 			if len(c.msg) > 400 {
 				t.Fatalf("the message is %d bytes", len(c.msg))
 			}
 			nothingDefined(t, s)
 		})
 	}
-	if !mustBool(t, s.Conn, "select define_change($1)", `{"name": "rate", "table": "`+r+`", "key": "id", "expect": ["v"], "set_from_target": {"rate": "new_rate", "due": "new_due"}}`) {
+	if !pgtest.MustBool(t, s.Conn, "select define_change($1)", `{"name": "rate", "table": "`+r+`", "key": "id", "expect": ["v"], "set_from_target": {"rate": "new_rate", "due": "new_due"}}`) {
 		t.Fatal("define_change: false")
 	}
 	for _, c := range []struct{ name, target, msg string }{
@@ -161,10 +161,10 @@ func TestChangeLongValuesExcerpted(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, fn := range []string{"register_change", "check_change"} {
-				_, err := tryString(s.Conn, fmt.Sprintf("select %s('rate', $1)::text", fn), changePlan("r1", "t", "["+c.target+"]", 1))
-				wantExactPgError(t, err, "22023", c.msg)
+				_, err := pgtest.TryString(s.Conn, fmt.Sprintf("select %s('rate', $1)::text", fn), changePlan("r1", "t", "["+c.target+"]", 1))
+				pgtest.WantPgError(t, err, "22023", c.msg)
 			}
-			if got := mustString(t, s.Conn, "select count(*)::text from jobs"); got != "0" {
+			if got := pgtest.MustString(t, s.Conn, "select count(*)::text from jobs"); got != "0" {
 				t.Fatalf("%s jobs", got)
 			}
 		})
@@ -177,7 +177,7 @@ func TestChangeLongValuesExcerpted(t *testing.T) {
 func TestChangeDefineConcurrently(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	shop := userSchema(t, s, paymentsSQL)
+	shop := s.UserSchema(t, paymentsSQL)
 	for _, c := range []struct {
 		name, second string
 		want         string // "false", or the CH409 message
@@ -193,9 +193,9 @@ func TestChangeDefineConcurrently(t *testing.T) {
 				t.Fatalf("the second define: %s, %v; want false", got, err)
 			}
 			if c.want != "false" {
-				wantExactPgError(t, err, "CH409", c.want)
+				pgtest.WantPgError(t, err, "CH409", c.want)
 			}
-			if got := mustString(t, s.Conn, "select string_agg(name || ' ' || (definition #>> '{set,status}'), ',') from changes"); got != "hold_payment on_hold" {
+			if got := pgtest.MustString(t, s.Conn, "select string_agg(name || ' ' || (definition #>> '{set,status}'), ',') from changes"); got != "hold_payment on_hold" {
 				t.Fatalf("changes: %s", got)
 			}
 		})
@@ -208,13 +208,13 @@ func TestChangeDefineConcurrently(t *testing.T) {
 func TestChangeDefineConcurrentlyRepeatableRead(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	shop := userSchema(t, s, paymentsSQL)
+	shop := s.UserSchema(t, paymentsSQL)
 	second, _, err := defineBehind(t, s, holdPayment(shop), "begin isolation level repeatable read", holdPayment(shop))
-	wantExactPgError(t, err, "40001", "change hold_payment: defined by another transaction that this one's snapshot cannot see; run define_change again")
+	pgtest.WantPgError(t, err, "40001", "change hold_payment: defined by another transaction that this one's snapshot cannot see; run define_change again")
 	if _, err := second.Exec(ctx, "rollback"); err != nil {
 		t.Fatal(err)
 	}
-	if mustBool(t, second, "select define_change($1)", holdPayment(shop)) {
+	if pgtest.MustBool(t, second, "select define_change($1)", holdPayment(shop)) {
 		t.Fatal("the retry: true, want false (already defined)")
 	}
 }
@@ -230,11 +230,11 @@ func defineBehind(t *testing.T, s *pgtest.Schema, first, begin, second string) (
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	if got := mustString(t, tx.Conn(), "select define_change($1)::text", first); got != "true" {
+	if got := pgtest.MustString(t, tx.Conn(), "select define_change($1)::text", first); got != "true" {
 		t.Fatalf("the first define: %s", got)
 	}
 	conn := pgtest.Connect(t, s.DSN)
-	pid := mustString(t, conn, "select pg_backend_pid()::text")
+	pid := pgtest.MustString(t, conn, "select pg_backend_pid()::text")
 	if begin != "" {
 		if _, err := conn.Exec(ctx, begin); err != nil {
 			t.Fatal(err)
@@ -246,7 +246,7 @@ func defineBehind(t *testing.T, s *pgtest.Schema, first, begin, second string) (
 	}
 	done := make(chan answer, 1)
 	go func() {
-		got, err := tryString(conn, "select define_change($1)::text", second)
+		got, err := pgtest.TryString(conn, "select define_change($1)::text", second)
 		done <- answer{got, err}
 	}()
 	waitForLock(t, s, pid)

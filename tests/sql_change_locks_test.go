@@ -22,7 +22,7 @@ import (
 func TestChangeChunkLocksRowsInKeyOrder(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	shop := userSchema(t, s, paymentsSQL)
+	shop := s.UserSchema(t, paymentsSQL)
 	s.Exec(t, "select define_change($1)", holdPayment(shop))
 	s.Exec(t, "select register_change('hold_payment', $1)", changePlan("j", "7", paymentTargets(1, 2, 3, 4, 5), 5))
 	tx := holding(t, s, "update "+shop+".payments set hold_reason = 'another session''s' where payment_id = 3")
@@ -32,7 +32,7 @@ func TestChangeChunkLocksRowsInKeyOrder(t *testing.T) {
 	      from jsonb_to_recordset(apply_hold_payment('j', '7', 0, (select targets from jobs where job_id = 'j')))
 	           as r(ordinal integer, key text, version_before bigint, version_after bigint, before jsonb, after jsonb)`)
 	// Rows 1 and 2 are the runner's; 4 and 5 are not locked yet.
-	if got := mustString(t, s.Conn, `select coalesce(string_agg(payment_id::text, ' ' order by payment_id), '')
+	if got := pgtest.MustString(t, s.Conn, `select coalesce(string_agg(payment_id::text, ' ' order by payment_id), '')
 	    from (select payment_id from `+shop+`.payments where payment_id in (1, 2, 4, 5)
 	           order by payment_id for update skip locked) as free`); got != "4 5" {
 		t.Errorf("rows free while the chunk waits for key 3: %q, want \"4 5\" (1 and 2 locked by the chunk, in key order)", got)
@@ -43,12 +43,12 @@ func TestChangeChunkLocksRowsInKeyOrder(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("apply_hold_payment after the other session committed: %v", err)
 	}
-	if got := mustString(t, s.Conn, "select string_agg(concat_ws(' ', payment_id, status, lock_version, hold_reason), ', ' order by payment_id) from "+
+	if got := pgtest.MustString(t, s.Conn, "select string_agg(concat_ws(' ', payment_id, status, lock_version, hold_reason), ', ' order by payment_id) from "+
 		shop+".payments"); got != "1 on_hold 4 chargeback's #1, 2 on_hold 4 chargeback's #2, 3 on_hold 4 chargeback's #3, "+
 		"4 on_hold 4 chargeback's #4, 5 on_hold 4 chargeback's #5" {
 		t.Errorf("rows after the chunk: %s", got)
 	}
-	if got := mustString(t, s.Conn, `select string_agg(concat_ws(' ', ordinal, key, version_before, version_after, before, after), E'\n' order by ordinal)
+	if got := pgtest.MustString(t, s.Conn, `select string_agg(concat_ws(' ', ordinal, key, version_before, version_after, before, after), E'\n' order by ordinal)
 	    from change_audit where job_id = 'j'`); got != `0 1 3 4 {"status": "captured", "hold_reason": null} {"status": "on_hold", "hold_reason": "chargeback's #1"}
 1 2 3 4 {"status": "captured", "hold_reason": null} {"status": "on_hold", "hold_reason": "chargeback's #2"}
 2 3 3 4 {"status": "captured", "hold_reason": "another session's"} {"status": "on_hold", "hold_reason": "chargeback's #3"}
@@ -65,7 +65,7 @@ func TestChangeChunkLocksRowsInKeyOrder(t *testing.T) {
 func TestChangeChunkOnAPartitionedTable(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	shop := userSchema(t, s, `create table %[1]s.tickets(id integer primary key, qty integer not null, state text not null)
+	shop := s.UserSchema(t, `create table %[1]s.tickets(id integer primary key, qty integer not null, state text not null)
 	  partition by range (id);
 	create table %[1]s.tickets_low partition of %[1]s.tickets for values from (1) to (11);
 	create table %[1]s.tickets_high partition of %[1]s.tickets for values from (11) to (21);
@@ -75,7 +75,7 @@ func TestChangeChunkOnAPartitionedTable(t *testing.T) {
 	s.Exec(t, "select register_change('mark_ticket', $1)", changePlan("j", "acme",
 		`[{"id": 1, "qty": 1}, {"id": 2, "qty": 1}, {"id": 11, "qty": 1}, {"id": 12, "qty": 1}]`, 10))
 	s.Exec(t, "select run_chunk('j')")
-	if got := mustString(t, s.Conn, `select string_agg(concat_ws(' ', key, before, after), E'\n' order by ordinal)
+	if got := pgtest.MustString(t, s.Conn, `select string_agg(concat_ws(' ', key, before, after), E'\n' order by ordinal)
 	    from change_audit where job_id = 'j'`); got != `1 {"state": "one"} {"state": "marked"}
 2 {"state": "two"} {"state": "marked"}
 11 {"state": "eleven"} {"state": "marked"}
@@ -89,7 +89,7 @@ func TestChangeChunkOnAPartitionedTable(t *testing.T) {
 func waitingFor(t testing.TB, s *pgtest.Schema, sql string) <-chan error {
 	t.Helper()
 	runner := pgtest.Connect(t, s.DSN)
-	pid := mustString(t, runner, "select pg_backend_pid()::text")
+	pid := pgtest.MustString(t, runner, "select pg_backend_pid()::text")
 	done := make(chan error, 1)
 	go func() {
 		_, err := runner.Exec(ctx, sql)

@@ -18,7 +18,7 @@ import (
 func TestChangeChunkReadsOnlyItsRows(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	shop := userSchema(t, s, `create table %[1]s.tickets(id integer primary key, qty integer not null,
+	shop := s.UserSchema(t, `create table %[1]s.tickets(id integer primary key, qty integer not null,
 	  state text not null, revision integer not null)`)
 	tickets := shop + ".tickets"
 	s.Exec(t, "insert into "+tickets+" select g, 2, 'pending', 3 from generate_series(1, 5000) g")

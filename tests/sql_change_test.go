@@ -7,20 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/chunks-dev/chunks/fleet"
 
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
-
-// userSchema creates a schema of the user's own tables (not chunks') for
-// one test and drops it when the test ends; sql is run with %[1]s as the
-// schema's name.
-func userSchema(t testing.TB, s *pgtest.Schema, sql string) string {
-	t.Helper()
-	return s.UserSchema(t, sql)
-}
 
 // writerOf is the writer role of the chunks schema s, quoted.
 func writerOf(t testing.TB, s *pgtest.Schema) string {
@@ -70,15 +60,6 @@ func changePlan(jobID, tenant, targets string, chunkSize int) string {
 	return fmt.Sprintf(`{"job_id": %q, "tenant": %q, "targets": %s, "chunk_size": %d, "allow_partial": true}`, jobID, tenant, targets, chunkSize)
 }
 
-func mustBool(t testing.TB, conn *pgx.Conn, sql string, args ...any) bool {
-	t.Helper()
-	var b bool
-	if err := conn.QueryRow(ctx, sql, args...).Scan(&b); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return b
-}
-
 // A declared change on shop.payments end to end: defined once (the same
 // definition again is a no-op, another one CH409), a job of it registered
 // (targets sorted by key), every chunk run through run_chunk, each row
@@ -87,40 +68,40 @@ func mustBool(t testing.TB, conn *pgx.Conn, sql string, args ...any) bool {
 func TestChangePayments(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	shop := userSchema(t, s, paymentsSQL)
-	if !mustBool(t, s.Conn, "select define_change($1)", holdPayment(shop)) {
+	shop := s.UserSchema(t, paymentsSQL)
+	if !pgtest.MustBool(t, s.Conn, "select define_change($1)", holdPayment(shop)) {
 		t.Fatal("define_change: false for a new change")
 	}
-	if mustBool(t, s.Conn, "select define_change($1)", holdPayment(shop)) {
+	if pgtest.MustBool(t, s.Conn, "select define_change($1)", holdPayment(shop)) {
 		t.Fatal("define_change: true for the same definition again")
 	}
-	_, err := tryString(s.Conn, "select define_change($1)::text", strings.Replace(holdPayment(shop), "on_hold", "held", 1))
-	wantExactPgError(t, err, "CH409", "change hold_payment: already defined with a different definition (chunks change show hold_payment)")
+	_, err := pgtest.TryString(s.Conn, "select define_change($1)::text", strings.Replace(holdPayment(shop), "on_hold", "held", 1))
+	pgtest.WantPgError(t, err, "CH409", "change hold_payment: already defined with a different definition (chunks change show hold_payment)")
 
 	p1 := changePlan("p1", "7", paymentTargets(4, 2, 1, 3), 2)
-	if !mustBool(t, s.Conn, "select register_change('hold_payment', $1)", p1) {
+	if !pgtest.MustBool(t, s.Conn, "select register_change('hold_payment', $1)", p1) {
 		t.Fatal("register_change: false for a new job")
 	}
-	if mustBool(t, s.Conn, "select register_change('hold_payment', $1)", p1) {
+	if pgtest.MustBool(t, s.Conn, "select register_change('hold_payment', $1)", p1) {
 		t.Fatal("register_change: true for the same plan again")
 	}
-	_, err = tryString(s.Conn, "select register_change('hold_payment', $1)::text", changePlan("p1", "7", paymentTargets(4, 2, 1), 2))
-	wantExactPgError(t, err, "CH409", "job p1: already registered with different targets")
-	sameJSON(t, "stored targets", mustString(t, s.Conn, "select targets::text from jobs where job_id = 'p1'"), paymentTargets(1, 2, 3, 4))
+	_, err = pgtest.TryString(s.Conn, "select register_change('hold_payment', $1)::text", changePlan("p1", "7", paymentTargets(4, 2, 1), 2))
+	pgtest.WantPgError(t, err, "CH409", "job p1: already registered with different targets")
+	sameJSON(t, "stored targets", pgtest.MustString(t, s.Conn, "select targets::text from jobs where job_id = 'p1'"), paymentTargets(1, 2, 3, 4))
 
 	for i, want := range []string{
 		`{"processed": [1, 2], "next_index": 2, "done": false}`,
 		`{"processed": [3, 4], "next_index": 4, "done": true}`,
 		`{"processed": [], "next_index": 4, "done": true}`,
 	} {
-		sameJSON(t, fmt.Sprintf("chunk %d", i), mustString(t, s.Conn, "select run_chunk('p1')::text"), want)
+		sameJSON(t, fmt.Sprintf("chunk %d", i), pgtest.MustString(t, s.Conn, "select run_chunk('p1')::text"), want)
 	}
-	sameJSON(t, "payments", mustString(t, s.Conn, fmt.Sprintf(`select jsonb_agg(jsonb_build_array(payment_id, status, hold_reason, lock_version) order by payment_id)::text from %s.payments`, shop)),
+	sameJSON(t, "payments", pgtest.MustString(t, s.Conn, fmt.Sprintf(`select jsonb_agg(jsonb_build_array(payment_id, status, hold_reason, lock_version) order by payment_id)::text from %s.payments`, shop)),
 		`[[1, "on_hold", "chargeback's #1", 4], [2, "on_hold", "chargeback's #2", 4], [3, "on_hold", "chargeback's #3", 4],
 		  [4, "on_hold", "chargeback's #4", 4], [5, "captured", null, 3]]`)
-	sameJSON(t, "triggers", mustString(t, s.Conn, fmt.Sprintf(`select jsonb_object_agg(payment_id, n)::text from (select payment_id, sum(n) as n from %s.payment_updates group by 1) x`, shop)),
+	sameJSON(t, "triggers", pgtest.MustString(t, s.Conn, fmt.Sprintf(`select jsonb_object_agg(payment_id, n)::text from (select payment_id, sum(n) as n from %s.payment_updates group by 1) x`, shop)),
 		`{"1": 1, "2": 1, "3": 1, "4": 1}`)
-	sameJSON(t, "audit", mustString(t, s.Conn, `select jsonb_agg(jsonb_build_array(ordinal, key, version_before, version_after, before, after) order by ordinal)::text from change_audit where job_id = 'p1'`),
+	sameJSON(t, "audit", pgtest.MustString(t, s.Conn, `select jsonb_agg(jsonb_build_array(ordinal, key, version_before, version_after, before, after) order by ordinal)::text from change_audit where job_id = 'p1'`),
 		`[[0, "1", 3, 4, {"status": "captured", "hold_reason": null}, {"status": "on_hold", "hold_reason": "chargeback's #1"}],
 		  [1, "2", 3, 4, {"status": "captured", "hold_reason": null}, {"status": "on_hold", "hold_reason": "chargeback's #2"}],
 		  [2, "3", 3, 4, {"status": "captured", "hold_reason": null}, {"status": "on_hold", "hold_reason": "chargeback's #3"}],
@@ -128,27 +109,27 @@ func TestChangePayments(t *testing.T) {
 
 	// report: every committed row matching, then drift made by hand: a
 	// written value changed, the version moved, a row gone.
-	sameJSON(t, "report", mustString(t, s.Conn, "select report('p1')::text"),
+	sameJSON(t, "report", pgtest.MustString(t, s.Conn, "select report('p1')::text"),
 		`{"approved": [1, 2, 3, 4], "committed": [1, 2, 3, 4], "remaining": [], "matching": [1, 2, 3, 4], "drifted": [], "missing": []}`)
 	s.Exec(t, "update "+shop+".payments set hold_reason = 'other' where payment_id = 1")
 	s.Exec(t, "update "+shop+".payments set lock_version = 5 where payment_id = 2")
 	s.Exec(t, "delete from "+shop+".payments where payment_id = 4")
-	sameJSON(t, "report after drift", mustString(t, s.Conn, "select report('7', 'p1')::text"),
+	sameJSON(t, "report after drift", pgtest.MustString(t, s.Conn, "select report('7', 'p1')::text"),
 		`{"approved": [1, 2, 3, 4], "committed": [1, 2, 3, 4], "remaining": [], "matching": [3], "drifted": [1, 2], "missing": [4]}`)
 	// register of its id is a conflict (its undo: TestChangeUndoPayments).
-	_, err = tryString(s.Conn, "select register($1)::text", plan("p1", "7", 1, 2, 1))
-	wantExactPgError(t, err, "CH409", "job p1: already registered as a job of a declared change (register_change)")
+	_, err = pgtest.TryString(s.Conn, "select register($1)::text", plan("p1", "7", 1, 2, 1))
+	pgtest.WantPgError(t, err, "CH409", "job p1: already registered as a job of a declared change (register_change)")
 
 	// Drop is refused while a job of the change exists.
-	_, err = tryString(s.Conn, "select drop_change('hold_payment')::text")
-	wantExactPgError(t, err, "CH409", "change hold_payment: 1 job of it exists; a change is dropped only when none does")
+	_, err = pgtest.TryString(s.Conn, "select drop_change('hold_payment')::text")
+	pgtest.WantPgError(t, err, "CH409", "change hold_payment: 1 job of it exists; a change is dropped only when none does")
 }
 
 // nothingDefined fails unless schema s has no declared change and no
 // generated function.
 func nothingDefined(t testing.TB, s *pgtest.Schema) {
 	t.Helper()
-	if got := mustString(t, s.Conn, `select (select count(*) from changes) || '/' ||
+	if got := pgtest.MustString(t, s.Conn, `select (select count(*) from changes) || '/' ||
 	    (select count(*) from pg_proc where pronamespace = $1::regnamespace and proname like 'apply\_%')`, s.Name); got != "0/0" {
 		t.Fatalf("changes/apply_ functions: %s, want 0/0", got)
 	}
@@ -181,7 +162,7 @@ func definitionWith(t testing.TB, shop string, set map[string]any) string {
 func TestChangeDefineRefusals(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	shop := userSchema(t, s, paymentsSQL)
+	shop := s.UserSchema(t, paymentsSQL)
 	p := shop + ".payments"
 	for _, c := range []struct {
 		name string
@@ -243,13 +224,13 @@ func TestChangeDefineRefusals(t *testing.T) {
 			"set: a change must write at least one column (set or set_from_target)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := tryString(s.Conn, "select define_change($1)::text", c.def)
-			wantExactPgError(t, err, "22023", c.msg)
+			_, err := pgtest.TryString(s.Conn, "select define_change($1)::text", c.def)
+			pgtest.WantPgError(t, err, "22023", c.msg)
 			nothingDefined(t, s)
 		})
 	}
 	// The payments are as they were: no definition ran anything.
-	if got := mustString(t, s.Conn, "select count(*)::text from "+p+" where status = 'captured' and hold_reason is null"); got != "5" {
+	if got := pgtest.MustString(t, s.Conn, "select count(*)::text from "+p+" where status = 'captured' and hold_reason is null"); got != "5" {
 		t.Fatalf("payments changed: %s captured", got)
 	}
 }
@@ -261,13 +242,13 @@ func TestChangeDefineRefusals(t *testing.T) {
 func TestChangeDriftAndTampering(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	shop := userSchema(t, s, paymentsSQL)
+	shop := s.UserSchema(t, paymentsSQL)
 	p := shop + ".payments"
 	s.Exec(t, "select define_change($1)", holdPayment(shop))
 	s.Exec(t, "select register_change('hold_payment', $1)", changePlan("p1", "7", paymentTargets(1, 2, 3, 4, 5), 2))
-	sameJSON(t, "first chunk", mustString(t, s.Conn, "select run_chunk('p1')::text"), `{"processed": [1, 2], "next_index": 2, "done": false}`)
+	sameJSON(t, "first chunk", pgtest.MustString(t, s.Conn, "select run_chunk('p1')::text"), `{"processed": [1, 2], "next_index": 2, "done": false}`)
 	audit := func() string {
-		return mustString(t, s.Conn, "select count(*)::text from change_audit where job_id = 'p1'")
+		return pgtest.MustString(t, s.Conn, "select count(*)::text from change_audit where job_id = 'p1'")
 	}
 	for _, c := range []struct{ drift, undo, msg string }{
 		{"update " + p + " set amount_cents = 999 where payment_id = 3", "update " + p + " set amount_cents = 300 where payment_id = 3",
@@ -282,14 +263,14 @@ func TestChangeDriftAndTampering(t *testing.T) {
 			"payment_id 3: missing"},
 	} {
 		s.Exec(t, c.drift)
-		_, err := tryString(s.Conn, "select run_chunk('p1')::text")
-		wantExactPgError(t, err, "CH409", c.msg)
+		_, err := pgtest.TryString(s.Conn, "select run_chunk('p1')::text")
+		pgtest.WantPgError(t, err, "CH409", c.msg)
 		if got := audit(); got != "2" {
 			t.Fatalf("after %q: %s audit rows, want 2", c.drift, got)
 		}
 		s.Exec(t, c.undo)
 	}
-	if got := mustString(t, s.Conn, "select count(*)::text from "+p+" where status = 'on_hold'"); got != "2" {
+	if got := pgtest.MustString(t, s.Conn, "select count(*)::text from "+p+" where status = 'on_hold'"); got != "2" {
 		t.Fatalf("%s payments on hold, want 2", got)
 	}
 
@@ -297,34 +278,34 @@ func TestChangeDriftAndTampering(t *testing.T) {
 	const tampered = "job p1: its change hold_payment was redefined or dropped since it was approved"
 	s.Exec(t, `update changes set definition = jsonb_set(definition, '{set,status}', '"void"'),
 	             digest = encode(sha256(convert_to(jsonb_set(definition, '{set,status}', '"void"')::text, 'UTF8')), 'hex')`)
-	_, err := tryString(s.Conn, "select run_chunk('p1')::text")
-	wantExactPgError(t, err, "CH409", tampered)
+	_, err := pgtest.TryString(s.Conn, "select run_chunk('p1')::text")
+	pgtest.WantPgError(t, err, "CH409", tampered)
 	s.Exec(t, "create table saved as select * from changes")
 	s.Exec(t, "delete from changes")
-	_, err = tryString(s.Conn, "select run_chunk('p1')::text")
-	wantExactPgError(t, err, "CH409", tampered)
+	_, err = pgtest.TryString(s.Conn, "select run_chunk('p1')::text")
+	pgtest.WantPgError(t, err, "CH409", tampered)
 	s.Exec(t, "insert into changes select * from saved")
 	s.Exec(t, `update changes set definition = jsonb_set(definition, '{set,status}', '"on_hold"'),
 	             digest = encode(sha256(convert_to(jsonb_set(definition, '{set,status}', '"on_hold"')::text, 'UTF8')), 'hex')`)
 	s.Exec(t, "alter function apply_hold_payment(text, text, integer, jsonb) rename to apply_hold_payment_saved")
-	_, err = tryString(s.Conn, "select run_chunk('p1')::text")
-	wantExactPgError(t, err, "CH409", "job p1: change hold_payment cannot run: function "+s.Name+".apply_hold_payment(text, text, integer, jsonb) is gone")
+	_, err = pgtest.TryString(s.Conn, "select run_chunk('p1')::text")
+	pgtest.WantPgError(t, err, "CH409", "job p1: change hold_payment cannot run: function "+s.Name+".apply_hold_payment(text, text, integer, jsonb) is gone")
 	s.Exec(t, "alter function apply_hold_payment_saved(text, text, integer, jsonb) rename to apply_hold_payment")
 	// A job whose targets were rewritten is no longer its approval.
 	s.Exec(t, `update jobs set targets = jsonb_set(targets, '{2,reason}', '"other"') where job_id = 'p1'`)
-	_, err = tryString(s.Conn, "select run_chunk('p1')::text")
-	wantPgError(t, err, "CH409", "job p1: the stored job is no longer the registered approval: its targets were changed after register")
+	_, err = pgtest.TryString(s.Conn, "select run_chunk('p1')::text")
+	pgtest.WantPgErrorContaining(t, err, "CH409", "job p1: the stored job is no longer the registered approval: its targets were changed after register")
 	s.Exec(t, `update jobs set targets = jsonb_set(targets, '{2,reason}', '"chargeback''s #3"') where job_id = 'p1'`)
 	// Restored, the job goes on, each row changed once.
-	sameJSON(t, "second chunk", mustString(t, s.Conn, "select run_chunk('p1')::text"), `{"processed": [3, 4], "next_index": 4, "done": false}`)
-	sameJSON(t, "last chunk", mustString(t, s.Conn, "select run_chunk('p1')::text"), `{"processed": [5], "next_index": 5, "done": true}`)
-	if got := mustString(t, s.Conn, "select count(*)::text || '/' || count(distinct key) from change_audit where job_id = 'p1'"); got != "5/5" {
+	sameJSON(t, "second chunk", pgtest.MustString(t, s.Conn, "select run_chunk('p1')::text"), `{"processed": [3, 4], "next_index": 4, "done": false}`)
+	sameJSON(t, "last chunk", pgtest.MustString(t, s.Conn, "select run_chunk('p1')::text"), `{"processed": [5], "next_index": 5, "done": true}`)
+	if got := pgtest.MustString(t, s.Conn, "select count(*)::text || '/' || count(distinct key) from change_audit where job_id = 'p1'"); got != "5/5" {
 		t.Fatalf("audit rows/keys: %s, want 5/5", got)
 	}
 	// An audit row removed by hand makes the stored job unsound.
 	s.Exec(t, "delete from change_audit where job_id = 'p1' and ordinal = 4")
-	_, err = tryString(s.Conn, "select run_chunk('p1')::text")
-	wantExactPgError(t, err, "CH409", "job p1: the stored job is not sound: its audit (change_audit) is not exactly targets[0:5]")
+	_, err = pgtest.TryString(s.Conn, "select run_chunk('p1')::text")
+	pgtest.WantPgError(t, err, "CH409", "job p1: the stored job is not sound: its audit (change_audit) is not exactly targets[0:5]")
 }
 
 // crm.contacts: a uuid key, no tenant, no version, expect on email; and
@@ -333,11 +314,11 @@ func TestChangeDriftAndTampering(t *testing.T) {
 func TestChangeContactsAndPrices(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	crm := userSchema(t, s, `create table %[1]s.contacts(id uuid primary key, email text, opted_out boolean not null default false, note text);
+	crm := s.UserSchema(t, `create table %[1]s.contacts(id uuid primary key, email text, opted_out boolean not null default false, note text);
 	  insert into %[1]s.contacts values ('00000000-0000-0000-0000-00000000000a', 'a@example.com', false, null),
 	                                    ('00000000-0000-0000-0000-00000000000b', null, false, null),
 	                                    ('00000000-0000-0000-0000-00000000000c', 'c@example.com', false, null);`)
-	cat := userSchema(t, s, `create table %[1]s.prices(sku text primary key, price numeric(10, 2) not null, currency text not null);
+	cat := s.UserSchema(t, `create table %[1]s.prices(sku text primary key, price numeric(10, 2) not null, currency text not null);
 	  insert into %[1]s.prices values ('sku-1', 10.00, 'EUR'), ('sku-2', 20.00, 'EUR'), ('sku-3', 30.00, 'USD');`)
 	s.Exec(t, "select define_change($1)", fmt.Sprintf(`{"name": "opt_out", "table": "%s.contacts", "key": "id", "expect": ["email"],
 	  "set": {"opted_out": true, "note": "it's \"done\" $$ $body$'); drop table %s.contacts; --"}}`, crm, crm))
@@ -350,13 +331,13 @@ func TestChangeContactsAndPrices(t *testing.T) {
 		fmt.Sprintf("%s", pass.Processed) != `["00000000-0000-0000-0000-00000000000a" "00000000-0000-0000-0000-00000000000b"]` {
 		t.Fatalf("RunNext: %+v, %v", pass, err)
 	}
-	sameJSON(t, "contacts", mustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(right(id::text, 1), opted_out, note) order by id)::text from "+crm+".contacts"),
+	sameJSON(t, "contacts", pgtest.MustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(right(id::text, 1), opted_out, note) order by id)::text from "+crm+".contacts"),
 		fmt.Sprintf(`[["a", true, "it's \"done\" $$ $body$'); drop table %[1]s.contacts; --"], ["b", true, "it's \"done\" $$ $body$'); drop table %[1]s.contacts; --"], ["c", false, null]]`, crm))
-	sameJSON(t, "contacts audit", mustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(key, version_before, before) order by ordinal)::text from change_audit where job_id = 'c1'"),
+	sameJSON(t, "contacts audit", pgtest.MustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(key, version_before, before) order by ordinal)::text from change_audit where job_id = 'c1'"),
 		`[["00000000-0000-0000-0000-00000000000a", null, {"note": null, "opted_out": false}], ["00000000-0000-0000-0000-00000000000b", null, {"note": null, "opted_out": false}]]`)
 
 	s.Exec(t, "update "+crm+".contacts set note = null where right(id::text, 1) = 'b'")
-	sameJSON(t, "contacts report", mustString(t, s.Conn, "select report('c1')::text"), `{"approved": ["00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000b"],
+	sameJSON(t, "contacts report", pgtest.MustString(t, s.Conn, "select report('c1')::text"), `{"approved": ["00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000b"],
 	  "committed": ["00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000b"], "remaining": [],
 	  "matching": ["00000000-0000-0000-0000-00000000000a"], "drifted": ["00000000-0000-0000-0000-00000000000b"], "missing": []}`)
 
@@ -365,21 +346,21 @@ func TestChangeContactsAndPrices(t *testing.T) {
 	s.Exec(t, "select register_change('reprice', $1)", changePlan("r1", "shop", `[
 	  {"sku": "sku-2", "price": 20, "new_price": 21.5}, {"sku": "sku-1", "price": 10.00, "new_price": 11.25}]`, 1))
 	for _, want := range []string{`{"processed": ["sku-1"], "next_index": 1, "done": false}`, `{"processed": ["sku-2"], "next_index": 2, "done": true}`} {
-		sameJSON(t, "reprice", mustString(t, s.Conn, "select run_chunk('r1')::text"), want)
+		sameJSON(t, "reprice", pgtest.MustString(t, s.Conn, "select run_chunk('r1')::text"), want)
 	}
-	sameJSON(t, "prices", mustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(sku, price) order by sku)::text from "+cat+".prices"),
+	sameJSON(t, "prices", pgtest.MustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(sku, price) order by sku)::text from "+cat+".prices"),
 		`[["sku-1", 11.25], ["sku-2", 21.50], ["sku-3", 30.00]]`)
-	sameJSON(t, "prices audit", mustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(key, before, after) order by ordinal)::text from change_audit where job_id = 'r1'"),
+	sameJSON(t, "prices audit", pgtest.MustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(key, before, after) order by ordinal)::text from change_audit where job_id = 'r1'"),
 		`[["sku-1", {"price": 10.00}, {"price": 11.25}], ["sku-2", {"price": 20.00}, {"price": 21.50}]]`)
 	// when: a USD price is refused, naming the key and the column.
 	s.Exec(t, "select register_change('reprice', $1)", changePlan("r2", "shop", `[{"sku": "sku-3", "price": 30, "new_price": 31}]`, 1))
-	_, err = tryString(s.Conn, "select run_chunk('r2')::text")
-	wantExactPgError(t, err, "CH409", "sku sku-3: currency is USD, the change requires EUR")
+	_, err = pgtest.TryString(s.Conn, "select run_chunk('r2')::text")
+	pgtest.WantPgError(t, err, "CH409", "sku sku-3: currency is USD, the change requires EUR")
 
-	sameJSON(t, "prices report", mustString(t, s.Conn, "select report('r1')::text"),
+	sameJSON(t, "prices report", pgtest.MustString(t, s.Conn, "select report('r1')::text"),
 		`{"approved": ["sku-1", "sku-2"], "committed": ["sku-1", "sku-2"], "remaining": [], "matching": ["sku-1", "sku-2"], "drifted": [], "missing": []}`)
 	// change_show has the definition and the generated source for review.
-	show := mustString(t, s.Conn, "select change_show('reprice')::text")
+	show := pgtest.MustString(t, s.Conn, "select change_show('reprice')::text")
 	for _, want := range []string{`"jobs": 2`, `"function": "apply_reprice"`, "CREATE OR REPLACE FUNCTION " + s.Name + ".apply_reprice", "SECURITY DEFINER", "for update of r"} {
 		if !strings.Contains(show, want) {
 			t.Errorf("change_show lacks %q:\n%s", want, show)
@@ -388,7 +369,7 @@ func TestChangeContactsAndPrices(t *testing.T) {
 	if strings.Contains(show, "EXECUTE") {
 		t.Errorf("the generated function has EXECUTE:\n%s", show)
 	}
-	sameJSON(t, "change_list", mustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(x ->> 'name', x -> 'jobs'))::text from jsonb_array_elements(change_list()) x"),
+	sameJSON(t, "change_list", pgtest.MustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(x ->> 'name', x -> 'jobs'))::text from jsonb_array_elements(change_list()) x"),
 		`[["opt_out", 1], ["reprice", 2]]`)
 }
 
@@ -400,7 +381,7 @@ func TestChangeContactsAndPrices(t *testing.T) {
 func TestChangeRegisterRefusals(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	shop := userSchema(t, s, paymentsSQL)
+	shop := s.UserSchema(t, paymentsSQL)
 	s.Exec(t, "select define_change($1)", holdPayment(shop))
 	one := `{"payment_id": 1, "lock_version": 3, "amount_cents": 100, "reason": "r"}`
 	for _, c := range []struct{ change, plan, msg string }{
@@ -440,17 +421,17 @@ func TestChangeRegisterRefusals(t *testing.T) {
 		`{"job_id": "p1", "processed": [1], "next_index": 1, "done": false}`,
 		`{"job_id": "p1", "processed": [2], "next_index": 2, "done": true}`,
 	} {
-		sameJSON(t, "run_next_chunk", mustString(t, s.Conn, "select run_next_chunk('w1')::text"), want)
+		sameJSON(t, "run_next_chunk", pgtest.MustString(t, s.Conn, "select run_next_chunk('w1')::text"), want)
 	}
-	if got := mustString(t, s.Conn, "select run_next_chunk('w1')::text"); got != "<null>" {
+	if got := pgtest.MustString(t, s.Conn, "select run_next_chunk('w1')::text"); got != "<null>" {
 		t.Fatalf("run_next_chunk after the job: %s", got)
 	}
 	// Status and lineage say the job is a declared change's, with its drift (report's).
-	sameJSON(t, "job_status", mustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(x ->> 'job_id', x ->> 'kind', x ->> 'state', x -> 'drift'))::text from jsonb_array_elements(job_status()) x"),
+	sameJSON(t, "job_status", pgtest.MustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(x ->> 'job_id', x ->> 'kind', x ->> 'state', x -> 'drift'))::text from jsonb_array_elements(job_status()) x"),
 		`[["orders-job", "cancel", "idle", 0], ["p1", "change", "done", 0]]`)
-	sameJSON(t, "job_lineage", mustString(t, s.Conn, "select job_lineage('p1')::text"), `{"job_id": "p1", "kind": "change", "change": "hold_payment", "undoes": null, "undone_by": null}`)
+	sameJSON(t, "job_lineage", pgtest.MustString(t, s.Conn, "select job_lineage('p1')::text"), `{"job_id": "p1", "kind": "change", "change": "hold_payment", "undoes": null, "undone_by": null}`)
 	// inspect_job shows the targets as they are stored.
-	sameJSON(t, "inspect_job", mustString(t, s.Conn, "select (inspect_job('p1') -> 'targets')::text"), paymentTargets(1, 2))
+	sameJSON(t, "inspect_job", pgtest.MustString(t, s.Conn, "select (inspect_job('p1') -> 'targets')::text"), paymentTargets(1, 2))
 }
 
 // check_change (issue 25, item 4 "Check"): what register_change and a
@@ -458,33 +439,33 @@ func TestChangeRegisterRefusals(t *testing.T) {
 func TestChangeCheck(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	shop := userSchema(t, s, paymentsSQL)
+	shop := s.UserSchema(t, paymentsSQL)
 	p := shop + ".payments"
 	s.Exec(t, "select define_change($1)", holdPayment(shop))
 	s.Exec(t, "update "+p+" set amount_cents = 1 where payment_id = 2")
 	s.Exec(t, "update "+p+" set status = 'refunded' where payment_id = 3")
 	s.Exec(t, "delete from "+p+" where payment_id = 5")
-	before := mustString(t, s.Conn, "select jsonb_agg(p order by payment_id)::text from "+p+" p")
+	before := pgtest.MustString(t, s.Conn, "select jsonb_agg(p order by payment_id)::text from "+p+" p")
 	plan := changePlan("p1", "7", paymentTargets(5, 4, 3, 2, 1), 2)
-	sameJSON(t, "check_change", mustString(t, s.Conn, "select check_change('hold_payment', $1)::text", plan), `{"job_id": "p1", "ok": false, "job": "free", "job_problem": "",
+	sameJSON(t, "check_change", pgtest.MustString(t, s.Conn, "select check_change('hold_payment', $1)::text", plan), `{"job_id": "p1", "ok": false, "job": "free", "job_problem": "",
 	  "targets": [{"key": 1, "ok": true, "problem": "", "committed": false},
 	              {"key": 2, "ok": false, "problem": "payment_id 2: amount_cents is 1, approved 200", "committed": false},
 	              {"key": 3, "ok": false, "problem": "payment_id 3: status is refunded, the change requires captured", "committed": false},
 	              {"key": 4, "ok": true, "problem": "", "committed": false},
 	              {"key": 5, "ok": false, "problem": "payment_id 5: missing", "committed": false}]}`)
-	if after := mustString(t, s.Conn, "select jsonb_agg(p order by payment_id)::text from "+p+" p"); after != before {
+	if after := pgtest.MustString(t, s.Conn, "select jsonb_agg(p order by payment_id)::text from "+p+" p"); after != before {
 		t.Fatalf("check_change changed the payments")
 	}
-	if got := mustString(t, s.Conn, "select count(*)::text from jobs"); got != "0" {
+	if got := pgtest.MustString(t, s.Conn, "select count(*)::text from jobs"); got != "0" {
 		t.Fatalf("check_change wrote %s jobs", got)
 	}
 	// A registered job: its committed targets are ok and committed.
 	s.Exec(t, "select register_change('hold_payment', $1)", changePlan("p2", "7", paymentTargets(4, 1), 1))
 	s.Exec(t, "select run_chunk('p2')")
-	sameJSON(t, "check_change of a registered job", mustString(t, s.Conn, "select check_change('hold_payment', $1)::text", changePlan("p2", "7", paymentTargets(4, 1), 1)),
+	sameJSON(t, "check_change of a registered job", pgtest.MustString(t, s.Conn, "select check_change('hold_payment', $1)::text", changePlan("p2", "7", paymentTargets(4, 1), 1)),
 		`{"job_id": "p2", "ok": true, "job": "registered", "job_problem": "",
 		  "targets": [{"key": 1, "ok": true, "problem": "", "committed": true}, {"key": 4, "ok": true, "problem": "", "committed": false}]}`)
-	sameJSON(t, "check_change of another job under the id", mustString(t, s.Conn, "select check_change('hold_payment', $1)::text", changePlan("p2", "7", paymentTargets(4), 1)),
+	sameJSON(t, "check_change of another job under the id", pgtest.MustString(t, s.Conn, "select check_change('hold_payment', $1)::text", changePlan("p2", "7", paymentTargets(4), 1)),
 		`{"job_id": "p2", "ok": false, "job": "conflict", "job_problem": "job p2: already registered with different targets",
 		  "targets": [{"key": 4, "ok": true, "problem": "", "committed": false}]}`)
 	refuse(t, s, "22023", `tenant: must be a value of column `+p+`.merchant_id (integer) as it prints, got "x"`,

@@ -34,7 +34,7 @@ func unchangedAll(t testing.TB, s *pgtest.Schema, what, before string) {
 func checkPlan(t testing.TB, s *pgtest.Schema, plan string) driver.PlanCheck {
 	t.Helper()
 	var c driver.PlanCheck
-	if err := json.Unmarshal([]byte(mustString(t, s.Conn, "select check_plan($1)::text", plan)), &c); err != nil {
+	if err := json.Unmarshal([]byte(pgtest.MustString(t, s.Conn, "select check_plan($1)::text", plan)), &c); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -140,7 +140,7 @@ func TestSQLCheckPlanMatchesRegisterAndDrain(t *testing.T) {
 		case want == "" && err != nil:
 			t.Errorf("order %d: the preflight said ok, the chunk failed: %v", id, err)
 		case want != "":
-			wantExactPgError(t, err, "CH409", want)
+			pgtest.WantPgError(t, err, "CH409", want)
 		}
 	}
 	unchangedAll(t, s, "the probes", before)
@@ -154,7 +154,7 @@ func TestSQLCheckPlanMatchesRegisterAndDrain(t *testing.T) {
 			break
 		}
 	}
-	wantExactPgError(t, drainErr, "CH409", "order 2: missing")
+	pgtest.WantPgError(t, drainErr, "CH409", "order 2: missing")
 	if got := queryString(t, s, "select next_index::text from jobs where job_id = 'p'"); got != "0" {
 		t.Fatalf("next_index %s after the conflict in the first chunk", got)
 	}
@@ -239,7 +239,7 @@ func TestSQLCheckPlanJobState(t *testing.T) {
 	s.Exec(t, "select run_chunk('j')")
 	s.Exec(t, "select run_chunk('j')")
 	s.Exec(t, "select register_undo('j')")
-	undo := mustString(t, s.Conn, "select inspect_job('j-undo')::text")
+	undo := pgtest.MustString(t, s.Conn, "select inspect_job('j-undo')::text")
 	var job driver.Job
 	if err := json.Unmarshal([]byte(undo), &job); err != nil {
 		t.Fatal(err)

@@ -65,7 +65,7 @@ func TestSQLConcurrentRegister(t *testing.T) {
 			if results[0].created == results[1].created {
 				t.Fatalf("round %d: register returned %v and %v, want one true and one false", round, results[0].created, results[1].created)
 			}
-			sameJSON(t, "inspect_job", mustString(t, s.Conn, "select inspect_job($1)::text", jobID),
+			sameJSON(t, "inspect_job", pgtest.MustString(t, s.Conn, "select inspect_job($1)::text", jobID),
 				fmt.Sprintf(`{"job_id": %q, "tenant": "acme", "targets": %s, "chunk_size": 3, "next_index": 0}`, jobID, targets(1, 8)))
 		}
 	})
@@ -87,7 +87,7 @@ func TestSQLConcurrentRegister(t *testing.T) {
 			if err := tx.QueryRow(ctx, "select register($1)", p).Scan(&created); err != nil || !created {
 				t.Fatalf("first register: %v %v", created, err)
 			}
-			pidB := mustString(t, b, "select pg_backend_pid()::text")
+			pidB := pgtest.MustString(t, b, "select pg_backend_pid()::text")
 			type result struct {
 				created bool
 				err     error
@@ -111,7 +111,7 @@ func TestSQLConcurrentRegister(t *testing.T) {
 			if r.err != nil || r.created != c.want {
 				t.Fatalf("second register after %s: got %v %v, want %v", c.end, r.created, r.err, c.want)
 			}
-			if got := mustString(t, s.Conn, "select count(*)::text from jobs where job_id = $1", jobID); got != "1" {
+			if got := pgtest.MustString(t, s.Conn, "select count(*)::text from jobs where job_id = $1", jobID); got != "1" {
 				t.Fatalf("jobs rows for %s: %s", jobID, got)
 			}
 		})
@@ -123,7 +123,7 @@ func waitForLock(t testing.TB, s *pgtest.Schema, pid string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if mustString(t, s.Conn, "select coalesce(wait_event_type, '') from pg_stat_activity where pid = $1::int", pid) == "Lock" {
+		if pgtest.MustString(t, s.Conn, "select coalesce(wait_event_type, '') from pg_stat_activity where pid = $1::int", pid) == "Lock" {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -165,7 +165,7 @@ func TestSQLConcurrentRunChunk(t *testing.T) {
 					// At most one call per chunk plus a few: a loop that never ends is a bug.
 					for range 2*n + 10 {
 						begin := time.Now()
-						out, err := tryString(conns[i], "select run_chunk($1)::text", "race")
+						out, err := pgtest.TryString(conns[i], "select run_chunk($1)::text", "race")
 						if err != nil {
 							if pgCode(err) == "55P03" {
 								// A lock timeout is an honest answer under contention;
@@ -249,7 +249,7 @@ func TestSQLConcurrentRunChunk(t *testing.T) {
 			}
 			sameJSON(t, "orders", ordersOf(t, s, 0, 1000), list(rows...))
 			sameJSON(t, "audit", auditOf(t, s, "race"), wantAudit(1, n))
-			sameJSON(t, "inspect_job", mustString(t, s.Conn, "select inspect_job('race')::text"),
+			sameJSON(t, "inspect_job", pgtest.MustString(t, s.Conn, "select inspect_job('race')::text"),
 				fmt.Sprintf(`{"job_id": "race", "tenant": "acme", "targets": %s, "chunk_size": %d, "next_index": %d}`, targets(1, n), size, n))
 		})
 	}
@@ -271,7 +271,7 @@ func TestSQLRunChunkLocksOrdersInIDOrder(t *testing.T) {
 	tx := holding(t, s, "select 1 from orders where id = 3 for update")
 	done := waitingFor(t, s, "select change_orders('acme', array[1, 2, 3, 4, 5], array[3, 3, 3, 3, 3], array[2, 2, 2, 2, 2], 'cancel')")
 	// Orders 1 and 2 are the runner's; 4 and 5 are not locked yet.
-	if got := mustString(t, s.Conn, `select coalesce(string_agg(id::text, ' ' order by id), '')
+	if got := pgtest.MustString(t, s.Conn, `select coalesce(string_agg(id::text, ' ' order by id), '')
 	    from (select id from orders where id in (1, 2, 4, 5) order by id for update skip locked) as free`); got != "4 5" {
 		t.Errorf("orders free while the chunk waits for order 3: %q, want \"4 5\" (1 and 2 locked by the chunk, in id order)", got)
 	}
@@ -281,7 +281,7 @@ func TestSQLRunChunkLocksOrdersInIDOrder(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("change_orders after the holder let go: %v", err)
 	}
-	if got := mustString(t, s.Conn, "select string_agg(state || ' ' || revision, ', ' order by id) from orders where id between 1 and 5"); got !=
+	if got := pgtest.MustString(t, s.Conn, "select string_agg(state || ' ' || revision, ', ' order by id) from orders where id between 1 and 5"); got !=
 		"cancelled 4, cancelled 4, cancelled 4, cancelled 4, cancelled 4" {
 		t.Errorf("orders after the chunk: %s", got)
 	}

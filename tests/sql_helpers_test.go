@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/chunks-dev/chunks/internal/pgtest"
@@ -18,29 +17,6 @@ const nameRule = "must be 1 to 64 ASCII letters, digits, _ or -"
 // long64 is a valid name of exactly 64 characters, using every allowed class.
 var long64 = "Az09_-" + strings.Repeat("x", 58)
 
-// tryString runs sql on conn and returns its single value as text ("<null>"
-// for SQL NULL) or the error.
-func tryString(conn *pgx.Conn, sql string, args ...any) (string, error) {
-	var v *string
-	if err := conn.QueryRow(ctx, sql, args...).Scan(&v); err != nil {
-		return "", err
-	}
-	if v == nil {
-		return "<null>", nil
-	}
-	return *v, nil
-}
-
-// mustString is tryString that fails the test on error.
-func mustString(t testing.TB, conn *pgx.Conn, sql string, args ...any) string {
-	t.Helper()
-	v, err := tryString(conn, sql, args...)
-	if err != nil {
-		t.Fatalf("%s %v: %v", sql, args, err)
-	}
-	return v
-}
-
 // pgCode is the SQLSTATE of err, or "" when err is not a server error.
 func pgCode(err error) string {
 	var pgErr *pgconn.PgError
@@ -50,29 +26,17 @@ func pgCode(err error) string {
 	return ""
 }
 
-// wantExactPgError fails unless err is a server error with exactly code and message.
-func wantExactPgError(t testing.TB, err error, code, msg string) {
-	t.Helper()
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		t.Fatalf("want SQLSTATE %s %q, got %v", code, msg, err)
-	}
-	if pgErr.Code != code || pgErr.Message != msg {
-		t.Fatalf("want SQLSTATE %s %q,\n got SQLSTATE %s %q", code, msg, pgErr.Code, pgErr.Message)
-	}
-}
-
 // refuse runs sql (which returns one value) on the schema's connection and
 // fails unless it raises exactly code and msg and leaves orders, jobs and
 // job_audit exactly as they were.
 func refuse(t testing.TB, s *pgtest.Schema, code, msg, sql string, args ...any) {
 	t.Helper()
 	before := state(t, s)
-	got, err := tryString(s.Conn, sql, args...)
+	got, err := pgtest.TryString(s.Conn, sql, args...)
 	if err == nil {
 		t.Fatalf("%s %v: want SQLSTATE %s %q, got result %s", sql, args, code, msg, got)
 	}
-	wantExactPgError(t, err, code, msg)
+	pgtest.WantPgError(t, err, code, msg)
 	if after := state(t, s); after != before {
 		t.Fatalf("%s %v: refused, but the data changed:\nbefore %s\n after %s", sql, args, before, after)
 	}
@@ -134,14 +98,14 @@ func planWith(set map[string]string) string {
 // ordersOf is the orders of ids first..last as [[id, tenant, qty, state, revision], ...].
 func ordersOf(t testing.TB, s *pgtest.Schema, first, last int) string {
 	t.Helper()
-	return mustString(t, s.Conn, `select coalesce(jsonb_agg(jsonb_build_array(o.id, o.tenant, o.qty, o.state, o.revision)
+	return pgtest.MustString(t, s.Conn, `select coalesce(jsonb_agg(jsonb_build_array(o.id, o.tenant, o.qty, o.state, o.revision)
 	  order by o.id), '[]')::text from orders o where o.id between $1 and $2`, first, last)
 }
 
 // auditOf is the audit of job as [[ordinal, id, previous_revision, new_revision, qty], ...].
 func auditOf(t testing.TB, s *pgtest.Schema, jobID string) string {
 	t.Helper()
-	return mustString(t, s.Conn, `select coalesce(jsonb_agg(jsonb_build_array(a.ordinal, a.id, a.previous_revision,
+	return pgtest.MustString(t, s.Conn, `select coalesce(jsonb_agg(jsonb_build_array(a.ordinal, a.id, a.previous_revision,
 	  a.new_revision, a.qty) order by a.ordinal), '[]')::text from job_audit a where a.job_id = $1`, jobID)
 }
 

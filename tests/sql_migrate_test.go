@@ -48,7 +48,7 @@ func dropSchemaAtEnd(t *testing.T, admin *pgx.Conn, name string) {
 // version.
 func catalog(t testing.TB, conn *pgx.Conn, schema string) string {
 	t.Helper()
-	return mustString(t, conn, `select jsonb_build_object(
+	return pgtest.MustString(t, conn, `select jsonb_build_object(
 	  'functions', (select jsonb_agg(jsonb_build_array(p.proname, p.oid, p.prosrc, p.proconfig, obj_description(p.oid, 'pg_proc'))
 	                 order by p.proname, p.oid) from pg_proc p where p.pronamespace = $1::regnamespace),
 	  'relations', (select jsonb_agg(jsonb_build_array(c.relname, c.oid, c.relfilenode, c.relkind) order by c.relname)
@@ -59,7 +59,7 @@ func catalog(t testing.TB, conn *pgx.Conn, schema string) string {
 // publicObjects lists everything in public that Migrate could have created.
 func publicObjects(t testing.TB, conn *pgx.Conn) string {
 	t.Helper()
-	return mustString(t, conn, `select jsonb_build_object(
+	return pgtest.MustString(t, conn, `select jsonb_build_object(
 	  'class', (select count(*) from pg_class where relnamespace = 'public'::regnamespace),
 	  'proc', (select count(*) from pg_proc where pronamespace = 'public'::regnamespace),
 	  'type', (select count(*) from pg_type where typnamespace = 'public'::regnamespace),
@@ -125,7 +125,7 @@ func TestSQLMigrateAgainIsANoOp(t *testing.T) {
 		unchanged(t, s, "migrate again", data)
 	}
 	// And the job goes on where it was.
-	sameJSON(t, "run_chunk", mustString(t, s.Conn, "select run_chunk('j')::text"), `{"processed": [3, 4], "next_index": 4, "done": false}`)
+	sameJSON(t, "run_chunk", pgtest.MustString(t, s.Conn, "select run_chunk('j')::text"), `{"processed": [3, 4], "next_index": 4, "done": false}`)
 }
 
 func TestSQLMigrateNothingInPublic(t *testing.T) {
@@ -139,12 +139,12 @@ func TestSQLMigrateNothingInPublic(t *testing.T) {
 	if after := publicObjects(t, admin); after != before {
 		t.Fatalf("migrate created something in public:\nbefore %s\n after %s", before, after)
 	}
-	if got := mustString(t, admin, "select coalesce(to_regclass('public.schema_version')::text, 'none')"); got != "none" {
+	if got := pgtest.MustString(t, admin, "select coalesce(to_regclass('public.schema_version')::text, 'none')"); got != "none" {
 		t.Fatalf("public.schema_version: %s", got)
 	}
 	// Exactly the tables (with their indexes; job_queue is fleet mode's queue, job_kind says which jobs are undos) and
 	// tern's version table, and the shipped functions.
-	sameJSON(t, "tables", mustString(t, admin, `select jsonb_agg(relname order by relname)::text from pg_class
+	sameJSON(t, "tables", pgtest.MustString(t, admin, `select jsonb_agg(relname order by relname)::text from pg_class
 	  where relnamespace = $1::regnamespace and relkind = 'r'`, s.Name), `["campaign_jobs", "campaigns", "change_audit", "change_writer", "changes", "job_approval", "job_audit", "job_change", "job_kind", "job_progress", "job_queue", "jobs", "orders", "schema_version", "workers"]`)
 	if got, want := installedFunctions(t, admin, s.Name), shippedFunctions(t); !slices.Equal(got, want) {
 		t.Fatalf("functions: %v, want %v", got, want)
@@ -160,7 +160,7 @@ func TestSQLMigrateSchemasAreIndependent(t *testing.T) {
 	seedOrders(t, s2, "acme", 1, 4)
 	data2 := state(t, s2)
 
-	if got := mustString(t, s2.Conn, "select inspect_job('j')::text"); got != "<null>" {
+	if got := pgtest.MustString(t, s2.Conn, "select inspect_job('j')::text"); got != "<null>" {
 		t.Fatalf("inspect_job in the other schema: %s", got)
 	}
 	refuse(t, s2, "CH409", "job j: not found", "select run_chunk($1)::text", "j")
@@ -168,22 +168,22 @@ func TestSQLMigrateSchemasAreIndependent(t *testing.T) {
 	unchanged(t, s2, "the other schema's reads", data2)
 
 	// Each schema's functions use their own tables, whatever the caller's search_path.
-	sameJSON(t, "s1.inspect_job from s2's session", mustString(t, s2.Conn,
+	sameJSON(t, "s1.inspect_job from s2's session", pgtest.MustString(t, s2.Conn,
 		"select "+pgx.Identifier{s1.Name, "inspect_job"}.Sanitize()+"('j')::text"),
 		`{"job_id": "j", "tenant": "acme", "targets": `+targets(1, 4)+`, "chunk_size": 2, "next_index": 2}`)
-	if got := mustString(t, admin, "select "+pgx.Identifier{s2.Name, "inspect_job"}.Sanitize()+"('j')::text"); got != "<null>" {
+	if got := pgtest.MustString(t, admin, "select "+pgx.Identifier{s2.Name, "inspect_job"}.Sanitize()+"('j')::text"); got != "<null>" {
 		t.Fatalf("s2.inspect_job from a session without search_path: %s", got)
 	}
 
 	// The same job id in the second schema is a new job there, with other content.
-	if got := mustString(t, s2.Conn, "select register($1)::text", plan("j", "acme", 1, 4, 4)); got != "true" {
+	if got := pgtest.MustString(t, s2.Conn, "select register($1)::text", plan("j", "acme", 1, 4, 4)); got != "true" {
 		t.Fatalf("register in s2: %s", got)
 	}
-	sameJSON(t, "s2 run_chunk", mustString(t, s2.Conn, "select run_chunk('j')::text"),
+	sameJSON(t, "s2 run_chunk", pgtest.MustString(t, s2.Conn, "select run_chunk('j')::text"),
 		`{"processed": [1, 2, 3, 4], "next_index": 4, "done": true}`)
 	sameJSON(t, "s1 orders untouched by s2", ordersOf(t, s1, 1, 4),
 		`[[1, "acme", 2, "cancelled", 4], [2, "acme", 2, "cancelled", 4], [3, "acme", 2, "pending", 3], [4, "acme", 2, "pending", 3]]`)
-	sameJSON(t, "s1 job untouched by s2", mustString(t, s1.Conn, "select inspect_job('j')::text"),
+	sameJSON(t, "s1 job untouched by s2", pgtest.MustString(t, s1.Conn, "select inspect_job('j')::text"),
 		`{"job_id": "j", "tenant": "acme", "targets": `+targets(1, 4)+`, "chunk_size": 2, "next_index": 2}`)
 }
 
@@ -221,13 +221,13 @@ func TestSQLMigrateConcurrently(t *testing.T) {
 	if got, want := installedFunctions(t, admin, name), shippedFunctions(t); !slices.Equal(got, want) {
 		t.Fatalf("functions: %v, want %v", got, want)
 	}
-	if got := mustString(t, admin, "select jsonb_agg(v)::text from "+pgx.Identifier{name, "schema_version"}.Sanitize()+" v"); got != `[{"version": 10}]` {
+	if got := pgtest.MustString(t, admin, "select jsonb_agg(v)::text from "+pgx.Identifier{name, "schema_version"}.Sanitize()+" v"); got != `[{"version": 10}]` {
 		t.Fatalf("version: %s", got)
 	}
 	dsn := pgtest.WithSearchPath(pgtest.DSN(), name)
 	s := &pgtest.Schema{Name: name, DSN: dsn, Conn: pgtest.Connect(t, dsn)}
 	registerJob(t, s, "j", "acme", 1, 3, 2)
-	sameJSON(t, "run_chunk", mustString(t, s.Conn, "select run_chunk('j')::text"), `{"processed": [1, 2], "next_index": 2, "done": false}`)
+	sameJSON(t, "run_chunk", pgtest.MustString(t, s.Conn, "select run_chunk('j')::text"), `{"processed": [1, 2], "next_index": 2, "done": false}`)
 }
 
 // An upgrade (here: undoing a hand edit) replaces function bodies and keeps
@@ -250,7 +250,7 @@ func TestSQLMigrateRestoresShippedFunctions(t *testing.T) {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
-	if got := mustString(t, s.Conn, "select inspect_job('j')::text"); got != `"hand-made"` {
+	if got := pgtest.MustString(t, s.Conn, "select inspect_job('j')::text"); got != `"hand-made"` {
 		t.Fatalf("hand-made inspect_job: %s", got)
 	}
 	if err := driver.Migrate(ctx, admin, s.Name, driver.MigrateOptions{}); err != nil {
@@ -260,9 +260,9 @@ func TestSQLMigrateRestoresShippedFunctions(t *testing.T) {
 		t.Fatalf("after migrate:\n got %s\nwant %s", got, shipped)
 	}
 	unchanged(t, s, "migrate", data)
-	sameJSON(t, "inspect_job", mustString(t, s.Conn, "select inspect_job('j')::text"),
+	sameJSON(t, "inspect_job", pgtest.MustString(t, s.Conn, "select inspect_job('j')::text"),
 		fmt.Sprintf(`{"job_id": "j", "tenant": "acme", "targets": %s, "chunk_size": 2, "next_index": 2}`, targets(1, 5)))
-	sameJSON(t, "run_chunk", mustString(t, s.Conn, "select run_chunk('j')::text"), `{"processed": [3, 4], "next_index": 4, "done": false}`)
+	sameJSON(t, "run_chunk", pgtest.MustString(t, s.Conn, "select run_chunk('j')::text"), `{"processed": [3, 4], "next_index": 4, "done": false}`)
 }
 
 // namespaceCatalog is every relation and function of schema name, by name,
@@ -270,7 +270,7 @@ func TestSQLMigrateRestoresShippedFunctions(t *testing.T) {
 // adds to pg_toast, as the tests running in parallel do.
 func namespaceCatalog(t testing.TB, conn *pgx.Conn, name string) string {
 	t.Helper()
-	return mustString(t, conn, `select jsonb_build_object(
+	return pgtest.MustString(t, conn, `select jsonb_build_object(
 	  'relations', (select coalesce(jsonb_agg(c.relname order by c.relname), '[]') from pg_class c
 	                 join pg_namespace n on n.oid = c.relnamespace where n.nspname = $1
 	                  and c.relname !~ '^pg_toast_[0-9]+(_index)?$'),
@@ -336,7 +336,7 @@ func TestSQLMigrateKeywordSchemas(t *testing.T) {
 		if err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{}); !errors.Is(err, driver.ErrInvalid) {
 			t.Fatalf("migrate %s: %v, want ErrInvalid", name, err)
 		}
-		if got := mustString(t, admin, "select count(*)::text from pg_namespace where nspname = $1", name); got != "0" {
+		if got := pgtest.MustString(t, admin, "select count(*)::text from pg_namespace where nspname = $1", name); got != "0" {
 			t.Fatalf("migrate %s left a schema %s behind", name, name)
 		}
 	}
@@ -353,7 +353,7 @@ func TestSQLMigrateKeywordSchemas(t *testing.T) {
 		conn := pgtest.Connect(t, pgtest.WithSearchPath(pgtest.DSN(), name))
 		s := &pgtest.Schema{Name: name, Conn: conn}
 		registerJob(t, s, "j", "acme", 1, 3, 2)
-		sameJSON(t, name+".run_chunk", mustString(t, conn, "select run_chunk('j')::text"),
+		sameJSON(t, name+".run_chunk", pgtest.MustString(t, conn, "select run_chunk('j')::text"),
 			`{"processed": [1, 2], "next_index": 2, "done": false}`)
 	}
 }

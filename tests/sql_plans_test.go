@@ -60,7 +60,7 @@ func TestSQLPlansStayOnIndexesAfterTinyTables(t *testing.T) {
 			t.Fatalf("pass %d scanned %s sequentially", i+1, got)
 		}
 	}
-	if got := mustString(t, s.Conn, "select count(*)::text from job_queue"); got != "0" {
+	if got := pgtest.MustString(t, s.Conn, "select count(*)::text from job_queue"); got != "0" {
 		t.Fatalf("queue rows after the passes: %s, want 0", got)
 	}
 
@@ -73,7 +73,7 @@ func TestSQLPlansStayOnIndexesAfterTinyTables(t *testing.T) {
 		}
 	}
 	// And the session's own setting is untouched.
-	if got := mustString(t, runner, "select current_setting('enable_seqscan')"); got != "on" {
+	if got := pgtest.MustString(t, runner, "select current_setting('enable_seqscan')"); got != "on" {
 		t.Fatalf("enable_seqscan after run_chunk: %s, want on", got)
 	}
 }

@@ -28,20 +28,20 @@ func TestSQLRegister(t *testing.T) {
 
 	t.Run("inspect_job of an unknown job is NULL", func(t *testing.T) {
 		before := state(t, s)
-		if got := mustString(t, s.Conn, "select inspect_job($1)::text", "fest"); got != "<null>" {
+		if got := pgtest.MustString(t, s.Conn, "select inspect_job($1)::text", "fest"); got != "<null>" {
 			t.Fatalf("inspect_job: got %s, want NULL", got)
 		}
 		unchanged(t, s, "inspect_job", before)
 	})
 
 	t.Run("a new job is true, stored sorted with next_index 0", func(t *testing.T) {
-		if got := mustString(t, s.Conn, "select register($1)::text", unsortedPlan); got != "true" {
+		if got := pgtest.MustString(t, s.Conn, "select register($1)::text", unsortedPlan); got != "true" {
 			t.Fatalf("register: got %s, want true", got)
 		}
-		sameJSON(t, "jobs row", mustString(t, s.Conn, `select jsonb_build_array(job_id, tenant, targets, chunk_size, next_index)::text
+		sameJSON(t, "jobs row", pgtest.MustString(t, s.Conn, `select jsonb_build_array(job_id, tenant, targets, chunk_size, next_index)::text
 		  from jobs`), `["fest", "acme", `+sortedTargets+`, 2, 0]`)
 		// The stored list is in id order, element by element (not only equal as a set).
-		if got := mustString(t, s.Conn, "select string_agg(e->>'id', ',' order by ord) from jobs, jsonb_array_elements(targets) with ordinality x(e, ord)"); got != "10,20,30,40" {
+		if got := pgtest.MustString(t, s.Conn, "select string_agg(e->>'id', ',' order by ord) from jobs, jsonb_array_elements(targets) with ordinality x(e, ord)"); got != "10,20,30,40" {
 			t.Fatalf("stored ids in order: got %s", got)
 		}
 		if got := auditOf(t, s, "fest"); got != "[]" {
@@ -53,7 +53,7 @@ func TestSQLRegister(t *testing.T) {
 
 	t.Run("inspect_job returns exactly the stored job", func(t *testing.T) {
 		before := state(t, s)
-		sameJSON(t, "inspect_job", mustString(t, s.Conn, "select inspect_job($1)::text", "fest"),
+		sameJSON(t, "inspect_job", pgtest.MustString(t, s.Conn, "select inspect_job($1)::text", "fest"),
 			`{"job_id": "fest", "tenant": "acme", "targets": `+sortedTargets+`, "chunk_size": 2, "next_index": 0}`)
 		unchanged(t, s, "inspect_job", before)
 	})
@@ -69,7 +69,7 @@ func TestSQLRegister(t *testing.T) {
 	t.Run("the same approval again is false and changes nothing", func(t *testing.T) {
 		for name, plan := range sameApproval {
 			before := state(t, s)
-			if got := mustString(t, s.Conn, "select register($1)::text", plan); got != "false" {
+			if got := pgtest.MustString(t, s.Conn, "select register($1)::text", plan); got != "false" {
 				t.Fatalf("%s: got %s, want false", name, got)
 			}
 			unchanged(t, s, name, before)
@@ -77,20 +77,20 @@ func TestSQLRegister(t *testing.T) {
 	})
 
 	t.Run("re-registration never resets progress", func(t *testing.T) {
-		sameJSON(t, "run_chunk", mustString(t, s.Conn, "select run_chunk('fest')::text"),
+		sameJSON(t, "run_chunk", pgtest.MustString(t, s.Conn, "select run_chunk('fest')::text"),
 			`{"processed": [10, 20], "next_index": 2, "done": false}`)
 		for name, plan := range sameApproval {
 			before := state(t, s)
-			if got := mustString(t, s.Conn, "select register($1)::text", plan); got != "false" {
+			if got := pgtest.MustString(t, s.Conn, "select register($1)::text", plan); got != "false" {
 				t.Fatalf("%s: got %s, want false", name, got)
 			}
 			unchanged(t, s, name, before)
 		}
-		sameJSON(t, "inspect_job", mustString(t, s.Conn, "select inspect_job($1)::text", "fest"),
+		sameJSON(t, "inspect_job", pgtest.MustString(t, s.Conn, "select inspect_job($1)::text", "fest"),
 			`{"job_id": "fest", "tenant": "acme", "targets": `+sortedTargets+`, "chunk_size": 2, "next_index": 2}`)
 		sameJSON(t, "audit", auditOf(t, s, "fest"), `[[0, 10, 0, 1, 1], [1, 20, 2, 3, 9]]`)
 		// The next chunk is the next one, not the first one again.
-		sameJSON(t, "run_chunk", mustString(t, s.Conn, "select run_chunk('fest')::text"),
+		sameJSON(t, "run_chunk", pgtest.MustString(t, s.Conn, "select run_chunk('fest')::text"),
 			`{"processed": [30, 40], "next_index": 4, "done": true}`)
 	})
 
@@ -127,18 +127,18 @@ func TestSQLRegister(t *testing.T) {
 	})
 
 	t.Run("another job id is another job", func(t *testing.T) {
-		if got := mustString(t, s.Conn, "select register($1)::text",
+		if got := pgtest.MustString(t, s.Conn, "select register($1)::text",
 			planWith(map[string]string{"job_id": `"fest-2"`, "tenant": `"other"`})); got != "true" {
 			t.Fatalf("register fest-2: got %s, want true", got)
 		}
-		sameJSON(t, "inspect_job fest-2", mustString(t, s.Conn, "select inspect_job($1)::text", "fest-2"),
+		sameJSON(t, "inspect_job fest-2", pgtest.MustString(t, s.Conn, "select inspect_job($1)::text", "fest-2"),
 			`{"job_id": "fest-2", "tenant": "other", "targets": `+targets(1, 2)+`, "chunk_size": 2, "next_index": 0}`)
-		sameJSON(t, "inspect_job fest", mustString(t, s.Conn, "select inspect_job($1)::text", "fest"),
+		sameJSON(t, "inspect_job fest", pgtest.MustString(t, s.Conn, "select inspect_job($1)::text", "fest"),
 			`{"job_id": "fest", "tenant": "acme", "targets": `+sortedTargets+`, "chunk_size": 2, "next_index": 4}`)
 	})
 
 	t.Run("job ids are case sensitive", func(t *testing.T) {
-		if got := mustString(t, s.Conn, "select inspect_job($1)::text", "FEST"); got != "<null>" {
+		if got := pgtest.MustString(t, s.Conn, "select inspect_job($1)::text", "FEST"); got != "<null>" {
 			t.Fatalf("inspect_job FEST: got %s, want NULL", got)
 		}
 	})
@@ -166,7 +166,7 @@ func TestSQLRegister(t *testing.T) {
 			t.Fatal(err)
 		}
 		unchanged(t, s, "a rolled back register", before)
-		if got := mustString(t, s.Conn, "select inspect_job('tx')::text"); got != "<null>" {
+		if got := pgtest.MustString(t, s.Conn, "select inspect_job('tx')::text"); got != "<null>" {
 			t.Fatalf("inspect_job after rollback: %s", got)
 		}
 	})

@@ -19,7 +19,7 @@ func TestSQLReport(t *testing.T) {
 	report := func(t *testing.T, want string) {
 		t.Helper()
 		before := state(t, s)
-		sameJSON(t, "report", mustString(t, s.Conn, "select report($1)::text", "j"), want)
+		sameJSON(t, "report", pgtest.MustString(t, s.Conn, "select report($1)::text", "j"), want)
 		unchanged(t, s, "report", before)
 	}
 
@@ -80,7 +80,7 @@ func TestSQLReport(t *testing.T) {
 
 	t.Run("the end", func(t *testing.T) {
 		s.Exec(t, "update orders set qty = 2, revision = 3 where id = 22")
-		sameJSON(t, "last chunk", mustString(t, s.Conn, "select run_chunk('j')::text"),
+		sameJSON(t, "last chunk", pgtest.MustString(t, s.Conn, "select run_chunk('j')::text"),
 			`{"processed": [21, 22, 23, 24, 25], "next_index": 25, "done": true}`)
 		report(t, `{"approved": `+ids(1, 25)+`, "committed": `+ids(1, 25)+`, "remaining": [],
 		  "matching": [1, 7, 8, 9, 10, 11, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25],
@@ -88,7 +88,7 @@ func TestSQLReport(t *testing.T) {
 	})
 
 	t.Run("report of the other job", func(t *testing.T) {
-		sameJSON(t, "report", mustString(t, s.Conn, "select report($1)::text", "other-job"),
+		sameJSON(t, "report", pgtest.MustString(t, s.Conn, "select report($1)::text", "other-job"),
 			`{"approved": [100, 101, 102, 103, 104], "committed": [100, 101], "remaining": [102, 103, 104],
 			  "matching": [100, 101], "drifted": [], "missing": []}`)
 	})
@@ -101,19 +101,19 @@ func TestSQLReportUsesApprovedValues(t *testing.T) {
 	s := pgtest.NewSchema(t)
 	s.Exec(t, `insert into orders values (1, 'acme', 4, 'pending', 0), (2, 'acme', 1000, 'pending', 9),
 	  (3, 'acme', 1, 'pending', 2147483646)`)
-	if got := mustString(t, s.Conn, "select register($1)::text", `{"job_id": "j", "tenant": "acme", "chunk_size": 10,
+	if got := pgtest.MustString(t, s.Conn, "select register($1)::text", `{"job_id": "j", "tenant": "acme", "chunk_size": 10,
 	  "allow_partial": true, "targets": [{"id": 3, "revision": 2147483646, "qty": 1}, {"id": 1, "revision": 0, "qty": 4},
 	  {"id": 2, "revision": 9, "qty": 1000}]}`); got != "true" {
 		t.Fatalf("register: %s", got)
 	}
-	sameJSON(t, "run_chunk", mustString(t, s.Conn, "select run_chunk('j')::text"),
+	sameJSON(t, "run_chunk", pgtest.MustString(t, s.Conn, "select run_chunk('j')::text"),
 		`{"processed": [1, 2, 3], "next_index": 3, "done": true}`)
 	sameJSON(t, "audit", auditOf(t, s, "j"), `[[0, 1, 0, 1, 4], [1, 2, 9, 10, 1000], [2, 3, 2147483646, 2147483647, 1]]`)
-	sameJSON(t, "report", mustString(t, s.Conn, "select report('j')::text"),
+	sameJSON(t, "report", pgtest.MustString(t, s.Conn, "select report('j')::text"),
 		`{"approved": [1, 2, 3], "committed": [1, 2, 3], "remaining": [], "matching": [1, 2, 3], "drifted": [], "missing": []}`)
 	s.Exec(t, "update orders set qty = 2, revision = revision + 1 where id = 1")
 	s.Exec(t, "update orders set tenant = 'acme2' where id = 3")
-	sameJSON(t, "report", mustString(t, s.Conn, "select report('j')::text"),
+	sameJSON(t, "report", pgtest.MustString(t, s.Conn, "select report('j')::text"),
 		`{"approved": [1, 2, 3], "committed": [1, 2, 3], "remaining": [], "matching": [2], "drifted": [1, 3], "missing": []}`)
 }
 

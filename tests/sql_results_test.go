@@ -37,7 +37,7 @@ func resultSchema(t *testing.T) *pgtest.Schema {
 	s.Exec(t, "update orders set revision = 4 where id = 130") // a problem for campaign_check to list
 	// A campaign of a declared change, one chunk run, a row drifted and one
 	// that cannot take its change.
-	shop := userSchema(t, s, paymentsSQL)
+	shop := s.UserSchema(t, paymentsSQL)
 	s.Exec(t, "select define_change($1)", holdPayment(shop))
 	s.Exec(t, "select campaign_create_change('h', 'hold_payment', '7', 2, $1)", paymentTargets(1, 2, 3, 4))
 	s.Exec(t, "select run_chunk('h-000001')")
@@ -89,7 +89,7 @@ func TestResultKeysMatchGoTypes(t *testing.T) {
 		{"grant_access", "select grant_access($1, 'viewer')::text", []any{viewer.Name}, driver.Granted{}, nil},
 	}
 	for _, c := range cases { // in order: the campaign's undo needs it paused
-		body := mustString(t, s.Conn, c.sql, c.args...)
+		body := pgtest.MustString(t, s.Conn, c.sql, c.args...)
 		var v any
 		if err := json.Unmarshal([]byte(body), &v); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
@@ -246,9 +246,9 @@ func TestResultsDecodeStrictly(t *testing.T) {
 			`campaign_check: json: unknown field "hint"`},
 	} {
 		name, _, _ := strings.Cut(c.fn, "(")
-		def := mustString(t, s.Conn, "select pg_get_functiondef($1::regprocedure)", c.fn)
-		v := mustString(t, s.Conn, "select "+name+"("+callArgs[name]+")::text")
-		params := mustString(t, s.Conn, "select pg_get_function_arguments($1::regprocedure)", c.fn)
+		def := pgtest.MustString(t, s.Conn, "select pg_get_functiondef($1::regprocedure)", c.fn)
+		v := pgtest.MustString(t, s.Conn, "select "+name+"("+callArgs[name]+")::text")
+		params := pgtest.MustString(t, s.Conn, "select pg_get_function_arguments($1::regprocedure)", c.fn)
 		s.Exec(t, "create or replace function "+name+"("+params+") returns jsonb language sql as $f$ select "+
 			fmt.Sprintf(c.edit, "$v$"+v+"$v$::jsonb")+" $f$")
 		err := c.call()

@@ -150,13 +150,13 @@ func TestSQLRunChunkConflictInTheMiddle(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
 	registerJob(t, s, "j", "acme", 1, 25, 10)
-	sameJSON(t, "chunk 1", mustString(t, s.Conn, "select run_chunk('j')::text"),
+	sameJSON(t, "chunk 1", pgtest.MustString(t, s.Conn, "select run_chunk('j')::text"),
 		`{"processed": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], "next_index": 10, "done": false}`)
 
 	// Order 15 of the chunk 11..20 was paid meanwhile (an ordinary change: revision + 1).
 	s.Exec(t, "update orders set state = 'paid', revision = revision + 1 where id = 15")
 	refuse(t, s, "CH409", "order 15: state is paid", "select run_chunk($1)::text", "j")
-	sameJSON(t, "inspect_job", mustString(t, s.Conn, "select inspect_job('j')::text"),
+	sameJSON(t, "inspect_job", pgtest.MustString(t, s.Conn, "select inspect_job('j')::text"),
 		`{"job_id": "j", "tenant": "acme", "targets": `+targets(1, 25)+`, "chunk_size": 10, "next_index": 10}`)
 	sameJSON(t, "audit", auditOf(t, s, "j"), wantAudit(1, 10))
 	var want []string
@@ -183,7 +183,7 @@ func TestSQLRunChunkConflictInTheMiddle(t *testing.T) {
 	} {
 		s.Exec(t, c.tamper)
 		refuse(t, s, "CH409", c.msg, "select run_chunk($1)::text", "j")
-		if got := mustString(t, s.Conn, "select next_index::text from jobs"); got != "10" {
+		if got := pgtest.MustString(t, s.Conn, "select next_index::text from jobs"); got != "10" {
 			t.Fatalf("%s: next_index %s, want 10", c.msg, got)
 		}
 	}
@@ -201,9 +201,9 @@ func TestSQLRunChunkDriftOfCommittedOrders(t *testing.T) {
 	s.Exec(t, "delete from orders where id = 7")
 	s.Exec(t, "update orders set tenant = 'other', revision = revision + 1 where id = 9")
 
-	sameJSON(t, "chunk 2", mustString(t, s.Conn, "select run_chunk('j')::text"),
+	sameJSON(t, "chunk 2", pgtest.MustString(t, s.Conn, "select run_chunk('j')::text"),
 		`{"processed": [11, 12, 13, 14, 15, 16, 17, 18, 19, 20], "next_index": 20, "done": false}`)
-	sameJSON(t, "chunk 3", mustString(t, s.Conn, "select run_chunk('j')::text"),
+	sameJSON(t, "chunk 3", pgtest.MustString(t, s.Conn, "select run_chunk('j')::text"),
 		`{"processed": [21, 22, 23, 24, 25], "next_index": 25, "done": true}`)
 	sameJSON(t, "audit keeps the approved values", auditOf(t, s, "j"), wantAudit(1, 25))
 	sameJSON(t, "drifted orders are left alone", ordersOf(t, s, 1, 10), `[
@@ -217,16 +217,16 @@ func TestSQLRunChunkDone(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
 	registerJob(t, s, "j", "acme", 1, 20, 10)
-	sameJSON(t, "chunk 1", mustString(t, s.Conn, "select run_chunk('j')::text"),
+	sameJSON(t, "chunk 1", pgtest.MustString(t, s.Conn, "select run_chunk('j')::text"),
 		`{"processed": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], "next_index": 10, "done": false}`)
 	// The last chunk is a full one: done comes with it, not with an extra call.
-	sameJSON(t, "chunk 2", mustString(t, s.Conn, "select run_chunk('j')::text"),
+	sameJSON(t, "chunk 2", pgtest.MustString(t, s.Conn, "select run_chunk('j')::text"),
 		`{"processed": [11, 12, 13, 14, 15, 16, 17, 18, 19, 20], "next_index": 20, "done": true}`)
 	// Even when the orders have changed since: a finished job touches no order.
 	s.Exec(t, "update orders set state = 'pending', revision = revision + 1 where id in (1, 20)")
 	before := state(t, s)
 	for i := 0; i < 2; i++ {
-		sameJSON(t, "after done", mustString(t, s.Conn, "select run_chunk('j')::text"),
+		sameJSON(t, "after done", pgtest.MustString(t, s.Conn, "select run_chunk('j')::text"),
 			`{"processed": [], "next_index": 20, "done": true}`)
 		unchanged(t, s, "run_chunk of a finished job", before)
 	}
@@ -273,9 +273,9 @@ func TestSQLRunChunkLockWaitBounded(t *testing.T) {
 			}
 			before := state(t, s)
 			start := time.Now()
-			_, err = tryString(runner, "select run_chunk($1)::text", "j")
+			_, err = pgtest.TryString(runner, "select run_chunk($1)::text", "j")
 			waited := time.Since(start)
-			wantExactPgError(t, err, "55P03", c.msg)
+			pgtest.WantPgError(t, err, "55P03", c.msg)
 			if waited < 400*time.Millisecond || waited > 1500*time.Millisecond {
 				t.Fatalf("run_chunk waited %v, want about 500ms", waited)
 			}
@@ -284,10 +284,10 @@ func TestSQLRunChunkLockWaitBounded(t *testing.T) {
 				t.Fatal(err)
 			}
 			unchanged(t, s, "a lock timeout", before)
-			if got := mustString(t, runner, "select current_setting('lock_timeout')"); got != wantSetting {
+			if got := pgtest.MustString(t, runner, "select current_setting('lock_timeout')"); got != wantSetting {
 				t.Fatalf("lock_timeout after run_chunk: %s, want %s", got, wantSetting)
 			}
-			if got := mustString(t, runner, "select current_setting('search_path')"); got != s.Name {
+			if got := pgtest.MustString(t, runner, "select current_setting('search_path')"); got != s.Name {
 				t.Fatalf("search_path after run_chunk: %s, want %s", got, s.Name)
 			}
 			if st := runner.PgConn().TxStatus(); st != 'I' {
@@ -298,10 +298,10 @@ func TestSQLRunChunkLockWaitBounded(t *testing.T) {
 	// With the lock released, the same chunk runs, and the session's settings
 	// are still its own afterwards.
 	settings := "select current_setting('lock_timeout') || ' ' || current_setting('plan_cache_mode') || ' ' || current_setting('search_path')"
-	before := mustString(t, s.Conn, settings)
-	sameJSON(t, "chunk 2", mustString(t, s.Conn, "select run_chunk('j')::text"),
+	before := pgtest.MustString(t, s.Conn, settings)
+	sameJSON(t, "chunk 2", pgtest.MustString(t, s.Conn, "select run_chunk('j')::text"),
 		`{"processed": [11, 12, 13, 14, 15, 16, 17, 18, 19, 20], "next_index": 20, "done": false}`)
-	if after := mustString(t, s.Conn, settings); after != before || before != "0 auto "+s.Name {
+	if after := pgtest.MustString(t, s.Conn, settings); after != before || before != "0 auto "+s.Name {
 		t.Fatalf("settings around a successful run_chunk: %q, then %q", before, after)
 	}
 }

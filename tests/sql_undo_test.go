@@ -45,8 +45,8 @@ func TestSQLUndoRestoresMatchingOrdersOnce(t *testing.T) {
 	s := undoneFestival(t)
 	want := `{"job_id": "fest-undo", "undoes": "fest", "created": true, "targets": [1, 3, 4, 6, 8, 9, 10],
 	  "drifted": [2, 5], "missing": [7]}`
-	sameJSON(t, "register_undo", mustString(t, s.Conn, "select register_undo('fest')::text"), want)
-	sameJSON(t, "the undo job", mustString(t, s.Conn, "select inspect_job('fest-undo')::text"), `{"job_id": "fest-undo",
+	sameJSON(t, "register_undo", pgtest.MustString(t, s.Conn, "select register_undo('fest')::text"), want)
+	sameJSON(t, "the undo job", pgtest.MustString(t, s.Conn, "select inspect_job('fest-undo')::text"), `{"job_id": "fest-undo",
 	  "tenant": "acme", "chunk_size": 3, "next_index": 0, "targets": [{"id": 1, "revision": 4, "qty": 2},
 	  {"id": 3, "revision": 4, "qty": 2}, {"id": 4, "revision": 4, "qty": 2}, {"id": 6, "revision": 4, "qty": 2},
 	  {"id": 8, "revision": 4, "qty": 2}, {"id": 9, "revision": 4, "qty": 2}, {"id": 10, "revision": 4, "qty": 2}]}`)
@@ -60,12 +60,12 @@ func TestSQLUndoRestoresMatchingOrdersOnce(t *testing.T) {
 	// The same undo again: nothing changes.
 	before := everything(t, s)
 	again := strings.Replace(want, `"created": true`, `"created": false`, 1)
-	sameJSON(t, "register_undo again", mustString(t, s.Conn, "select register_undo('fest', 'fest-undo')::text"), again)
+	sameJSON(t, "register_undo again", pgtest.MustString(t, s.Conn, "select register_undo('fest', 'fest-undo')::text"), again)
 	unchangedAll(t, s, "register_undo again", before)
 
-	sameJSON(t, "chunk 1", mustString(t, s.Conn, "select run_chunk('fest-undo')::text"),
+	sameJSON(t, "chunk 1", pgtest.MustString(t, s.Conn, "select run_chunk('fest-undo')::text"),
 		`{"processed": [1, 3, 4], "next_index": 3, "done": false}`)
-	sameJSON(t, "report after one chunk", mustString(t, s.Conn, "select report('fest-undo')::text"),
+	sameJSON(t, "report after one chunk", pgtest.MustString(t, s.Conn, "select report('fest-undo')::text"),
 		`{"approved": [1, 3, 4, 6, 8, 9, 10], "committed": [1, 3, 4], "remaining": [6, 8, 9, 10],
 		  "matching": [1, 3, 4], "drifted": [], "missing": []}`)
 	runToEnd(t, s, "fest-undo")
@@ -80,26 +80,26 @@ func TestSQLUndoRestoresMatchingOrdersOnce(t *testing.T) {
 	  [3, 6, 4, 5, 2], [4, 8, 4, 5, 2], [5, 9, 4, 5, 2], [6, 10, 4, 5, 2]]`)
 	sameJSON(t, "audit of the job", auditOf(t, s, "fest"), `[[0, 1, 3, 4, 2], [1, 2, 3, 4, 2], [2, 3, 3, 4, 2],
 	  [3, 4, 3, 4, 2], [4, 5, 3, 4, 2], [5, 6, 3, 4, 2], [6, 7, 3, 4, 2], [7, 8, 3, 4, 2], [8, 9, 3, 4, 2], [9, 10, 3, 4, 2]]`)
-	sameJSON(t, "report of the undo", mustString(t, s.Conn, "select report('fest-undo')::text"),
+	sameJSON(t, "report of the undo", pgtest.MustString(t, s.Conn, "select report('fest-undo')::text"),
 		`{"approved": [1, 3, 4, 6, 8, 9, 10], "committed": [1, 3, 4, 6, 8, 9, 10], "remaining": [],
 		  "matching": [1, 3, 4, 6, 8, 9, 10], "drifted": [], "missing": []}`)
-	sameJSON(t, "report of the job", mustString(t, s.Conn, "select report('fest')::text"),
+	sameJSON(t, "report of the job", pgtest.MustString(t, s.Conn, "select report('fest')::text"),
 		`{"approved": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], "committed": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], "remaining": [],
 		  "matching": [], "drifted": [1, 2, 3, 4, 5, 6, 8, 9, 10], "missing": [7]}`)
-	sameJSON(t, "lineage of the job", mustString(t, s.Conn, "select job_lineage('fest')::text"),
+	sameJSON(t, "lineage of the job", pgtest.MustString(t, s.Conn, "select job_lineage('fest')::text"),
 		`{"job_id": "fest", "kind": "cancel", "undoes": null, "undone_by": "fest-undo"}`)
-	sameJSON(t, "lineage of the undo", mustString(t, s.Conn, "select job_lineage('fest-undo')::text"),
+	sameJSON(t, "lineage of the undo", pgtest.MustString(t, s.Conn, "select job_lineage('fest-undo')::text"),
 		`{"job_id": "fest-undo", "kind": "restore", "undoes": "fest", "undone_by": null}`)
-	if got := mustString(t, s.Conn, "select coalesce(job_lineage('nope')::text, 'null')"); got != "null" {
+	if got := pgtest.MustString(t, s.Conn, "select coalesce(job_lineage('nope')::text, 'null')"); got != "null" {
 		t.Fatalf("lineage of an unknown job: %s", got)
 	}
 
 	// Once: the finished undo changes nothing more, and neither does
 	// registering it again.
 	before = everything(t, s)
-	sameJSON(t, "finished undo", mustString(t, s.Conn, "select run_chunk('fest-undo')::text"),
+	sameJSON(t, "finished undo", pgtest.MustString(t, s.Conn, "select run_chunk('fest-undo')::text"),
 		`{"processed": [], "next_index": 7, "done": true}`)
-	sameJSON(t, "register_undo after the undo ran", mustString(t, s.Conn, "select register_undo('fest')::text"), again)
+	sameJSON(t, "register_undo after the undo ran", pgtest.MustString(t, s.Conn, "select register_undo('fest')::text"), again)
 	unchangedAll(t, s, "the finished undo", before)
 
 	// The same from Go.
@@ -193,7 +193,7 @@ func TestSQLUndoRefusals(t *testing.T) {
 
 	// Paused, it can be undone; the undone job is never resumed.
 	s.Exec(t, "select pause_job('queued')")
-	sameJSON(t, "undo of the paused job", mustString(t, s.Conn, "select register_undo('queued')::text"),
+	sameJSON(t, "undo of the paused job", pgtest.MustString(t, s.Conn, "select register_undo('queued')::text"),
 		`{"job_id": "queued-undo", "undoes": "queued", "created": true, "targets": [21, 22], "drifted": [], "missing": []}`)
 	for _, sql := range []string{"select resume_job('queued')::text", "select pause_job_after('queued', 1)::text"} {
 		action := map[bool]string{true: "resume", false: "run"}[strings.Contains(sql, "resume")]

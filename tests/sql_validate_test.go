@@ -241,7 +241,7 @@ func TestSQLValidateRegister(t *testing.T) {
 
 	for _, c := range oks {
 		t.Run("accepted "+c.name, func(t *testing.T) {
-			if got := mustString(t, s.Conn, "select register($1)::text", c.plan); got != "true" {
+			if got := pgtest.MustString(t, s.Conn, "select register($1)::text", c.plan); got != "true" {
 				t.Fatalf("register %s: got %s, want true", c.plan, got)
 			}
 			var job struct {
@@ -250,7 +250,7 @@ func TestSQLValidateRegister(t *testing.T) {
 			if err := json.Unmarshal([]byte(c.want), &job); err != nil {
 				t.Fatal(err)
 			}
-			sameJSON(t, "inspect_job", mustString(t, s.Conn, "select inspect_job($1)::text", job.JobID), c.want)
+			sameJSON(t, "inspect_job", pgtest.MustString(t, s.Conn, "select inspect_job($1)::text", job.JobID), c.want)
 		})
 	}
 }
@@ -320,7 +320,7 @@ func TestSQLValidateCancelChunkAccepted(t *testing.T) {
 
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			sameJSON(t, "cancel_chunk", mustString(t, s.Conn, "select cancel_chunk($1, $2)::text", c.tenant, c.items), c.want)
+			sameJSON(t, "cancel_chunk", pgtest.MustString(t, s.Conn, "select cancel_chunk($1, $2)::text", c.tenant, c.items), c.want)
 		})
 	}
 	var rows64 []string
@@ -332,7 +332,7 @@ func TestSQLValidateCancelChunkAccepted(t *testing.T) {
 	  [12, "acme", 1, "cancelled", 4], [13, "acme", 1000, "cancelled", 4], [14, "acme", 1000, "cancelled", 4],
 	  [15, %q, 2, "cancelled", 4], [16, "a", 2, "cancelled", 4], %s,
 	  [2147483647, "acme", 2, "cancelled", 4]]`, long64, strings.Join(rows64, ", ")))
-	sameJSON(t, "jobs and audit", mustString(t, s.Conn,
+	sameJSON(t, "jobs and audit", pgtest.MustString(t, s.Conn,
 		"select jsonb_build_array((select count(*) from jobs), (select count(*) from job_audit))::text"), `[0, 0]`)
 }
 
@@ -358,7 +358,7 @@ func TestSQLValidateJobID(t *testing.T) {
 				t.Run("accepted unknown "+name, func(t *testing.T) {
 					if fn == "inspect_job" {
 						before := state(t, s)
-						if got := mustString(t, s.Conn, sql, name); got != "<null>" {
+						if got := pgtest.MustString(t, s.Conn, sql, name); got != "<null>" {
 							t.Fatalf("inspect_job(%q): got %s, want NULL", name, got)
 						}
 						unchanged(t, s, "inspect_job", before)
@@ -372,11 +372,11 @@ func TestSQLValidateJobID(t *testing.T) {
 
 	t.Run("a job_id of 64 characters works end to end", func(t *testing.T) {
 		registerJob(t, s, long64, "acme", 10, 3, 2)
-		sameJSON(t, "run_chunk", mustString(t, s.Conn, "select run_chunk($1)::text", long64),
+		sameJSON(t, "run_chunk", pgtest.MustString(t, s.Conn, "select run_chunk($1)::text", long64),
 			`{"processed": [10, 11], "next_index": 2, "done": false}`)
-		sameJSON(t, "inspect_job", mustString(t, s.Conn, "select inspect_job($1)::text", long64),
+		sameJSON(t, "inspect_job", pgtest.MustString(t, s.Conn, "select inspect_job($1)::text", long64),
 			fmt.Sprintf(`{"job_id": %q, "tenant": "acme", "targets": %s, "chunk_size": 2, "next_index": 2}`, long64, targets(10, 3)))
-		sameJSON(t, "report", mustString(t, s.Conn, "select report($1)::text", long64),
+		sameJSON(t, "report", pgtest.MustString(t, s.Conn, "select report($1)::text", long64),
 			`{"approved": [10, 11, 12], "committed": [10, 11], "remaining": [12], "matching": [10, 11], "drifted": [], "missing": []}`)
 	})
 }

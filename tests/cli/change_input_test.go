@@ -42,7 +42,7 @@ func wantNoChange(t *testing.T, l *lab) {
 func TestChangeDefineInput(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
-	shop := userSchema(t, l, paymentsTable)
+	shop := l.UserSchema(t, paymentsTable)
 	head := `{"name": "hold", "table": "` + shop + `.payments", "key": "payment_id", "version": "lock_version"`
 	long := strings.Repeat("x", 900_000)
 	for _, c := range []struct {
@@ -129,7 +129,7 @@ func TestRefusedConnectionOnce(t *testing.T) {
 func TestChangeDefineOwnerOnly(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
-	shop := userSchema(t, l, paymentsTable)
+	shop := l.UserSchema(t, paymentsTable)
 	def := writeFile(t, "def.json", `{"name": "hold", "table": "`+shop+`.payments", "key": "payment_id", "version": "lock_version", "set": {"status": "held"}}`)
 	op, viewer, outsider := pgtest.NewRole(t, pgtest.DSN(), "op"), pgtest.NewRole(t, pgtest.DSN(), "viewer"), pgtest.NewRole(t, pgtest.DSN(), "out")
 	wantOK(t, l.Chunks(t, "grant", "--operator", op.Name, "--viewer", viewer.Name))
@@ -184,7 +184,7 @@ func TestInstallHintOnlyForChunks(t *testing.T) {
 func TestChangeDefineConcurrentProcesses(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
-	shop := userSchema(t, l, paymentsTable)
+	shop := l.UserSchema(t, paymentsTable)
 	same := `{"name": "hold", "table": "` + shop + `.payments", "key": "payment_id", "version": "lock_version", "set": {"status": "held"}}`
 	other := strings.Replace(same, `"held"`, `"on_hold"`, 1)
 	for _, c := range []struct {

@@ -14,13 +14,6 @@ import (
 	"github.com/chunks-dev/chunks/internal/clitest"
 )
 
-// userSchema creates a schema of the user's own tables (not chunks') for
-// one test, with sql (%[1]s its name), and drops it when the test ends.
-func userSchema(t testing.TB, l *lab, sql string) string {
-	t.Helper()
-	return l.UserSchema(t, sql)
-}
-
 // changeShape is a user's table and a declared change of it, for the end
 // to end test of declared changes through the binary.
 type changeShape struct {
@@ -98,7 +91,7 @@ func TestChangeEndToEnd(t *testing.T) {
 
 func changeEndToEnd(t *testing.T, shape changeShape) {
 	l := newLab(t)
-	shop := userSchema(t, l, shape.table)
+	shop := l.UserSchema(t, shape.table)
 	def, err := driver.ParseChange(strings.NewReader(fmt.Sprintf(shape.def, shop)))
 	if err != nil {
 		t.Fatal(err)

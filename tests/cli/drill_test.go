@@ -76,7 +76,7 @@ func TestChangeCrashDrill(t *testing.T) {
 	t.Parallel()
 	crashDrills(t, func(t *testing.T) *job {
 		l := newLab(t)
-		shop := userSchema(t, l, `create table %[1]s.tickets(id integer primary key, tenant text not null, qty integer not null,
+		shop := l.UserSchema(t, `create table %[1]s.tickets(id integer primary key, tenant text not null, qty integer not null,
 		  state text not null, revision integer not null)`)
 		def := filepath.Join(t.TempDir(), "change.json")
 		if err := os.WriteFile(def, []byte(fmt.Sprintf(`{"name": "cancel_ticket", "table": "%s.tickets", "key": "id", "tenant": "tenant",

@@ -17,7 +17,7 @@ func TestChangeREADMECLI(t *testing.T) {
 	t.Parallel()
 	blocks := pgtest.WantDocBlocks(t, 3, "hold_payment.json, holds-1.json, session", "<!-- tests TestChangeREADMECLI", "your-own-tables.md")
 	l := newLab(t)
-	shop := userSchema(t, l, `create table %[1]s.payments(payment_id bigint primary key, merchant_id integer not null,
+	shop := l.UserSchema(t, `create table %[1]s.payments(payment_id bigint primary key, merchant_id integer not null,
 	  status text not null, amount_cents integer not null, hold_reason text, lock_version integer not null);
 	  insert into %[1]s.payments values (5, 42, 'captured', 300, null, 0), (7, 42, 'captured', 1200, null, 3)`)
 	dir := t.TempDir()

@@ -44,7 +44,7 @@ func TestWorkerInProcess(t *testing.T) {
 		t.Fatalf("Start: %v\n%s", err, logs.String())
 	}
 
-	waitFor(t, 20*time.Second, "the good jobs done and the bad one paused", func() bool {
+	pgtest.WaitFor(t, 20*time.Second, "the good jobs done and the bad one paused", func() bool {
 		st := l.status(t)
 		return st["a"].State == fleetapi.StateDone && st["b"].State == fleetapi.StateDone &&
 			st["c"].State == fleetapi.StateDone && st["changed"].State == fleetapi.StatePaused
@@ -145,7 +145,7 @@ func (l *lab) apiChunkInFlight(t *testing.T, id string, slow float64, seed uint6
 	if err := w.Start(ctx); err != nil {
 		t.Fatalf("Start: %v\n%s", err, logs.String())
 	}
-	waitFor(t, 10*time.Second, "a chunk in flight", func() bool { return l.chunkInFlightAs(t, id) })
+	pgtest.WaitFor(t, 10*time.Second, "a chunk in flight", func() bool { return l.chunkInFlightAs(t, id) })
 	if got := l.nextIndex(t, j.ID); got != 0 {
 		t.Fatalf("next_index %d before the first chunk committed", got)
 	}
@@ -165,7 +165,7 @@ func TestWorkerStopWaitsForTheChunkInFlight(t *testing.T) {
 	if got := l.nextIndex(t, j.ID); got != 4 {
 		t.Fatalf("next_index %d once Stop returned, want 4: the chunk in flight commits and no other starts", got)
 	}
-	if n := mustInt(t, l.Conn, "select count(*) from orders where state = 'cancelled'"); n != 4 {
+	if n := pgtest.MustInt(t, l.Conn, "select count(*) from orders where state = 'cancelled'"); n != 4 {
 		t.Fatalf("%d orders cancelled, want the chunk's 4", n)
 	}
 	if l.chunkInFlightAs(t, "api-stop") {
@@ -203,11 +203,11 @@ func TestWorkerStopAndCancelRollsBackTheChunkInFlight(t *testing.T) {
 	if err := <-stopped; !errors.Is(err, fleetapi.ErrAborted) {
 		t.Fatalf("the Stop that StopAndCancel cut short: %v, want ErrAborted", err)
 	}
-	waitFor(t, 5*time.Second, "the cancelled chunk to end on the server", func() bool { return !l.chunkInFlightAs(t, "api-cancel") })
+	pgtest.WaitFor(t, 5*time.Second, "the cancelled chunk to end on the server", func() bool { return !l.chunkInFlightAs(t, "api-cancel") })
 	if got := l.nextIndex(t, j.ID); got != 0 {
 		t.Fatalf("next_index %d after StopAndCancel, want 0 (rolled back)", got)
 	}
-	if n := mustInt(t, l.Conn, "select count(*) from orders where state = 'cancelled'"); n != 0 {
+	if n := pgtest.MustInt(t, l.Conn, "select count(*) from orders where state = 'cancelled'"); n != 0 {
 		t.Fatalf("%d orders cancelled after StopAndCancel, want 0", n)
 	}
 	if st := w.Stats(); st.Chunks != 0 || st.Failures != 1 {

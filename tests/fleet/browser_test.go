@@ -179,7 +179,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	if !eval[bool](t, tab, `window.sameLoad === true`) {
 		t.Fatal("the page was reloaded")
 	}
-	waitFor(t, 60*time.Second, "festival and spring-cleanup done", func() bool {
+	pgtest.WaitFor(t, 60*time.Second, "festival and spring-cleanup done", func() bool {
 		st := l.status(t)
 		return st["festival"].State == "done" && st["spring-cleanup"].State == "done"
 	})

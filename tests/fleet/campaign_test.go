@@ -14,6 +14,7 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/clitest"
+	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
 // seedCampaignOrders inserts pending orders first..last of tenant acme with
@@ -79,8 +80,8 @@ func TestCampaignDrainedWithAKilledWorker(t *testing.T) {
 	for _, w := range workers {
 		w.WaitLine(t, 0, 20*time.Second, "msg=ready")
 	}
-	waitFor(t, 30*time.Second, "the victim inside a chunk after 1,000 orders", func() bool {
-		return mustInt(t, l.Conn, "select coalesce(sum(next_index), 0)::int from jobs") >= 1000 && l.chunkInFlightAs(t, victimApp)
+	pgtest.WaitFor(t, 30*time.Second, "the victim inside a chunk after 1,000 orders", func() bool {
+		return pgtest.MustInt(t, l.Conn, "select coalesce(sum(next_index), 0)::int from jobs") >= 1000 && l.chunkInFlightAs(t, victimApp)
 	})
 	workers[1].Signal(t, syscall.SIGKILL)
 	if r := workers[1].WaitWithin(t, 10*time.Second); r.Signal != syscall.SIGKILL {
@@ -89,20 +90,20 @@ func TestCampaignDrainedWithAKilledWorker(t *testing.T) {
 	if l.allDone(t) {
 		t.Fatal("the campaign finished before the kill: the test proves nothing")
 	}
-	waitFor(t, 60*time.Second, "the campaign drained", func() bool {
-		return l.allDone(t) && mustInt(t, l.Conn, "select count(*) from job_queue") == 0
+	pgtest.WaitFor(t, 60*time.Second, "the campaign drained", func() bool {
+		return l.allDone(t) && pgtest.MustInt(t, l.Conn, "select count(*) from job_queue") == 0
 	})
 	stopWorkers(t, workers[0], workers[2])
 
 	// Every order changed exactly once: cancelled, revision + 1, one audit row.
-	if got := mustString(t, l.Conn, `select format('%s %s %s', count(*), count(*) filter (where o.state = 'cancelled'
+	if got := pgtest.MustString(t, l.Conn, `select format('%s %s %s', count(*), count(*) filter (where o.state = 'cancelled'
 	      and o.revision = b.revision + 1 and o.qty = b.qty), (select count(*) || '/' || count(distinct id) from job_audit))
 	    from orders_before b join orders o using (id)`); got != "10000 10000 10000/10000" {
 		t.Fatalf("orders, changed once, audit rows/ids: %s", got)
 	}
 	st := campaignJSON[map[string]any](t, l, "status", "fest")
 	rep := campaignJSON[map[string]any](t, l, "report", "fest")
-	sum := mustString(t, l.Conn, `select format('%s %s %s', sum(jsonb_array_length(r->'committed')), sum(jsonb_array_length(r->'drifted')),
+	sum := pgtest.MustString(t, l.Conn, `select format('%s %s %s', sum(jsonb_array_length(r->'committed')), sum(jsonb_array_length(r->'drifted')),
 	    sum(jsonb_array_length(r->'missing'))) from (select report(job_id) r from campaign_jobs where campaign = 'fest') x`)
 	if got := fmt.Sprintf("%v %v %v", st["committed"], rep["drifted_count"], rep["missing_count"]); sum != "10000 0 0" || got != "10000 0 0" ||
 		st["targets"] != float64(n) || st["jobs_done"] != float64(167) || st["drift"] != float64(0) || rep["matching"] != float64(n) {
@@ -130,7 +131,7 @@ func TestCampaign100000Targets(t *testing.T) {
 			t.Fatalf("created %+v", c)
 		}
 	}
-	if got := mustString(t, l.Conn, `select format('%s %s %s', count(*), min(jsonb_array_length(targets)), max(jsonb_array_length(targets)))
+	if got := pgtest.MustString(t, l.Conn, `select format('%s %s %s', count(*), min(jsonb_array_length(targets)), max(jsonb_array_length(targets)))
 	    from jobs`); got != "3334 40 60" {
 		t.Fatalf("jobs, smallest, largest: %s", got)
 	}
@@ -140,7 +141,7 @@ func TestCampaign100000Targets(t *testing.T) {
 	}
 	// A few chunks of the query's campaign, and some drift.
 	for range 5 {
-		mustString(t, l.Conn, "select run_next_chunk('w')::text")
+		pgtest.MustString(t, l.Conn, "select run_next_chunk('w')::text")
 	}
 	l.Exec(t, "update orders set qty = qty + 1, revision = revision + 1 where id in (select id from job_audit order by id limit 2)")
 	st := campaignJSON[driver.CampaignProgress](t, l, "status", "from-file")
@@ -166,18 +167,18 @@ func TestCampaignCreateKilledLeavesNothing(t *testing.T) {
 	seedCampaignOrders(t, l, 1, n)
 	file := writeCampaignFile(t, 1, n)
 	p := clitest.Start(t, clitest.Options{Name: "create"}, append(l.Globals(), "campaign", "create", "--tenant", "acme", "--chunk-size", "10", "--allow-partial", "big", file)...)
-	waitFor(t, 30*time.Second, "campaign_create running on the server", func() bool {
-		return mustInt(t, l.Conn, `select count(*) from pg_stat_activity where application_name = $1 and state = 'active'
+	pgtest.WaitFor(t, 30*time.Second, "campaign_create running on the server", func() bool {
+		return pgtest.MustInt(t, l.Conn, `select count(*) from pg_stat_activity where application_name = $1 and state = 'active'
 		    and query like '%campaign_create%'`, l.Name) > 0
 	})
 	p.Signal(t, syscall.SIGKILL)
 	if r := p.WaitWithin(t, 10*time.Second); r.Signal != syscall.SIGKILL {
 		t.Fatalf("want create killed by SIGKILL, got %v", r)
 	}
-	waitFor(t, 30*time.Second, "the killed client's session to end", func() bool {
-		return mustInt(t, l.Conn, "select count(*) from pg_stat_activity where application_name = $1", l.Name) == 0
+	pgtest.WaitFor(t, 30*time.Second, "the killed client's session to end", func() bool {
+		return pgtest.MustInt(t, l.Conn, "select count(*) from pg_stat_activity where application_name = $1", l.Name) == 0
 	})
-	if got := mustString(t, l.Conn, `select format('%s %s %s %s', (select count(*) from jobs), (select count(*) from job_queue),
+	if got := pgtest.MustString(t, l.Conn, `select format('%s %s %s %s', (select count(*) from jobs), (select count(*) from job_queue),
 	    (select count(*) from campaigns), (select count(*) from campaign_jobs))`); got != "0 0 0 0" {
 		t.Fatalf("jobs, queue rows, campaigns, memberships after the kill: %s", got)
 	}
@@ -216,7 +217,7 @@ func TestFromQueryIsOneReadOnlyStatement(t *testing.T) {
 			t.Errorf("want exit %d and %q, got %v", tc.code, tc.want, r)
 		}
 	}
-	if got := mustString(t, l.Conn, `select format('%s %s %s', (select count(*) from orders), (select count(*) from campaigns),
+	if got := pgtest.MustString(t, l.Conn, `select format('%s %s %s', (select count(*) from orders), (select count(*) from campaigns),
 	    (select count(*) from jobs))`); got != "20 0 0" {
 		t.Fatalf("orders, campaigns, jobs after the refusals: %s", got)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/chunks-dev/chunks/driver"
 	fleetapi "github.com/chunks-dev/chunks/fleet"
 	"github.com/chunks-dev/chunks/internal/clitest"
+	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
 // The canary in SQL: pause_job_after(job, n) lets the passes run exactly n
@@ -84,7 +85,7 @@ func TestSQLPauseJobAfter(t *testing.T) {
 	if ok, err := fleetapi.Pause(ctx, l.Conn, driver.JobRef{ID: "a"}); err != nil || !ok {
 		t.Fatalf("pause: %v %v", ok, err)
 	}
-	if got := mustString(t, l.Conn, "select coalesce(pause_after::text, 'none') from job_queue where job_id = 'a'"); got != "none" {
+	if got := pgtest.MustString(t, l.Conn, "select coalesce(pause_after::text, 'none') from job_queue where job_id = 'a'"); got != "none" {
 		t.Fatalf("pause_after after pause: %s", got)
 	}
 	if _, err := fleetapi.PauseAfter(ctx, l.Conn, driver.JobRef{ID: "a"}, 1); err != nil {
@@ -105,7 +106,7 @@ func TestSQLPauseJobAfter(t *testing.T) {
 	l.register(t, seeder.job(t, "c", 6, 2))
 	l.Exec(t, "select run_chunk('c')")
 	l.Exec(t, "delete from job_queue where job_id = 'c'") // idle
-	before := mustString(t, l.Conn, "select jsonb_agg(q order by job_id)::text from job_queue q")
+	before := pgtest.MustString(t, l.Conn, "select jsonb_agg(q order by job_id)::text from job_queue q")
 	for _, c := range []struct {
 		n         int
 		job, code string
@@ -118,11 +119,11 @@ func TestSQLPauseJobAfter(t *testing.T) {
 		{65, "c", "22023", "after: must be between 1 and 64 chunks, got 65"},
 	} {
 		_, err := l.Conn.Exec(ctx, "select pause_job_after($1, $2)", c.job, c.n)
-		wantPgError(t, err, c.code, c.msg)
+		pgtest.WantPgError(t, err, c.code, c.msg)
 	}
 	_, err := l.Conn.Exec(ctx, "select pause_job_after('c', null)")
-	wantPgError(t, err, "22023", "after: must be between 1 and 64 chunks, got null")
-	if after := mustString(t, l.Conn, "select jsonb_agg(q order by job_id)::text from job_queue q"); after != before {
+	pgtest.WantPgError(t, err, "22023", "after: must be between 1 and 64 chunks, got null")
+	if after := pgtest.MustString(t, l.Conn, "select jsonb_agg(q order by job_id)::text from job_queue q"); after != before {
 		t.Fatalf("refusals changed the queue:\n%s\n%s", before, after)
 	}
 	if _, err := fleetapi.PauseAfter(ctx, l.Conn, driver.JobRef{ID: "c"}, 0); !errors.Is(err, driver.ErrInvalid) || err.Error() != "invalid: after: must be between 1 and 64 chunks, got 0" {
@@ -164,7 +165,7 @@ func TestCanaryWithSeveralWorkers(t *testing.T) {
 	for i := range 3 {
 		workers = append(workers, l.worker(t, fmt.Sprintf("w%d", i), "--concurrency", "2", "--poll", "50ms"))
 	}
-	waitFor(t, 30*time.Second, "the canary paused and every other job done", func() bool {
+	pgtest.WaitFor(t, 30*time.Second, "the canary paused and every other job done", func() bool {
 		st := l.status(t)
 		if st["canary"].State != fleetapi.StatePaused {
 			return false
@@ -182,10 +183,10 @@ func TestCanaryWithSeveralWorkers(t *testing.T) {
 	late := s.job(t, "late", 8, 1)
 	l.register(t, late)
 	jobs = append(jobs, late)
-	waitFor(t, 30*time.Second, "a job registered after the canary paused to finish", func() bool {
+	pgtest.WaitFor(t, 30*time.Second, "a job registered after the canary paused to finish", func() bool {
 		return l.status(t)["late"].State == fleetapi.StateDone
 	})
-	if got, audit := l.nextIndex(t, "canary"), mustInt(t, l.Conn, "select count(*) from job_audit where job_id = 'canary'"); got != 6 || audit != 6 {
+	if got, audit := l.nextIndex(t, "canary"), pgtest.MustInt(t, l.Conn, "select count(*) from job_audit where job_id = 'canary'"); got != 6 || audit != 6 {
 		t.Fatalf("the canary is at next_index %d with %d audit rows, want exactly 3 chunks of 2", got, audit)
 	}
 	st := l.status(t)["canary"]
@@ -206,7 +207,7 @@ func TestCanaryWithSeveralWorkers(t *testing.T) {
 	}
 
 	wantOut(t, l.Chunks(t, "resume", "canary"), "resumed job canary: it is queued again\n")
-	waitFor(t, 30*time.Second, "every job done after resume", func() bool { return l.allDone(t) })
+	pgtest.WaitFor(t, 30*time.Second, "every job done after resume", func() bool { return l.allDone(t) })
 	stopWorkers(t, workers...)
 	l.wantFinished(t, jobs)
 }

@@ -9,6 +9,7 @@ import (
 
 	fleetapi "github.com/chunks-dev/chunks/fleet"
 	"github.com/chunks-dev/chunks/internal/clitest"
+	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
 // Only transient errors of a chunk make its job rest and come back: 40001,
@@ -22,7 +23,7 @@ func TestSQLRunNextPausesOnPermanentErrors(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
 	jobs := newJobs(t, l, "a", 4, 2)
-	before := mustString(t, l.Conn, "select jsonb_agg(o order by id)::text from orders o")
+	before := pgtest.MustString(t, l.Conn, "select jsonb_agg(o order by id)::text from orders o")
 
 	transient := []string{"40001", "40P01", "55P03", "57014", "57P01", "57P02", "57P03", "08000", "08006", "08P01"}
 	permanent := []string{"P0001", "P0004", "42702", "22003", "23505", "42501", "23502", "23514", "42P01", "53100",
@@ -79,10 +80,10 @@ func TestSQLRunNextPausesOnPermanentErrors(t *testing.T) {
 			}
 		}
 	}
-	if after := mustString(t, l.Conn, "select jsonb_agg(o order by id)::text from orders o"); after != before {
+	if after := pgtest.MustString(t, l.Conn, "select jsonb_agg(o order by id)::text from orders o"); after != before {
 		t.Fatalf("the failed chunks changed orders:\n%s\n%s", before, after)
 	}
-	if n := mustInt(t, l.Conn, "select count(*) from job_audit"); n != 0 || l.nextIndex(t, "a") != 0 {
+	if n := pgtest.MustInt(t, l.Conn, "select count(*) from job_audit"); n != 0 || l.nextIndex(t, "a") != 0 {
 		t.Fatalf("the failed chunks left %d audit rows, next_index %d", n, l.nextIndex(t, "a"))
 	}
 
@@ -135,7 +136,7 @@ func TestWorkerPausesOnPermanentError(t *testing.T) {
 		"payment 1 is frozen by the finance team")
 	first := w.WaitLine(t, 0, 20*time.Second, "chunk failed with a transient error", "job=retried", "sqlstate=40001")
 	w.WaitLine(t, first+1, 20*time.Second, "chunk failed with a transient error", "job=retried", "sqlstate=40001") // retried
-	waitFor(t, 20*time.Second, "the job fine to finish", func() bool { return l.status(t)["fine"].State == fleetapi.StateDone })
+	pgtest.WaitFor(t, 20*time.Second, "the job fine to finish", func() bool { return l.status(t)["fine"].State == fleetapi.StateDone })
 
 	reason := "payment 1 is frozen by the finance team (SQLSTATE P0001)"
 	st := l.status(t)
@@ -163,7 +164,7 @@ func TestWorkerPausesOnPermanentError(t *testing.T) {
 	guard(`if new.payment_id = 1 then
 			    raise exception 'payment 1 is frozen by the finance team';
 			  end if;`)
-	waitFor(t, 20*time.Second, "the job retried to finish", func() bool { return l.status(t)["retried"].State == fleetapi.StateDone })
+	pgtest.WaitFor(t, 20*time.Second, "the job retried to finish", func() bool { return l.status(t)["retried"].State == fleetapi.StateDone })
 	if s := l.status(t)["frozen"]; s.State != fleetapi.StatePaused {
 		t.Fatalf("status of frozen after the others finished: %+v", s)
 	}
@@ -195,8 +196,8 @@ func TestWorkerPausesOnPermanentError(t *testing.T) {
 	if r := l.Chunks(t, "resume", "frozen"); r.Code != 0 {
 		t.Fatalf("chunks resume frozen: %v", r)
 	}
-	waitFor(t, 20*time.Second, "the job frozen to finish once resumed", func() bool { return l.status(t)["frozen"].State == fleetapi.StateDone })
-	if got := mustString(t, l.Conn, fmt.Sprintf("select string_agg(status, ' ' order by payment_id) from %s.payments", shop)); got !=
+	pgtest.WaitFor(t, 20*time.Second, "the job frozen to finish once resumed", func() bool { return l.status(t)["frozen"].State == fleetapi.StateDone })
+	if got := pgtest.MustString(t, l.Conn, fmt.Sprintf("select string_agg(status, ' ' order by payment_id) from %s.payments", shop)); got !=
 		"on_hold on_hold captured on_hold on_hold on_hold" {
 		t.Fatalf("payments: %s", got)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	fleetapi "github.com/chunks-dev/chunks/fleet"
+	"github.com/chunks-dev/chunks/internal/pgtest"
 
 	"github.com/chunks-dev/chunks/internal/clitest"
 )
@@ -143,7 +144,7 @@ func TestWorkerRecordsProgress(t *testing.T) {
 	l.register(t, j)
 	w := l.worker(t, "w1", "--rate", "2", "--poll", "100ms")
 	var st fleetapi.JobStatus
-	waitFor(t, 20*time.Second, "a rate and an ETA in chunks status --json", func() bool {
+	pgtest.WaitFor(t, 20*time.Second, "a rate and an ETA in chunks status --json", func() bool {
 		r := l.Chunks(t, "status", "--json")
 		var out struct {
 			Jobs []fleetapi.JobStatus `json:"jobs"`
@@ -158,9 +159,9 @@ func TestWorkerRecordsProgress(t *testing.T) {
 		!near(*st.ETA.Seconds, float64(st.N-st.NextIndex) / *st.Rate) {
 		t.Fatalf("while it runs: rate %v, progressed %v, eta %+v at %d/%d", st.Rate, st.ProgressedAt, st.ETA, st.NextIndex, st.N)
 	}
-	waitFor(t, 30*time.Second, "the job done", func() bool { return l.allDone(t) })
+	pgtest.WaitFor(t, 30*time.Second, "the job done", func() bool { return l.allDone(t) })
 	stopWorkers(t, w) // its last heartbeat records the last chunks
-	if got := mustInt(t, l.Conn, "select next_index from job_progress where job_id = 'festival'"); got != len(j.Targets) {
+	if got := pgtest.MustInt(t, l.Conn, "select next_index from job_progress where job_id = 'festival'"); got != len(j.Targets) {
 		t.Fatalf("job_progress says next_index %d, want %d", got, len(j.Targets))
 	}
 	if e := l.status(t)["festival"].ETA; e.Kind != fleetapi.ETADone {

@@ -107,7 +107,7 @@ func TestClassifyRealErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	var shutting error
-	waitFor(t, 10*time.Second, "the server to refuse new sessions while it shuts down", func() bool {
+	pgtest.WaitFor(t, 10*time.Second, "the server to refuse new sessions while it shuts down", func() bool {
 		shutting = connectErr(srv.DSN())
 		return strings.Contains(shutting.Error(), "57P03")
 	})
@@ -116,7 +116,7 @@ func TestClassifyRealErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := srv.PID()
-	waitFor(t, 10*time.Second, "the postmaster to exit", func() bool {
+	pgtest.WaitFor(t, 10*time.Second, "the postmaster to exit", func() bool {
 		return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 	})
 	check("server down", connectErr(srv.DSN()), true, "connection refused")
@@ -194,7 +194,7 @@ func TestWorkerStartup(t *testing.T) {
 	}
 	l := c.lab(t, c.srv)
 	jobs := seedJobs(t, l, 1, 3)
-	waitFor(t, 20*time.Second, "the jobs done", func() bool { return l.allDone(t) })
+	pgtest.WaitFor(t, 20*time.Second, "the jobs done", func() bool { return l.allDone(t) })
 	stopWorkers(t, waiter)
 	wantLedgerHeld(t, "after the start-up wait", ledger(t, waiter), l.wantConsistent(t, jobs))
 	l.wantFinished(t, jobs)
@@ -223,7 +223,7 @@ func TestServerCrashMidRun(t *testing.T) {
 	for _, w := range workers {
 		w.WaitLine(t, 0, 20*time.Second, readyLine)
 	}
-	waitFor(t, 20*time.Second, "a quarter done and a chunk in flight", func() bool {
+	pgtest.WaitFor(t, 20*time.Second, "a quarter done and a chunk in flight", func() bool {
 		return progressSum(l.progress(t)) >= total/4 && l.chunkInFlightAs(t, app)
 	})
 	crashed := crashUnder(t, c.srv, workers)
@@ -246,7 +246,7 @@ func TestServerCrashMidRun(t *testing.T) {
 		w.Signal(t, syscall.SIGCONT)
 	}
 	thawed := time.Now()
-	waitFor(t, 30*time.Second, "every job done after the crash", func() bool { return l.allDone(t) })
+	pgtest.WaitFor(t, 30*time.Second, "every job done after the crash", func() bool { return l.allDone(t) })
 	stopWorkers(t, workers...)
 	all := ledger(t, workers...)
 	// Lines read after the check but written before the crash: the workers
@@ -300,7 +300,7 @@ func TestFailoverToSynchronousStandby(t *testing.T) {
 	for _, w := range workers {
 		w.WaitLine(t, 0, 20*time.Second, readyLine)
 	}
-	waitFor(t, 20*time.Second, "some chunks done and one in flight", func() bool {
+	pgtest.WaitFor(t, 20*time.Second, "some chunks done and one in flight", func() bool {
 		return progressSum(l.progress(t)) >= 20 && l.chunkInFlightAs(t, app)
 	})
 	crashed := crashUnder(t, c.srv, workers)
@@ -320,7 +320,7 @@ func TestFailoverToSynchronousStandby(t *testing.T) {
 	}
 	promoted := time.Now()
 	late.WaitLine(t, 0, 10*time.Second, readyLine)
-	waitFor(t, 30*time.Second, "every job done on the promoted standby", func() bool { return replica.allDone(t) })
+	pgtest.WaitFor(t, 30*time.Second, "every job done on the promoted standby", func() bool { return replica.allDone(t) })
 	workers = append(workers, late)
 	stopWorkers(t, workers...)
 	all := ledger(t, workers...)
@@ -348,8 +348,8 @@ func TestFailoverToAsynchronousStandbyLosesAcknowledgedChunks(t *testing.T) {
 	l.slowOrders(t, 0.05)
 	jobs := seedJobs(t, l, 4, 10)
 	replica := c.lab(t, sb)
-	waitFor(t, 10*time.Second, "the standby to replay the jobs", func() bool {
-		return mustInt(t, replica.Conn, "select count(*) from jobs") == len(jobs)
+	pgtest.WaitFor(t, 10*time.Second, "the standby to replay the jobs", func() bool {
+		return pgtest.MustInt(t, replica.Conn, "select count(*) from jobs") == len(jobs)
 	})
 	app := c.schema + "-w"
 	dsn := multiHost(c.srv, sb)
@@ -357,24 +357,24 @@ func TestFailoverToAsynchronousStandbyLosesAcknowledgedChunks(t *testing.T) {
 	for _, w := range workers {
 		w.WaitLine(t, 0, 20*time.Second, readyLine)
 	}
-	waitFor(t, 20*time.Second, "some chunks done", func() bool { return progressSum(l.progress(t)) >= 10 })
+	pgtest.WaitFor(t, 20*time.Second, "some chunks done", func() bool { return progressSum(l.progress(t)) >= 10 })
 
 	replica.Exec(t, fmt.Sprintf("alter system set primary_conninfo = 'host=127.0.0.1 port=%d user=no_such_role'", c.srv.Port))
 	replica.Exec(t, "select pg_reload_conf()")
-	waitFor(t, 10*time.Second, "the standby to stop streaming", func() bool {
-		return mustInt(t, l.Conn, "select count(*) from pg_stat_replication where application_name = 'async1'") == 0
+	pgtest.WaitFor(t, 10*time.Second, "the standby to stop streaming", func() bool {
+		return pgtest.MustInt(t, l.Conn, "select count(*) from pg_stat_replication where application_name = 'async1'") == 0
 	})
 	// Each of the 4 passes may log one chunk that committed before the cut;
 	// the fifth line after it is a chunk committed after it.
 	atCut := len(ledger(t, workers...))
-	waitFor(t, 20*time.Second, "5 chunks acknowledged after the cut", func() bool { return len(ledger(t, workers...)) >= atCut+5 })
+	pgtest.WaitFor(t, 20*time.Second, "5 chunks acknowledged after the cut", func() bool { return len(ledger(t, workers...)) >= atCut+5 })
 	crashUnder(t, c.srv, workers)
 	progress := replica.replayed(t, jobs)
 	if err := sb.Promote(ctx); err != nil {
 		t.Fatal(err)
 	}
 	promoted := time.Now()
-	waitFor(t, 30*time.Second, "every job done on the promoted standby", func() bool { return replica.allDone(t) })
+	pgtest.WaitFor(t, 30*time.Second, "every job done on the promoted standby", func() bool { return replica.allDone(t) })
 	stopWorkers(t, workers...)
 	replica.wantFinished(t, jobs)
 
@@ -424,8 +424,8 @@ func crashUnder(t testing.TB, srv *localpg.Server, workers []*clitest.Proc) time
 // the jobs' progress there after checking that it is consistent.
 func (l *lab) replayed(t testing.TB, jobs []job) map[string]int {
 	t.Helper()
-	waitFor(t, 10*time.Second, "the standby to replay what it received", func() bool {
-		return mustString(t, l.Conn, "select (pg_last_wal_replay_lsn() >= pg_last_wal_receive_lsn())::text") == "true"
+	pgtest.WaitFor(t, 10*time.Second, "the standby to replay what it received", func() bool {
+		return pgtest.MustString(t, l.Conn, "select (pg_last_wal_replay_lsn() >= pg_last_wal_receive_lsn())::text") == "true"
 	})
 	return l.wantConsistent(t, jobs)
 }
@@ -499,7 +499,7 @@ func TestTerminateBackendStorm(t *testing.T) {
 			}
 		}
 	})
-	waitFor(t, 40*time.Second, "every job done under the storm", func() bool { return l.allDone(t) })
+	pgtest.WaitFor(t, 40*time.Second, "every job done under the storm", func() bool { return l.allDone(t) })
 	close(stop)
 	wg.Wait()
 	if stormErr != nil {
@@ -545,7 +545,7 @@ func TestConnectionSlotsExhausted(t *testing.T) {
 	w.WaitLine(t, 0, 10*time.Second, readyLine)
 	t.Logf("held %d connections: the worker waited until they were released", held)
 
-	waitFor(t, 20*time.Second, "some chunks done", func() bool { return progressSum(l.progress(t)) >= 8 })
+	pgtest.WaitFor(t, 20*time.Second, "some chunks done", func() bool { return progressSum(l.progress(t)) >= 8 })
 	// Fill the server again and end the worker's sessions, until it has none
 	// and the server no free slot.
 	var releases []func()
@@ -556,9 +556,9 @@ func TestConnectionSlotsExhausted(t *testing.T) {
 		return n
 	}
 	workerSessions := "select pid from pg_stat_activity where application_name = '" + app + "'"
-	waitFor(t, 10*time.Second, "the worker without a connection on a full server", func() bool {
+	pgtest.WaitFor(t, 10*time.Second, "the worker without a connection on a full server", func() bool {
 		fill()
-		if mustInt(t, l.Conn, "select count(*) from ("+workerSessions+") s") == 0 && fill() == 0 {
+		if pgtest.MustInt(t, l.Conn, "select count(*) from ("+workerSessions+") s") == 0 && fill() == 0 {
 			return true
 		}
 		terminate(t, l.Conn, workerSessions)
@@ -576,7 +576,7 @@ func TestConnectionSlotsExhausted(t *testing.T) {
 	for _, r := range releases {
 		r()
 	}
-	waitFor(t, 30*time.Second, "every job done once slots were free", func() bool { return l.allDone(t) })
+	pgtest.WaitFor(t, 30*time.Second, "every job done once slots were free", func() bool { return l.allDone(t) })
 	stopWorkers(t, w)
 	wantLedgerHeld(t, "after the full server", ledger(t, w), l.wantConsistent(t, jobs))
 	l.wantFinished(t, jobs)
@@ -600,7 +600,7 @@ func TestDrainThroughACrash(t *testing.T) {
 	app := c.schema + "-drain"
 	args := []string{"--dsn", c.operator.DSN(c.srv.DSN()) + " application_name=" + app, "--schema", c.schema, "--json", "drain", j.ID}
 	drain := clitest.Start(t, clitest.Options{Name: "drain"}, args...)
-	waitFor(t, 20*time.Second, "3 chunks done and one in flight", func() bool {
+	pgtest.WaitFor(t, 20*time.Second, "3 chunks done and one in flight", func() bool {
 		return l.nextIndex(t, j.ID) >= 9 && l.chunkInFlightAs(t, app)
 	})
 	if err := c.srv.Crash(); err != nil {
@@ -674,7 +674,7 @@ func TestPermanentFaultWhileRunning(t *testing.T) {
 		`"reason":"a chunks function or table is missing (SQLSTATE 42883): run chunks migrate for this schema"`)
 	l.Exec(t, "alter function run_next_chunk_gone(text, integer, integer) rename to run_next_chunk")
 	jobs := seedJobs(t, l, 8, 2)
-	waitFor(t, 20*time.Second, "the jobs done once the function is back", func() bool { return l.allDone(t) })
+	pgtest.WaitFor(t, 20*time.Second, "the jobs done once the function is back", func() bool { return l.allDone(t) })
 	stopWorkers(t, w)
 	l.wantFinished(t, jobs)
 }
@@ -707,7 +707,7 @@ func terminate(t testing.TB, conn *pgx.Conn, pids string, args ...any) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 10*time.Second, "the terminated sessions to end", func() bool {
-		return mustInt(t, conn, "select count(*) from pg_stat_activity where pid = any($1)", list) == 0
+	pgtest.WaitFor(t, 10*time.Second, "the terminated sessions to end", func() bool {
+		return pgtest.MustInt(t, conn, "select count(*) from pg_stat_activity where pid = any($1)", list) == 0
 	})
 }

@@ -77,7 +77,7 @@ func newOperator(t testing.TB, conn *pgx.Conn, base string) pgtest.Role {
 			t.Fatal(err)
 		}
 	}
-	if n := mustInt(t, conn, `select count(*) from pg_class as c where c.relnamespace = current_schema()::regnamespace
+	if n := pgtest.MustInt(t, conn, `select count(*) from pg_class as c where c.relnamespace = current_schema()::regnamespace
 	    and c.relkind = 'r' and has_table_privilege($1, c.oid, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')`, op.Name); n != 0 {
 		t.Fatalf("the operator holds privileges on %d tables", n)
 	}
@@ -154,28 +154,6 @@ func stopWorkers(t testing.TB, workers ...*clitest.Proc) {
 			t.Fatalf("want %s to exit 0 after SIGTERM, got %v", w.Name, r)
 		}
 	}
-}
-
-// mustString runs sql on conn and returns its one value as text.
-func mustString(t testing.TB, conn *pgx.Conn, sql string, args ...any) string {
-	t.Helper()
-	var v *string
-	if err := conn.QueryRow(ctx, sql, args...).Scan(&v); err != nil {
-		t.Fatalf("%s %v: %v", sql, args, err)
-	}
-	if v == nil {
-		return "<null>"
-	}
-	return *v
-}
-
-func mustInt(t testing.TB, conn *pgx.Conn, sql string, args ...any) int {
-	t.Helper()
-	var v int
-	if err := conn.QueryRow(ctx, sql, args...).Scan(&v); err != nil {
-		t.Fatalf("%s %v: %v", sql, args, err)
-	}
-	return v
 }
 
 // job is a registered job and the orders it was seeded with.
@@ -262,7 +240,7 @@ func (l *lab) wantFinishedBut(t testing.TB, good []job, bad job) {
 // register registers j with the SQL function (a NOTIFY goes with it).
 func (l *lab) register(t testing.TB, j job) {
 	t.Helper()
-	if got := mustString(t, l.Conn, "select register($1::jsonb)::text", j.plan()); got != "true" {
+	if got := pgtest.MustString(t, l.Conn, "select register($1::jsonb)::text", j.plan()); got != "true" {
 		t.Fatalf("register %s: %s", j.ID, got)
 	}
 }
@@ -288,23 +266,10 @@ func (l *lab) slowOrdersFor(t testing.TB, seconds float64, app string, appSecond
 		seconds, app, appSeconds))
 }
 
-// waitFor polls cond every 10 ms until it holds, for at most within.
-func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	started := time.Now()
-	for !cond() {
-		if time.Since(started) > within {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return time.Since(started)
-}
-
 // nextIndex is the job's committed progress.
 func (l *lab) nextIndex(t testing.TB, jobID string) int {
 	t.Helper()
-	return mustInt(t, l.Conn, "select next_index from jobs where job_id = $1", jobID)
+	return pgtest.MustInt(t, l.Conn, "select next_index from jobs where job_id = $1", jobID)
 }
 
 // status is fleet.Status on the lab.
@@ -324,7 +289,7 @@ func (l *lab) status(t testing.TB) map[string]fleetapi.JobStatus {
 // allDone says whether every job of the lab is finished.
 func (l *lab) allDone(t testing.TB) bool {
 	t.Helper()
-	return mustInt(t, l.Conn, "select count(*) from jobs where next_index < jsonb_array_length(targets)") == 0
+	return pgtest.MustInt(t, l.Conn, "select count(*) from jobs where next_index < jsonb_array_length(targets)") == 0
 }
 
 // chunkInFlight says whether a session of the lab's processes is inside
@@ -337,7 +302,7 @@ func (l *lab) chunkInFlight(t testing.TB) bool {
 
 func (l *lab) chunkInFlightAs(t testing.TB, app string) bool {
 	t.Helper()
-	return mustInt(t, l.Conn, `select count(*) from pg_stat_activity
+	return pgtest.MustInt(t, l.Conn, `select count(*) from pg_stat_activity
 		where application_name = $1 and query like '%run_%chunk%' and wait_event = 'PgSleep'`, app) > 0
 }
 
@@ -353,8 +318,8 @@ func (l *lab) wantFinished(t testing.TB, jobs []job) {
 			t.Errorf("job %s: next_index %d, want %d", j.ID, got, len(j.Targets))
 		}
 	}
-	if n := mustInt(t, l.Conn, "select count(*) from job_queue"); n != 0 {
-		t.Errorf("the queue still has %d rows: %s", n, mustString(t, l.Conn, "select jsonb_agg(q)::text from job_queue q"))
+	if n := pgtest.MustInt(t, l.Conn, "select count(*) from job_queue"); n != 0 {
+		t.Errorf("the queue still has %d rows: %s", n, pgtest.MustString(t, l.Conn, "select jsonb_agg(q)::text from job_queue q"))
 	}
 	for id, s := range l.status(t) {
 		if s.State != fleetapi.StateDone || s.Drift == nil || *s.Drift != 0 {

@@ -42,17 +42,17 @@ func TestWorkerMetrics(t *testing.T) {
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the good jobs done and the bad one paused", func() bool {
+	pgtest.WaitFor(t, 30*time.Second, "the good jobs done and the bad one paused", func() bool {
 		st := l.status(t)
 		return st["a"].State == "done" && st["b"].State == "done" && st["c"].State == "done" &&
 			st["locked"].State == "done" && st["changed"].State == "paused"
 	})
 
 	fams := metrics(t, base+"metrics")
-	audit := mustInt(t, l.Conn, "select count(*) from job_audit")
-	chunks := mustInt(t, l.Conn, `select sum(ceil(a.n::numeric / j.chunk_size))::int
+	audit := pgtest.MustInt(t, l.Conn, "select count(*) from job_audit")
+	chunks := pgtest.MustInt(t, l.Conn, `select sum(ceil(a.n::numeric / j.chunk_size))::int
 		from jobs as j join (select job_id, count(*) as n from job_audit group by job_id) as a using (job_id)`)
-	paused := mustInt(t, l.Conn, "select count(*) from job_queue where paused and paused_by = 'w1'")
+	paused := pgtest.MustInt(t, l.Conn, "select count(*) from job_queue where paused and paused_by = 'w1'")
 	failures := 0
 	for _, line := range w.Lines() {
 		if strings.Contains(line, "chunk failed") && strings.Contains(line, "sqlstate=55P03") {
@@ -135,7 +135,7 @@ func TestWorkerMetricsThrottled(t *testing.T) {
 	throttled := func() float64 {
 		return sample(t, metrics(t, base+"metrics"), "chunks_throttled", "reason", "throttle_query")
 	}
-	waitFor(t, 10*time.Second, "chunks_throttled{reason=throttle_query} 1", func() bool { return throttled() == 1 })
+	pgtest.WaitFor(t, 10*time.Second, "chunks_throttled{reason=throttle_query} 1", func() bool { return throttled() == 1 })
 	fams := metrics(t, base+"metrics")
 	if got := sample(t, fams, "chunks_throttled", "reason", "replica_lag"); got != 0 {
 		t.Errorf("chunks_throttled{reason=replica_lag} %v while the query holds", got)
@@ -146,7 +146,7 @@ func TestWorkerMetricsThrottled(t *testing.T) {
 	j := newSeeder(l, 5).job(t, "j", 4, 2)
 	l.register(t, j)
 	l.Exec(t, "delete from hold")
-	waitFor(t, 10*time.Second, "the job done once the query lets go", func() bool { return l.allDone(t) })
+	pgtest.WaitFor(t, 10*time.Second, "the job done once the query lets go", func() bool { return l.allDone(t) })
 	if got := throttled(); got != 0 {
 		t.Errorf("chunks_throttled{reason=throttle_query} %v after the query let go", got)
 	}

@@ -57,10 +57,10 @@ func replicated(t *testing.T, delay time.Duration) (*lab, *localpg.Server, *loca
 // written so far.
 func replayed(t *testing.T, l *lab, standby *localpg.Server, within time.Duration) {
 	t.Helper()
-	lsn := mustString(t, l.Conn, "select pg_current_wal_lsn()::text")
+	lsn := pgtest.MustString(t, l.Conn, "select pg_current_wal_lsn()::text")
 	conn := pgtest.Connect(t, standby.DSN())
-	waitFor(t, within, "the standby to replay "+lsn, func() bool {
-		return mustString(t, conn, "select (pg_last_wal_replay_lsn() >= $1::pg_lsn)::text", lsn) == "true"
+	pgtest.WaitFor(t, within, "the standby to replay "+lsn, func() bool {
+		return pgtest.MustString(t, conn, "select (pg_last_wal_replay_lsn() >= $1::pg_lsn)::text", lsn) == "true"
 	})
 }
 
@@ -79,11 +79,11 @@ func TestMaxReplicaLagHoldsTheWorker(t *testing.T) {
 	replayed(t, l, standby, 10*time.Second)
 
 	w := l.worker(t, "w1", "--max-replica-lag", "500ms", "--poll", "100ms")
-	waitFor(t, 10*time.Second, "the first chunk", func() bool { return l.nextIndex(t, j.ID) >= 1 })
+	pgtest.WaitFor(t, 10*time.Second, "the first chunk", func() bool { return l.nextIndex(t, j.ID) >= 1 })
 	first := time.Now()
 	w.WaitLine(t, 0, 5*time.Second, "throttling: holding new chunks", "replica standby1 is")
 	var st fleetapi.WorkerStatus
-	waitFor(t, 5*time.Second, "chunks status to show the worker throttled", func() bool {
+	pgtest.WaitFor(t, 5*time.Second, "chunks status to show the worker throttled", func() bool {
 		list, err := fleetapi.Workers(ctx, l.Conn)
 		if err != nil {
 			t.Fatal(err)
@@ -114,7 +114,7 @@ func TestMaxReplicaLagHoldsTheWorker(t *testing.T) {
 	if err := standby.SetApplyDelay(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the job to finish once the standby keeps up", func() bool { return l.allDone(t) })
+	pgtest.WaitFor(t, 10*time.Second, "the job to finish once the standby keeps up", func() bool { return l.allDone(t) })
 	w.WaitLine(t, 0, 5*time.Second, "throttling ended", "held_ms=")
 	stopWorkers(t, w)
 	l.wantFinished(t, []job{j})
@@ -130,7 +130,7 @@ func TestCaughtUpStandbyNeverHolds(t *testing.T) {
 	// 2 s, not less: on a loaded 2-core machine a healthy standby's replay
 	// can take a few hundred milliseconds, which is not what this is about.
 	w := l.worker(t, "w1", "--max-replica-lag", "2s", "--poll", "100ms")
-	waitFor(t, 20*time.Second, "the job to finish", func() bool { return l.allDone(t) })
+	pgtest.WaitFor(t, 20*time.Second, "the job to finish", func() bool { return l.allDone(t) })
 	stopWorkers(t, w)
 	for _, line := range w.Lines() {
 		if strings.Contains(line, "throttling") {
@@ -160,7 +160,7 @@ func TestThrottleQuery(t *testing.T) {
 	}
 
 	l.Exec(t, "update hold set on_hold = false")
-	waitFor(t, 10*time.Second, "the job to finish once the query returns false", func() bool { return l.allDone(t) })
+	pgtest.WaitFor(t, 10*time.Second, "the job to finish once the query returns false", func() bool { return l.allDone(t) })
 	w.WaitLine(t, 0, 5*time.Second, "throttling ended")
 
 	// A query that fails holds (a new job waits) and says why. The job is
@@ -187,7 +187,7 @@ func TestThrottleQuery(t *testing.T) {
 	l.Exec(t, "create table hold (on_hold boolean not null)")
 	l.Exec(t, "insert into hold values (false)")
 	l.Exec(t, "grant select on hold to "+pgx.Identifier{l.operator.Name}.Sanitize())
-	waitFor(t, 10*time.Second, "the job to finish once the query works again", func() bool { return l.allDone(t) })
+	pgtest.WaitFor(t, 10*time.Second, "the job to finish once the query works again", func() bool { return l.allDone(t) })
 	w.WaitLine(t, mark, 5*time.Second, "throttling ended", "was=\"throttle query failed")
 	stopWorkers(t, w)
 	l.wantFinished(t, []job{j, k})
@@ -209,7 +209,7 @@ func TestThrottleQueryIsOneReadOnlyStatement(t *testing.T) {
 	w := clitest.Start(t, clitest.Options{Name: "w1"}, args...)
 	w.WaitLine(t, 0, 20*time.Second, "throttling: holding new chunks", "throttle query failed", "--throttle-query", "must be one statement, got several")
 	time.Sleep(300 * time.Millisecond) // six checks: every one of them held
-	if got := fmt.Sprintf("%d %d", l.nextIndex(t, j.ID), mustInt(t, l.Conn, "select count(*) from probe")); got != "0 0" {
+	if got := fmt.Sprintf("%d %d", l.nextIndex(t, j.ID), pgtest.MustInt(t, l.Conn, "select count(*) from probe")); got != "0 0" {
 		t.Fatalf("next_index, rows inserted by the throttle query: %s", got)
 	}
 	stopWorkers(t, w)
@@ -226,7 +226,7 @@ func TestMaxReplicaLagHoldsDrain(t *testing.T) {
 	replayed(t, l, standby, 10*time.Second)
 
 	d := clitest.Start(t, clitest.Options{Name: "drain"}, append(l.Globals(), "--json", "drain", "--max-replica-lag", "500ms", j.ID)...)
-	waitFor(t, 10*time.Second, "the first chunk", func() bool { return l.nextIndex(t, j.ID) >= 1 })
+	pgtest.WaitFor(t, 10*time.Second, "the first chunk", func() bool { return l.nextIndex(t, j.ID) >= 1 })
 	first := time.Now()
 	d.WaitLine(t, 0, 5*time.Second, "throttling: holding new chunks", "replica standby1 is")
 	time.Sleep(4*time.Second - time.Since(first))
@@ -268,7 +268,7 @@ func TestStuckThrottleQueryHoldsButNotTheHeartbeat(t *testing.T) {
 		Workers []fleetapi.WorkerStatus `json:"workers"`
 	}
 	var beats []time.Time
-	waitFor(t, 15*time.Second, "three heartbeats of the throttled worker", func() bool {
+	pgtest.WaitFor(t, 15*time.Second, "three heartbeats of the throttled worker", func() bool {
 		var st live
 		r := l.Chunks(t, "--json", "status")
 		if err := json.Unmarshal([]byte(r.Stdout), &st); err != nil {

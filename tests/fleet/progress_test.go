@@ -143,7 +143,7 @@ func TestSQLRecordProgress(t *testing.T) {
 		`[{"job_id": "a", "next_index": -1, "ago_ms": 0}]`, `[{"job_id": "a", "next_index": 1}]`,
 		`[{"job_id": "a", "next_index": 1, "ago_ms": 86400001}]`} {
 		_, err := other.Exec(ctx, "select record_progress($1::jsonb)", bad)
-		wantPgError(t, err, "22023", map[bool]string{true: `samples: must be a list of at most 10000 {"job_id", "next_index", "ago_ms"}, got ` + bad,
+		pgtest.WantPgError(t, err, "22023", map[bool]string{true: `samples: must be a list of at most 10000 {"job_id", "next_index", "ago_ms"}, got ` + bad,
 			false: `samples: each must be {"job_id": text, "next_index": 0 or more, "ago_ms": 0 to 86400000}`}[bad[0] != '['])
 	}
 }
@@ -213,7 +213,7 @@ func TestSQLStatusPage(t *testing.T) {
 		t.Fatalf("totals: %+v, %v", totals, err)
 	}
 	_, err = l.Conn.Exec(ctx, "select status_page(null, -1)")
-	wantPgError(t, err, "22023", "max_jobs: must be 0 or more (NULL: every job), got -1")
+	pgtest.WantPgError(t, err, "22023", "max_jobs: must be 0 or more (NULL: every job), got -1")
 }
 
 func jsonEqual(a, b any) bool {

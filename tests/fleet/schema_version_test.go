@@ -11,6 +11,7 @@ import (
 	"github.com/chunks-dev/chunks/driver"
 	fleetapi "github.com/chunks-dev/chunks/fleet"
 	"github.com/chunks-dev/chunks/internal/clitest"
+	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
 // The database's schema version against the binary's, faked as the upgrade
@@ -104,7 +105,7 @@ func TestSchemaVersionMismatch(t *testing.T) {
 		if r := fetch(t, "GET", servedURL(t, w)+"readyz"); r.code != 200 || r.body != "ready\nwarning: "+newer+"\n" {
 			t.Errorf("the worker's /readyz: %d %q", r.code, r.body)
 		}
-		waitFor(t, 20*time.Second, "job a done", func() bool { return l.status(t)["a"].State == "done" })
+		pgtest.WaitFor(t, 20*time.Second, "job a done", func() bool { return l.status(t)["a"].State == "done" })
 		stopWorkers(t, w)
 	})
 	serve.Signal(t, syscall.SIGTERM)

@@ -22,7 +22,7 @@ import (
 // queueRow is a job's row in job_queue as text, or "<null>".
 func (l *lab) queueRow(t testing.TB, jobID string) string {
 	t.Helper()
-	return mustString(t, l.Conn, `select (select jsonb_build_object('paused', paused, 'visible_now', visible_at <= now(),
+	return pgtest.MustString(t, l.Conn, `select (select jsonb_build_object('paused', paused, 'visible_now', visible_at <= now(),
 		'visible_at', visible_at, 'pause_reason', pause_reason, 'paused_by', paused_by)
 		from job_queue where job_id = $1)::text`, jobID)
 }
@@ -36,15 +36,6 @@ func pass(t testing.TB, conn *pgx.Conn, worker string, rateMS, retryMS int) *fle
 		t.Fatalf("run_next_chunk: %v", err)
 	}
 	return p
-}
-
-// wantPgError fails unless err is a server error with exactly code and msg.
-func wantPgError(t testing.TB, err error, code, msg string) {
-	t.Helper()
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != code || pgErr.Message != msg {
-		t.Fatalf("want SQLSTATE %s %q, got %v", code, msg, err)
-	}
 }
 
 // newJobs registers jobs a, b, c, ... of n targets and chunk size cs, one
@@ -71,7 +62,7 @@ func TestSQLRegisterQueuesOnce(t *testing.T) {
 	if _, err := listener.Exec(ctx, "listen "+pgx.Identifier{"chunks_" + l.Name}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}
-	if got := mustString(t, l.Conn, "select queue_channel()"); got != "chunks_"+l.Name {
+	if got := pgtest.MustString(t, l.Conn, "select queue_channel()"); got != "chunks_"+l.Name {
 		t.Fatalf("queue_channel() = %s", got)
 	}
 
@@ -85,7 +76,7 @@ func TestSQLRegisterQueuesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := pgtest.Connect(t, l.DSN)
-	if got := mustString(t, other, "select count(*)::text from job_queue"); got != "0" {
+	if got := pgtest.MustString(t, other, "select count(*)::text from job_queue"); got != "0" {
 		t.Fatalf("the queue row is visible before commit: %s", got)
 	}
 	wantNoNotification(t, listener)
@@ -102,7 +93,7 @@ func TestSQLRegisterQueuesOnce(t *testing.T) {
 	}
 
 	// The same approval again: false, nothing queued, nobody woken.
-	if got := mustString(t, l.Conn, "select register($1::jsonb)::text", j.plan()); got != "false" {
+	if got := pgtest.MustString(t, l.Conn, "select register($1::jsonb)::text", j.plan()); got != "false" {
 		t.Fatalf("register again: %s", got)
 	}
 	if again := l.queueRow(t, "a"); again != row {
@@ -117,7 +108,7 @@ func TestSQLRegisterQueuesOnce(t *testing.T) {
 		t.Fatalf("pass: %+v", p)
 	}
 	rested := l.queueRow(t, "a")
-	if got := mustString(t, l.Conn, "select register($1::jsonb)::text", j.plan()); got != "false" {
+	if got := pgtest.MustString(t, l.Conn, "select register($1::jsonb)::text", j.plan()); got != "false" {
 		t.Fatalf("register again: %s", got)
 	}
 	if again := l.queueRow(t, "a"); again != rested {
@@ -130,7 +121,7 @@ func TestSQLRegisterQueuesOnce(t *testing.T) {
 	if _, err := l.Conn.Exec(ctx, "select register($1::jsonb)", bad.plan()); err == nil {
 		t.Fatal("a different plan under the same id was accepted")
 	}
-	if got := mustInt(t, l.Conn, "select count(*) from job_queue"); got != 1 {
+	if got := pgtest.MustInt(t, l.Conn, "select count(*) from job_queue"); got != 1 {
 		t.Fatalf("%d queue rows", got)
 	}
 }
@@ -189,7 +180,7 @@ func TestSQLRunNextChunk(t *testing.T) {
 	if got := l.queueRow(t, "a"); got != "<null>" {
 		t.Fatalf("a finished but is still queued: %s", got)
 	}
-	if got := mustString(t, l.Conn, "select jsonb_agg(id order by ordinal)::text from job_audit where job_id = 'a'"); got != strings.ReplaceAll(clitest.MustJSON(t, ids(jobs[0])), ",", ", ") {
+	if got := pgtest.MustString(t, l.Conn, "select jsonb_agg(id order by ordinal)::text from job_audit where job_id = 'a'"); got != strings.ReplaceAll(clitest.MustJSON(t, ids(jobs[0])), ",", ", ") {
 		t.Fatalf("audit of a: %s", got)
 	}
 	// A rate delay rests the job: the next pass takes c, then nothing.
@@ -205,7 +196,7 @@ func TestSQLRunNextChunk(t *testing.T) {
 	l.wantFinished(t, jobs)
 
 	// The same in psql: the function answers NULL, and the session's settings are untouched.
-	if got := mustString(t, l.Conn, "select coalesce(run_next_chunk('psql')::text, 'null') || ' ' || current_setting('lock_timeout')"); got != "null 0" {
+	if got := pgtest.MustString(t, l.Conn, "select coalesce(run_next_chunk('psql')::text, 'null') || ' ' || current_setting('lock_timeout')"); got != "null 0" {
 		t.Fatalf("run_next_chunk from psql: %s", got)
 	}
 }
@@ -271,16 +262,16 @@ func TestSQLRunNextPausesOnConflict(t *testing.T) {
 	l := newLab(t)
 	jobs := newJobs(t, l, "a", 4, 2)
 	l.Exec(t, "update orders set state = 'paid', revision = revision + 1 where id = $1", jobs[0].Targets[1].ID)
-	before := mustString(t, l.Conn, "select jsonb_agg(o order by id)::text from orders o")
+	before := pgtest.MustString(t, l.Conn, "select jsonb_agg(o order by id)::text from orders o")
 	p := pass(t, l.Conn, "w-7", 0, 1000)
 	if p == nil || p.JobID != "a" || !p.Paused || p.SQLState != "CH409" ||
 		!strings.Contains(p.Err, fmt.Sprint("order ", jobs[0].Targets[1].ID)) || len(p.Processed) != 0 {
 		t.Fatalf("pass: %+v, want a conflict naming order %d", p, jobs[0].Targets[1].ID)
 	}
-	if after := mustString(t, l.Conn, "select jsonb_agg(o order by id)::text from orders o"); after != before {
+	if after := pgtest.MustString(t, l.Conn, "select jsonb_agg(o order by id)::text from orders o"); after != before {
 		t.Fatalf("the conflicting chunk changed orders:\n%s\n%s", before, after)
 	}
-	if n := mustInt(t, l.Conn, "select count(*) from job_audit"); n != 0 || l.nextIndex(t, "a") != 0 {
+	if n := pgtest.MustInt(t, l.Conn, "select count(*) from job_audit"); n != 0 || l.nextIndex(t, "a") != 0 {
 		t.Fatalf("the conflicting chunk left %d audit rows, next_index %d", n, l.nextIndex(t, "a"))
 	}
 	s := l.status(t)["a"]
@@ -379,8 +370,8 @@ func TestSQLPausedIsNeverRun(t *testing.T) {
 		_, err := fleetapi.Pause(ctx, l.Conn, driver.JobRef{ID: "b"})
 		paused <- err
 	}()
-	waitFor(t, 5*time.Second, "pause waits for the pass in flight", func() bool {
-		return mustInt(t, watcher, `select count(*) from pg_stat_activity
+	pgtest.WaitFor(t, 5*time.Second, "pause waits for the pass in flight", func() bool {
+		return pgtest.MustInt(t, watcher, `select count(*) from pg_stat_activity
 			where query like '%pause_job%' and wait_event_type = 'Lock' and datname = current_database()`) > 0
 	})
 	if err := tx.Commit(ctx); err != nil {
@@ -424,7 +415,7 @@ func TestSQLPausedIsNeverRun(t *testing.T) {
 		{"select run_next_chunk('w', 0, 86400001)", nil, "22023", "retry_delay_ms: must be between 0 and 86400000 (a day), got 86400001"},
 	} {
 		_, err := l.Conn.Exec(ctx, c.sql, c.args...)
-		wantPgError(t, err, c.code, c.msg)
+		pgtest.WantPgError(t, err, c.code, c.msg)
 	}
 	_, err = fleetapi.Pause(ctx, l.Conn, driver.JobRef{ID: "nope"})
 	if !errors.Is(err, driver.ErrConflict) || err.Error() != "conflict: job nope: not found" {
@@ -453,15 +444,15 @@ func TestSQLFinishedIsNeverQueuedAgain(t *testing.T) {
 		t.Fatalf("pass over the finished b: %+v", p)
 	}
 	for _, j := range jobs {
-		if got := mustString(t, l.Conn, "select register($1::jsonb)::text", j.plan()); got != "false" {
+		if got := pgtest.MustString(t, l.Conn, "select register($1::jsonb)::text", j.plan()); got != "false" {
 			t.Fatalf("register %s again: %s", j.ID, got)
 		}
 		for _, op := range []string{"pause", "resume"} {
 			_, err := l.Conn.Exec(ctx, fmt.Sprintf("select %s_job($1)", op), j.ID)
-			wantPgError(t, err, "CH409", fmt.Sprintf("job %s: already done (next_index 2 of 2); nothing to %s", j.ID, op))
+			pgtest.WantPgError(t, err, "CH409", fmt.Sprintf("job %s: already done (next_index 2 of 2); nothing to %s", j.ID, op))
 		}
 	}
-	if n := mustInt(t, l.Conn, "select count(*) from job_queue"); n != 0 {
+	if n := pgtest.MustInt(t, l.Conn, "select count(*) from job_queue"); n != 0 {
 		t.Fatalf("%d rows queued for finished jobs", n)
 	}
 	if p := pass(t, l.Conn, "w1", 0, 1000); p != nil {
@@ -557,7 +548,7 @@ func TestSQLUpgradeQueuesUnfinishedJobs(t *testing.T) {
 	if err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	got := mustString(t, admin, `select jsonb_agg(jsonb_build_array(job_id, visible_at <= now(), paused) order by job_id)::text
+	got := pgtest.MustString(t, admin, `select jsonb_agg(jsonb_build_array(job_id, visible_at <= now(), paused) order by job_id)::text
 		from `+name+`.job_queue`)
 	if got != `[["fresh", true, false], ["half", true, false]]` {
 		t.Fatalf("queue after the upgrade: %s", got)
@@ -568,11 +559,11 @@ func TestSQLUpgradeQueuesUnfinishedJobs(t *testing.T) {
 	if p := pass(t, l.Conn, "w1", 0, 1000); p == nil || p.JobID != "fresh" {
 		t.Fatalf("pass after the upgrade: %+v", p)
 	}
-	before := mustString(t, admin, "select jsonb_agg(q order by job_id)::text from "+name+".job_queue q")
+	before := pgtest.MustString(t, admin, "select jsonb_agg(q order by job_id)::text from "+name+".job_queue q")
 	if err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if after := mustString(t, admin, "select jsonb_agg(q order by job_id)::text from "+name+".job_queue q"); after != before {
+	if after := pgtest.MustString(t, admin, "select jsonb_agg(q order by job_id)::text from "+name+".job_queue q"); after != before {
 		t.Fatalf("migrate again changed the queue:\n%s\n%s", before, after)
 	}
 }
@@ -601,12 +592,12 @@ func TestSQLUpgradeKeepsQueuedAndPausedJobs(t *testing.T) {
 	if err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	got := mustString(t, admin, `select jsonb_agg(jsonb_build_array(job_id, visible_at <= now(), paused,
+	got := pgtest.MustString(t, admin, `select jsonb_agg(jsonb_build_array(job_id, visible_at <= now(), paused,
 		visible_at = '2999-01-01') order by job_id)::text from `+name+`.job_queue`)
 	if got != `[["leased", true, false, false], ["paused", true, true, false], ["queued", true, false, false], ["resting", false, false, true]]` {
 		t.Fatalf("queue after the upgrade: %s", got)
 	}
-	gone := mustString(t, admin, `select jsonb_build_array(
+	gone := pgtest.MustString(t, admin, `select jsonb_build_array(
 		  (select count(*) from pg_attribute where attrelid = $1::regclass and attname in ('receipt', 'leased_by') and not attisdropped),
 		  to_regprocedure($2), to_regprocedure($3), to_regclass($4))::text`,
 		name+".job_queue", name+".claim_job(text, integer)", name+".release_job(text, bigint, boolean, integer)", name+".job_queue_receipt")

@@ -106,9 +106,9 @@ func TestUpgradeARunningFleetFromThePreviousBuild(t *testing.T) {
 		append(globals, "worker", "--id", "old", "--verbose", "--concurrency", "2", "--rate", "2")...)
 	oldWorker.WaitLine(t, 0, 20*time.Second, "msg=ready")
 	progress := func() int {
-		return mustInt(t, conn, "select coalesce(sum(next_index), 0)::int from jobs")
+		return pgtest.MustInt(t, conn, "select coalesce(sum(next_index), 0)::int from jobs")
 	}
-	waitFor(t, 20*time.Second, "the old worker's first chunks", func() bool { return progress() >= 4 })
+	pgtest.WaitFor(t, 20*time.Second, "the old worker's first chunks", func() bool { return progress() >= 4 })
 
 	// The DBA's part (docs/installing-and-upgrading.md), then the new binary's migrate, mid-job.
 	for _, sql := range []string{
@@ -124,26 +124,26 @@ func TestUpgradeARunningFleetFromThePreviousBuild(t *testing.T) {
 	if got := progress(); got >= 40 {
 		t.Fatalf("every chunk ran before the upgrade (%d); the test upgrades nothing in flight", got)
 	}
-	if got := mustString(t, conn, "select p.proowner::regrole::text from pg_proc as p where p.oid = 'apply_hold(text, text, integer, jsonb)'::regprocedure"); got != writer {
+	if got := pgtest.MustString(t, conn, "select p.proowner::regrole::text from pg_proc as p where p.oid = 'apply_hold(text, text, integer, jsonb)'::regprocedure"); got != writer {
 		t.Errorf("the change's function belongs to %s after migrate, want the writer %s", got, writer)
 	}
 	// The old worker goes on through the new functions; then the workers
 	// are replaced one by one.
 	at := progress()
-	waitFor(t, 20*time.Second, "a chunk of the old worker after migrate", func() bool { return progress() > at })
+	pgtest.WaitFor(t, 20*time.Second, "a chunk of the old worker after migrate", func() bool { return progress() > at })
 	newWorker := clitest.Start(t, clitest.Options{Name: "new worker"}, append(globals, "worker", "--id", "new", "--verbose", "--concurrency", "2")...)
 	newWorker.WaitLine(t, 0, 20*time.Second, "msg=ready")
 	stopWorkers(t, oldWorker)
-	waitFor(t, 60*time.Second, "every job done", func() bool {
-		return mustInt(t, conn, "select count(*)::int from jobs where next_index < jsonb_array_length(targets)") == 0
+	pgtest.WaitFor(t, 60*time.Second, "every job done", func() bool {
+		return pgtest.MustInt(t, conn, "select count(*)::int from jobs where next_index < jsonb_array_length(targets)") == 0
 	})
 	stopWorkers(t, newWorker)
 
-	if got := mustString(t, conn, "select string_agg(status || ' ' || lock_version || ' ' || n, ', ') from (select status, lock_version, count(*) as n from "+
+	if got := pgtest.MustString(t, conn, "select string_agg(status || ' ' || lock_version || ' ' || n, ', ') from (select status, lock_version, count(*) as n from "+
 		shop+".payments group by 1, 2 order by 1, 2) as x"); got != "on_hold 1 40" {
 		t.Errorf("rows after the upgrade (status, lock_version, count): %s", got)
 	}
-	if got := mustString(t, conn, `select count(*) || ' ' || count(distinct (job_id, ordinal)) || ' ' || count(distinct key)
+	if got := pgtest.MustString(t, conn, `select count(*) || ' ' || count(distinct (job_id, ordinal)) || ' ' || count(distinct key)
 	  || ' ' || count(*) filter (where version_before = 0 and version_after = 1) from change_audit`); got != "40 40 40 40" {
 		t.Errorf("audit after the upgrade (rows, distinct ordinals, distinct keys, 0 to 1): %s", got)
 	}

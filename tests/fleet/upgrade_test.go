@@ -66,10 +66,10 @@ func TestUpgradeToLeastPrivilege(t *testing.T) {
 			t.Errorf("migrate did not say %q:\n%s", line, r.Stderr)
 		}
 	}
-	if got := mustString(t, l.Conn, `select jsonb_agg(jsonb_build_array(job_id, recorded_from) order by job_id)::text from job_approval`); got != `[["old-1", "migration"], ["old-2", "migration"], ["old-3", "migration"]]` {
+	if got := pgtest.MustString(t, l.Conn, `select jsonb_agg(jsonb_build_array(job_id, recorded_from) order by job_id)::text from job_approval`); got != `[["old-1", "migration"], ["old-2", "migration"], ["old-3", "migration"]]` {
 		t.Fatalf("approvals after the upgrade: %s", got)
 	}
-	if got := mustInt(t, l.Conn, `select count(*) from pg_proc as p where p.pronamespace = current_schema()::regnamespace
+	if got := pgtest.MustInt(t, l.Conn, `select count(*) from pg_proc as p where p.pronamespace = current_schema()::regnamespace
 	    and p.proowner <> to_regrole((select w.role from change_writer as w)) -- the writer's run as it (docs/roles.md)
 	    and (p.prosecdef <> (p.oid in (select access_functions('operator')))
 	         or exists (select from aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) as a where a.grantee = 0))`); got != 0 {
@@ -78,7 +78,7 @@ func TestUpgradeToLeastPrivilege(t *testing.T) {
 
 	// The reader reads and runs nothing.
 	rd := pgtest.Connect(t, pgtest.WithSearchPath(reader.DSN(pgtest.DSN()), l.Name))
-	if got := mustString(t, rd, "select report('old-1') ->> 'committed'"); got != fmt.Sprintf("[%d, %d]", jobs[0].Targets[0].ID, jobs[0].Targets[1].ID) {
+	if got := pgtest.MustString(t, rd, "select report('old-1') ->> 'committed'"); got != fmt.Sprintf("[%d, %d]", jobs[0].Targets[0].ID, jobs[0].Targets[1].ID) {
 		t.Fatalf("the reader's report: %s", got)
 	}
 	if _, err := rd.Exec(ctx, "select run_chunk('old-2')"); err == nil || !strings.Contains(err.Error(), "permission denied for function run_chunk") {
@@ -95,7 +95,7 @@ func TestUpgradeToLeastPrivilege(t *testing.T) {
 			t.Fatalf("migrate again, under the running worker: %v", r)
 		}
 	}
-	waitFor(t, 60*time.Second, "the writer's worker drains the old jobs", func() bool { return l.allDone(t) })
+	pgtest.WaitFor(t, 60*time.Second, "the writer's worker drains the old jobs", func() bool { return l.allDone(t) })
 	stopWorkers(t, w)
 	l.wantFinished(t, jobs)
 }

@@ -104,7 +104,7 @@ func TestServeEndpoints(t *testing.T) {
 			t.Errorf("chunks_jobs{state=%q} %v, want %d", state, got, n)
 		}
 	}
-	left := mustInt(t, l.Conn, "select sum(jsonb_array_length(targets) - next_index) from jobs")
+	left := pgtest.MustInt(t, l.Conn, "select sum(jsonb_array_length(targets) - next_index) from jobs")
 	if got := sample(t, fams, "chunks_unfinished_orders"); got != float64(left) || left != 6 {
 		t.Errorf("chunks_unfinished_orders %v, want %d", got, left)
 	}
@@ -116,7 +116,7 @@ func TestServeEndpoints(t *testing.T) {
 	}
 	// b and c never moved as a worker saw it: they count from when they
 	// were queued, at registration.
-	quiet := mustString(t, l.Conn, "select (extract(epoch from now() - min(visible_at)) >= 0)::text from job_queue where job_id in ('b', 'c')")
+	quiet := pgtest.MustString(t, l.Conn, "select (extract(epoch from now() - min(visible_at)) >= 0)::text from job_queue where job_id in ('b', 'c')")
 	if got := sample(t, fams, "chunks_longest_no_progress_seconds"); got <= 0 || quiet != "true" {
 		t.Errorf("chunks_longest_no_progress_seconds %v", got)
 	}

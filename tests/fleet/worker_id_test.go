@@ -13,6 +13,7 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	fleetapi "github.com/chunks-dev/chunks/fleet"
+	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
 // idRule is how every face refuses a worker id that application_name
@@ -48,7 +49,7 @@ func TestWorkerIDIsWhatApplicationNameKeeps(t *testing.T) {
 		}
 		for _, sql := range []string{"select worker_heartbeat($1, 'host', 1, now(), 0, 'idle', null)", "select run_next_chunk($1)"} {
 			_, err := l.Conn.Exec(ctx, sql, id)
-			wantPgError(t, err, "22023", "worker: "+idRule+string(quoted))
+			pgtest.WantPgError(t, err, "22023", "worker: "+idRule+string(quoted))
 		}
 	}
 	l.Exec(t, "select worker_heartbeat($1, 'host', 1, now(), 0, 'idle', null)", max)
@@ -84,7 +85,7 @@ func TestWorkerIDOfALiveWorkerIsRefused(t *testing.T) {
 		t.Fatalf("workers with w1 running: %+v, %v", list, err)
 	}
 	stopWorkers(t, first)
-	if n := mustInt(t, l.Conn, "select count(*) from workers"); n != 0 {
+	if n := pgtest.MustInt(t, l.Conn, "select count(*) from workers"); n != 0 {
 		t.Fatalf("%d workers rows after w1 stopped", n)
 	}
 
@@ -113,7 +114,7 @@ func TestWorkerRowsOfNoLiveWorkerGo(t *testing.T) {
 		t.Fatalf("chunks status shows the copied row: %v", out)
 	}
 	w := l.worker(t, "new-w")
-	if n := mustInt(t, l.Conn, "select count(*) from workers where worker_id = 'old-w'"); n != 0 {
+	if n := pgtest.MustInt(t, l.Conn, "select count(*) from workers where worker_id = 'old-w'"); n != 0 {
 		t.Fatalf("the copied row is still there after a heartbeat")
 	}
 	list, err = fleetapi.Workers(ctx, l.Conn)
@@ -129,7 +130,7 @@ func TestWorkerRowsOfNoLiveWorkerGo(t *testing.T) {
 func (l *lab) waitSessionsGone(t testing.TB) {
 	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if mustInt(t, l.Conn, "select count(*) from pg_stat_activity where application_name = $1", l.Name) == 0 {
+		if pgtest.MustInt(t, l.Conn, "select count(*) from pg_stat_activity where application_name = $1", l.Name) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {

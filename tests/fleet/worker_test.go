@@ -58,8 +58,8 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 	// Mid-run: some chunks are committed, and the victim is inside a chunk
 	// of a job that will have chunks left after it.
 	var held fleetapi.JobStatus
-	waitFor(t, 20*time.Second, "the victim in a chunk mid-run", func() bool {
-		done := mustInt(t, l.Conn, "select coalesce(sum(ceil(next_index::numeric / chunk_size)), 0)::int from jobs")
+	pgtest.WaitFor(t, 20*time.Second, "the victim in a chunk mid-run", func() bool {
+		done := pgtest.MustInt(t, l.Conn, "select coalesce(sum(ceil(next_index::numeric / chunk_size)), 0)::int from jobs")
 		if done < chunks/5 {
 			return false
 		}
@@ -86,7 +86,7 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 	// this takes the victim's 300 ms chunk plus a pass, well under the
 	// bound.
 	var by string
-	waitFor(t, 5*time.Second, "another worker to move the killed worker's job on", func() bool {
+	pgtest.WaitFor(t, 5*time.Second, "another worker to move the killed worker's job on", func() bool {
 		for _, w := range []*clitest.Proc{workers[0], workers[2]} {
 			for _, line := range w.Lines()[mark[w]:] {
 				if strings.Contains(line+" ", " job="+held.JobID+" ") && strings.Contains(line, "chunk committed") {
@@ -100,8 +100,8 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 	t.Logf("killed the victim inside a chunk of %s at %d/%d; %s moved the job on %s later", held.JobID, held.NextIndex,
 		held.N, by, time.Since(killed).Round(time.Millisecond))
 
-	waitFor(t, 40*time.Second, "every job done and the queue empty after the kill", func() bool {
-		return l.allDone(t) && mustInt(t, l.Conn, "select count(*) from job_queue") == 0
+	pgtest.WaitFor(t, 40*time.Second, "every job done and the queue empty after the kill", func() bool {
+		return l.allDone(t) && pgtest.MustInt(t, l.Conn, "select count(*) from job_queue") == 0
 	})
 	stopWorkers(t, workers[0], workers[2])
 	l.wantFinished(t, jobs)
@@ -117,7 +117,7 @@ func TestSIGTERMFinishesTheChunkInFlight(t *testing.T) {
 	j := newSeeder(l, 1).job(t, "festival", 12, 4)
 	l.register(t, j)
 	w := l.worker(t, "w1")
-	waitFor(t, 10*time.Second, "a chunk in flight", func() bool { return l.chunkInFlight(t) })
+	pgtest.WaitFor(t, 10*time.Second, "a chunk in flight", func() bool { return l.chunkInFlight(t) })
 	if got := l.nextIndex(t, j.ID); got != 0 {
 		t.Fatalf("next_index %d before the first chunk committed", got)
 	}
@@ -133,11 +133,11 @@ func TestSIGTERMFinishesTheChunkInFlight(t *testing.T) {
 	if got := l.nextIndex(t, j.ID); got != 4 {
 		t.Fatalf("next_index %d after SIGTERM, want 4: the chunk in flight commits and no other starts", got)
 	}
-	if n := mustInt(t, l.Conn, "select count(*) from job_audit"); n != 4 {
+	if n := pgtest.MustInt(t, l.Conn, "select count(*) from job_audit"); n != 4 {
 		t.Fatalf("%d audit rows, want 4", n)
 	}
 	// Back in the queue: runnable now, not paused.
-	if got := mustString(t, l.Conn, `select jsonb_build_object('visible', visible_at <= now(), 'paused', paused)::text
+	if got := pgtest.MustString(t, l.Conn, `select jsonb_build_object('visible', visible_at <= now(), 'paused', paused)::text
 		from job_queue where job_id = $1`, j.ID); got != `{"paused": false, "visible": true}` {
 		t.Fatalf("queue row after SIGTERM: %s", got)
 	}
@@ -152,7 +152,7 @@ func TestSecondSignalAbortsTheChunkInFlight(t *testing.T) {
 	j := newSeeder(l, 2).job(t, "festival", 8, 4)
 	l.register(t, j)
 	w := l.worker(t, "w1")
-	waitFor(t, 10*time.Second, "a chunk in flight", func() bool { return l.chunkInFlight(t) })
+	pgtest.WaitFor(t, 10*time.Second, "a chunk in flight", func() bool { return l.chunkInFlight(t) })
 
 	w.Signal(t, syscall.SIGTERM)
 	w.WaitLine(t, 0, 5*time.Second, "finishing the chunks in flight")
@@ -161,14 +161,14 @@ func TestSecondSignalAbortsTheChunkInFlight(t *testing.T) {
 	if r.Code != 1 || !strings.Contains(r.Stderr, "chunks: worker w1: aborted: the chunks in flight were cancelled and rolled back") {
 		t.Fatalf("want exit 1 with the abort on stderr, got %v", r)
 	}
-	waitFor(t, 5*time.Second, "the cancelled chunk to end", func() bool { return !l.chunkInFlight(t) })
+	pgtest.WaitFor(t, 5*time.Second, "the cancelled chunk to end", func() bool { return !l.chunkInFlight(t) })
 	if got := l.nextIndex(t, j.ID); got != 0 {
 		t.Fatalf("next_index %d after the abort, want 0 (rolled back)", got)
 	}
-	if n := mustInt(t, l.Conn, "select count(*) from orders where state = 'cancelled'"); n != 0 {
+	if n := pgtest.MustInt(t, l.Conn, "select count(*) from orders where state = 'cancelled'"); n != 0 {
 		t.Fatalf("%d orders cancelled after the abort, want 0", n)
 	}
-	if got := mustString(t, l.Conn, "select (not paused)::text from job_queue where job_id = $1", j.ID); got != "true" {
+	if got := pgtest.MustString(t, l.Conn, "select (not paused)::text from job_queue where job_id = $1", j.ID); got != "true" {
 		t.Fatalf("the aborted job is not queued: %s", got)
 	}
 }
@@ -207,14 +207,14 @@ func TestPauseAndResume(t *testing.T) {
 	w1 := l.worker(t, "w1", "--concurrency", "2", "--poll", "100ms")
 	w2 := l.worker(t, "w2", "--concurrency", "2", "--poll", "100ms")
 
-	waitFor(t, 15*time.Second, "long to make progress", func() bool { return l.nextIndex(t, long.ID) >= 3 })
+	pgtest.WaitFor(t, 15*time.Second, "long to make progress", func() bool { return l.nextIndex(t, long.ID) >= 3 })
 	if r := l.Chunks(t, "pause", long.ID); r.Code != 0 {
 		t.Fatalf("pause long: %v", r)
 	}
 	at := l.nextIndex(t, long.ID)
 
-	waitFor(t, 30*time.Second, "the unpaused jobs to finish", func() bool {
-		return mustInt(t, l.Conn, "select count(*) from jobs where job_id like 'other-%' and next_index < jsonb_array_length(targets)") == 0
+	pgtest.WaitFor(t, 30*time.Second, "the unpaused jobs to finish", func() bool {
+		return pgtest.MustInt(t, l.Conn, "select count(*) from jobs where job_id like 'other-%' and next_index < jsonb_array_length(targets)") == 0
 	})
 	time.Sleep(300 * time.Millisecond) // the workers poll every 100 ms: they had every chance
 	if got := l.nextIndex(t, paused.ID); got != 0 {
@@ -240,7 +240,7 @@ func TestPauseAndResume(t *testing.T) {
 			t.Fatalf("resume %s: %v", id, r)
 		}
 	}
-	waitFor(t, 20*time.Second, "the resumed jobs to finish", func() bool { return l.allDone(t) })
+	pgtest.WaitFor(t, 20*time.Second, "the resumed jobs to finish", func() bool { return l.allDone(t) })
 	if at >= len(long.Targets) {
 		t.Fatalf("long finished before it was resumed")
 	}
@@ -283,7 +283,7 @@ func TestNotifyWakesSleepingWorkers(t *testing.T) {
 		j := s.job(t, fmt.Sprintf("late-%d", i), 4, 4)
 		registered := time.Now()
 		l.register(t, j)
-		waitFor(t, 10*time.Second, "pickup", func() bool { return l.nextIndex(t, j.ID) > 0 })
+		pgtest.WaitFor(t, 10*time.Second, "pickup", func() bool { return l.nextIndex(t, j.ID) > 0 })
 		latency := time.Since(registered)
 		latencies = append(latencies, latency)
 		if latency > 2*time.Second {
@@ -332,7 +332,7 @@ func TestPollingWhenNotificationsAreLost(t *testing.T) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	latency := waitFor(t, 10*time.Second, "pickup by polling", func() bool { return l.nextIndex(t, j.ID) > 0 })
+	latency := pgtest.WaitFor(t, 10*time.Second, "pickup by polling", func() bool { return l.nextIndex(t, j.ID) > 0 })
 	t.Logf("queued without NOTIFY -> first chunk committed: %s (poll %s)", time.Since(queued).Round(time.Millisecond), poll)
 	if latency > poll+time.Second {
 		t.Errorf("picked up after %s, want within about the %s poll", latency, poll)
@@ -349,7 +349,7 @@ func TestPollingWhenNotificationsAreLost(t *testing.T) {
 	}
 	j2 := s.job(t, "during-reconnect", 4, 4)
 	l.register(t, j2)
-	waitFor(t, 10*time.Second, "pickup after the LISTEN connection died", func() bool { return l.nextIndex(t, j2.ID) > 0 })
+	pgtest.WaitFor(t, 10*time.Second, "pickup after the LISTEN connection died", func() bool { return l.nextIndex(t, j2.ID) > 0 })
 	w.WaitLine(t, mark, 10*time.Second, "msg=listening")
 	stopWorkers(t, w)
 }
@@ -383,7 +383,7 @@ func TestEightWorkersStartTogether(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := mustInt(t, l.Conn, "select version from schema_version"); v != len(migrations) {
+	if v := pgtest.MustInt(t, l.Conn, "select version from schema_version"); v != len(migrations) {
 		t.Fatalf("schema_version %d, want %d (every migration)", v, len(migrations))
 	}
 	s := newSeeder(l, 8)
@@ -393,7 +393,7 @@ func TestEightWorkersStartTogether(t *testing.T) {
 		l.register(t, j)
 		jobs = append(jobs, j)
 	}
-	waitFor(t, 20*time.Second, "every job done", func() bool { return l.allDone(t) })
+	pgtest.WaitFor(t, 20*time.Second, "every job done", func() bool { return l.allDone(t) })
 	stopWorkers(t, workers...)
 	l.wantFinished(t, jobs)
 	var ran []string
