@@ -11,6 +11,15 @@ import (
 	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
+// benchExamples are the lines of chunks bench --help's example, as
+// TestHelpExamples rewrites them: TestBenchTypedDSNOnly runs the first and
+// TestBenchSmoke the second, each with --duration 100ms --scale=false (a
+// smoke run; the second's --json output decoded instead of redirected).
+var benchExamples = []string{
+	`chunks bench`,
+	`chunks bench --dsn "$CHUNKS_DSN" --duration 5s --json > bench.json`,
+}
+
 // TestBenchSmoke runs chunks bench very briefly on the test database: it
 // asserts what the benchmark counts and checks (round trips, the
 // baseline's equivalence, every scenario present), never a timing. Its
