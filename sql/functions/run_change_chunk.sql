@@ -124,7 +124,7 @@ begin
   -- Exactly the chunk's targets, one row each, by ordinal and key: the
   -- count before anything is written (a key that named two rows gives
   -- more), the ordinals and keys as the rows are written (one statement).
-  v_count := jsonb_array_length(v_rows);
+  v_count := coalesce(jsonb_array_length(v_rows), -1); -- NULL (never from the generated body) is refused too
   if v_count = v_end - run_change_chunk.next_index then
     with audit as (
       insert into change_audit (job_id, ordinal, key, version_before, version_after, before, after)

@@ -424,8 +424,19 @@ func crashUnder(t testing.TB, srv *localpg.Server, workers []*clitest.Proc) time
 // the jobs' progress there after checking that it is consistent.
 func (l *lab) replayed(t testing.TB, jobs []job) map[string]int {
 	t.Helper()
-	pgtest.WaitFor(t, 10*time.Second, "the standby to replay what it received", func() bool {
-		return pgtest.MustString(t, l.Conn, "select (pg_last_wal_replay_lsn() >= pg_last_wal_receive_lsn())::text") == "true"
+	// Replay reaches the last byte received, or stops short of it when the
+	// stream was cut inside a WAL record (replay applies whole records
+	// only): done once it has not moved for two seconds.
+	last, still := "", time.Now()
+	pgtest.WaitFor(t, 30*time.Second, "the standby to replay what it received", func() bool {
+		at := pgtest.MustString(t, l.Conn, "select pg_last_wal_replay_lsn()::text || ' ' || (pg_last_wal_replay_lsn() >= pg_last_wal_receive_lsn())::text")
+		if strings.HasSuffix(at, " true") {
+			return true
+		}
+		if at != last {
+			last, still = at, time.Now()
+		}
+		return time.Since(still) > 2*time.Second
 	})
 	return l.wantConsistent(t, jobs)
 }
