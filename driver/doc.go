@@ -1,6 +1,8 @@
-// Package driver applies an approved bulk change, cancelling a fixed list of
-// orders, in small chunks that each commit on their own, over pgx v5 and the
-// chunks SQL functions.
+// Package driver applies an approved bulk change in small chunks that each
+// commit on their own, over pgx v5 and the chunks SQL functions: the
+// built-in cancellation of a fixed list of orders (below), or a declared
+// change on a table of your own ([DefineChange], [RegisterChange]), whose
+// statements run as the writer role (docs/roles.md "Code on your tables").
 //
 // # The idea
 //
