@@ -38,18 +38,20 @@ func MustString(t testing.TB, conn *pgx.Conn, sql string, args ...any) string {
 // the test on error.
 func MustInt(t testing.TB, conn *pgx.Conn, sql string, args ...any) int {
 	t.Helper()
-	var v int
-	if err := conn.QueryRow(context.Background(), sql, args...).Scan(&v); err != nil {
-		t.Fatalf("%s %v: %v", sql, args, err)
-	}
-	return v
+	return mustScan[int](t, conn, sql, args...)
 }
 
 // MustBool runs sql on conn and returns its one value, a boolean; it fails
 // the test on error.
 func MustBool(t testing.TB, conn *pgx.Conn, sql string, args ...any) bool {
 	t.Helper()
-	var v bool
+	return mustScan[bool](t, conn, sql, args...)
+}
+
+// mustScan is the one value of sql on conn, as a T; the test fails on error.
+func mustScan[T any](t testing.TB, conn *pgx.Conn, sql string, args ...any) T {
+	t.Helper()
+	var v T
 	if err := conn.QueryRow(context.Background(), sql, args...).Scan(&v); err != nil {
 		t.Fatalf("%s %v: %v", sql, args, err)
 	}

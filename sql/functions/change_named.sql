@@ -9,19 +9,19 @@ set search_path = {{ .schema }}, pg_temp
 as $$
 declare
   v_problem text;
+  v_function text;
 begin
   perform check_change_name(change_named.change, change_named.field);
-  select c.name, c.definition, c.digest into name, definition, digest from changes as c where c.name = change_named.change;
+  select c.name, c.definition, c.digest, c.function_name into name, definition, digest, v_function
+    from changes as c where c.name = change_named.change;
   if not found then
     raise exception '%: there is no change % (chunks change list)', change_named.field, change_named.change using errcode = '22023';
   end if;
   -- An approval names rows by their key: it must still name one row each;
   -- the function its jobs run must still be the writer's as chunks made it.
   v_problem := coalesce((select k from change_key_problem(definition) as k),
-                        (select f from changes as c,
-                                       writer_function_problem(format('%I.%I(text, text, integer, jsonb)', '{{ .schema }}', c.function_name))
-                                         as f
-                          where c.name = change_named.name),
+                        (select f from writer_function_problem(format('%I.%I(text, text, integer, jsonb)', '{{ .schema }}', v_function))
+                                         as f),
                         (select format('the writer %s holds privileges on %s, and code on %s would run with them (chunks migrate names the problem)',
                                        w, t, definition ->> 'table')
                            from (select writer_role() as w) as x,

@@ -71,12 +71,13 @@ comment on function {{ .schema }}.revoke_foreign_grants(regprocedure, oid[]) is
 
 -- Why the writer's function FUNCTION is not as chunks made it, or NULL: it
 -- must still be owned by the writer, SECURITY DEFINER, pin writer_config()
--- and be executable by no role but the writer and chunks' owner. Its owner
--- can alter all of that without being able to change its body; run_chunk,
--- check and report ask this before every call.
+-- and be executable by no role but the writer and chunks' owner. A
+-- superuser or chunks' owner can alter all of that without changing its
+-- body (the writer cannot name it). register (change_named), check and
+-- report (writer_run) ask it; a chunk asks it only to say why its function
+-- is gone (docs/limits-and-decisions.md "What a chunk checks").
 -- A set-returning SQL function of one row at most, with no SET clause and
--- each name qualified, so that the planner inlines it into the FROM of its
--- caller: run_chunk asks it before every chunk, planned once.
+-- each name qualified, so that the planner inlines it into its caller's FROM.
 create or replace function {{ .schema }}.writer_function_problem(function text) returns setof text
 language sql stable
 as $$

@@ -32,7 +32,8 @@ comment on function {{ .schema }}.writer_run(text, jsonb, jsonb) is
 -- whatever search_path says). chunks' own statements never need any.
 -- A set-returning SQL function of one row at most, with no SET clause and
 -- each name qualified, so that the planner inlines it into the FROM of its
--- caller: run_chunk asks it before every chunk, planned once.
+-- caller. run_chunk asks it only in a session that has a temporary schema
+-- (pg_my_temp_schema() <> 0); writer_run and check always.
 create or replace function {{ .schema }}.temp_objects_problem() returns setof text
 language sql stable
 as $$
