@@ -20,9 +20,10 @@ type ChangeDefinition struct {
 	Tenant        string            `json:"tenant,omitempty"`          // a column that must equal the plan's tenant
 	Version       string            `json:"version,omitempty"`         // an integer column each target pins; the change adds 1
 	Expect        []string          `json:"expect,omitempty"`          // columns each target pins
-	When          map[string]any    `json:"when,omitempty"`            // column -> constant the row must have now
+	When          map[string]any    `json:"when,omitempty"`            // column -> constant the row must have now, a list (one of them) or nil (NULL)
 	Set           map[string]any    `json:"set,omitempty"`             // column -> constant written
 	SetFromTarget map[string]string `json:"set_from_target,omitempty"` // column -> target field carrying its new value
+	SetNow        []string          `json:"set_now,omitempty"`         // columns set to the chunk's transaction time
 }
 
 // ChangeSummary is one declared change as [Changes] lists it.
@@ -141,16 +142,21 @@ func (def *ChangeDefinition) setField(key string, v any) error {
 		default:
 			def.Version = s
 		}
-	case "expect":
+	case "expect", "set_now":
 		list, ok := v.([]any)
 		if !ok {
-			return Invalidf("expect: must be a list of column names, got %s", describe(v))
+			return Invalidf("%s: must be a list of column names, got %s", key, describe(v))
 		}
-		def.Expect = make([]string, len(list))
+		names := make([]string, len(list))
 		for i, e := range list {
-			if def.Expect[i], ok = e.(string); !ok {
-				return Invalidf("expect[%d]: must be a column name (a string), got %s", i, describe(e))
+			if names[i], ok = e.(string); !ok {
+				return Invalidf("%s[%d]: must be a column name (a string), got %s", key, i, describe(e))
 			}
+		}
+		if key == "expect" {
+			def.Expect = names
+		} else {
+			def.SetNow = names
 		}
 	case "when", "set":
 		obj, ok := v.(*object)
@@ -159,12 +165,11 @@ func (def *ChangeDefinition) setField(key string, v any) error {
 		}
 		m := make(map[string]any, len(obj.keys))
 		for _, k := range obj.keys {
-			switch c := obj.vals[k].(type) {
-			case string, bool, json.Number:
-				m[k] = c
-			default:
-				return Invalidf("%s.%s: must be a string, number or boolean constant, got %s", key, Excerpt(k, false), describe(c))
+			c, err := changeConstant(key, k, obj.vals[k])
+			if err != nil {
+				return err
 			}
+			m[k] = c
 		}
 		if key == "when" {
 			def.When = m
@@ -188,6 +193,39 @@ func (def *ChangeDefinition) setField(key string, v any) error {
 	return nil
 }
 
+// changeConstant is v, the value of column col in field (when or set),
+// when it is of a kind the field takes: a string, number or boolean
+// constant; in when also a list of them (one of them) or null (IS NULL).
+func changeConstant(field, col string, v any) (any, error) {
+	switch c := v.(type) {
+	case string, bool, json.Number:
+		return c, nil
+	case nil:
+		if field == "when" {
+			return nil, nil
+		}
+	case []any:
+		if field != "when" {
+			break
+		}
+		if len(c) == 0 {
+			return nil, Invalidf("when.%s: a list must hold at least one value", Excerpt(col, false))
+		}
+		for i, e := range c {
+			switch e.(type) {
+			case string, bool, json.Number:
+			default:
+				return nil, Invalidf("when.%s[%d]: must be a string, number or boolean constant, got %s", Excerpt(col, false), i, describe(e))
+			}
+		}
+		return c, nil
+	}
+	if field == "when" {
+		return nil, Invalidf("when.%s: must be a string, number or boolean constant, a list of them, or null, got %s", Excerpt(col, false), describe(v))
+	}
+	return nil, Invalidf("%s.%s: must be a string, number or boolean constant, got %s", field, Excerpt(col, false), describe(v))
+}
+
 // checkText refuses \u0000 in any text of def, naming the field:
 // PostgreSQL text (and so jsonb) cannot store it.
 func (def ChangeDefinition) checkText() error {
@@ -198,9 +236,14 @@ func (def ChangeDefinition) checkText() error {
 			return err
 		}
 	}
-	for i, e := range def.Expect {
-		if err := checkNUL(fmt.Sprintf("expect[%d]", i), e); err != nil {
-			return err
+	for _, l := range []struct {
+		name  string
+		names []string
+	}{{"expect", def.Expect}, {"set_now", def.SetNow}} {
+		for i, e := range l.names {
+			if err := checkNUL(fmt.Sprintf("%s[%d]", l.name, i), e); err != nil {
+				return err
+			}
 		}
 	}
 	for _, m := range []struct {

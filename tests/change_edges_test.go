@@ -39,7 +39,7 @@ func TestChangeEdges(t *testing.T) {
 		"select define_change($1)", `{"name": "p", "table": "`+shop+`.parent", "key": "id", "expect": ["s"], "set": {"s": "y"}}`)
 
 	// Item 8: no word relative to the day; item 12: the typmod, exactly.
-	refuse(t, s, "22023", `set.at: constant "today 12:00" is relative to the day it is read; give the date or time itself`,
+	refuse(t, s, "22023", `set.at: constant "today 12:00" is relative to the day it is read; give the date or time itself, or name the column in set_now`,
 		"select define_change($1)", def("d", `"set": {"at": "today 12:00"}`))
 	refuse(t, s, "22023", `set.amt: constant 1.005 would be stored as 1.01 in column `+shop+`.t.amt (numeric(5,2)) (rounded or cut); give the value exactly`,
 		"select define_change($1)", def("d", `"set": {"amt": 1.005}`))

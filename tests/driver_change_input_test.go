@@ -3,6 +3,8 @@ package tests
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,6 +36,12 @@ func TestParseChangeRefusals(t *testing.T) {
 		{"set not an object", head + `, "set": ["s"]}`, "set: must be an object of column: constant, got list"},
 		{"a set constant a list", head + `, "set": {"s": []}}`, "set.s: must be a string, number or boolean constant, got list"},
 		{"a set constant null", head + `, "set": {"s": null}}`, "set.s: must be a string, number or boolean constant, got null"},
+		{"a when list empty", head + `, "when": {"s": []}, "set": {"s": "x"}}`, "when.s: a list must hold at least one value"},
+		{"a when list of lists", head + `, "when": {"s": [1, [2]]}, "set": {"s": "x"}}`, "when.s[1]: must be a string, number or boolean constant, got list"},
+		{"a when object", head + `, "when": {"s": {}}, "set": {"s": "x"}}`, "when.s: must be a string, number or boolean constant, a list of them, or null, got object"},
+		{"set_now not a list", head + `, "set_now": "at"}`, `set_now: must be a list of column names, got string "at"`},
+		{"set_now of numbers", head + `, "set_now": ["at", 1]}`, "set_now[1]: must be a column name (a string), got 1"},
+		{"\\u0000 in set_now", head + `, "set_now": ["a\u0000"]}`, `set_now[0]: must not contain \u0000 (PostgreSQL text cannot store it)`},
 		{"a target field a number", head + `, "set_from_target": {"s": 1}}`, "set_from_target.s: must be a target field's name (a string), got 1"},
 		{"an unknown field", head + `, "sets": {}}`, `definition: unknown field "sets"`},
 		{"not an object", `[]`, "definition: must be an object, got list"},
@@ -51,8 +59,13 @@ func TestParseChangeRefusals(t *testing.T) {
 			}
 		})
 	}
+	// In when, a list is one of its values and null is NULL.
+	def, err := driver.ParseChange(strings.NewReader(head + `, "when": {"s": ["a", 2, false], "t": null}, "set_now": ["at", "on"]}`))
+	if err != nil || !reflect.DeepEqual(def.When, map[string]any{"s": []any{"a", json.Number("2"), false}, "t": nil}) || !slices.Equal(def.SetNow, []string{"at", "on"}) {
+		t.Fatalf("ParseChange: %+v, %v", def, err)
+	}
 	// \\u0000 is a backslash and u0000: text like any other.
-	def, err := driver.ParseChange(strings.NewReader(head + `, "set": {"s": "on\\u0000hold", "n": 1.50, "b": true}}`))
+	def, err = driver.ParseChange(strings.NewReader(head + `, "set": {"s": "on\\u0000hold", "n": 1.50, "b": true}}`))
 	if err != nil || def.Set["s"] != `on\u0000hold` || def.Set["n"] != any(json.Number("1.50")) || def.Set["b"] != true {
 		t.Fatalf("ParseChange: %+v, %v", def, err)
 	}

@@ -88,6 +88,10 @@ type planOptions struct {
 	Plan       driver.Plan       // PLAN.json, read strictly (without --change)
 	Change     string            // --change: the declared change; "" for the built-in cancellation
 	ChangePlan driver.ChangePlan // PLAN.json with --change, read strictly (driver.ParseChangePlan)
+	// Query is register's --from-query: the targets are its rows, and the
+	// plan's other four keys are JOB, --tenant, --chunk-size and
+	// --allow-partial (in Plan, or ChangePlan with --change).
+	Query string
 }
 
 // changeFlag is --change of register and check.
@@ -106,21 +110,37 @@ func parsePlan(c *cli.Context) (*planOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.IsSet("change") {
-		o := &planOptions{Change: c.String("change")}
-		if o.Change == "" { // never taken as "no change"
-			return nil, driver.Invalidf(`change: must be the name of a declared change, got ""`)
-		}
+	o, err := changeOption(c)
+	if err != nil {
+		return nil, err
+	}
+	if o.Change != "" {
 		o.ChangePlan, err = driver.ParseChangePlan(data)
 		return o, err
 	}
-	plan, err := driver.ParsePlan(data)
-	return &planOptions{Plan: plan}, err
+	o.Plan, err = driver.ParsePlan(data)
+	return o, err
+}
+
+// changeOption is the options with --change, refused when given empty
+// (never taken as "no change").
+func changeOption(c *cli.Context) (*planOptions, error) {
+	o := &planOptions{Change: c.String("change")}
+	if c.IsSet("change") && o.Change == "" {
+		return nil, driver.Invalidf(`change: must be the name of a declared change, got ""`)
+	}
+	return o, nil
 }
 
 // Validate checks the plan as driver.Manifest does (a plan read by
 // parsePlan always passes; one built by hand may not).
 func (o *planOptions) Validate() error {
+	if o.Query != "" {
+		if !o.Plan.AllowPartial {
+			return usagef("--allow-partial must be given: each chunk commits on its own")
+		}
+		return nil // the rest once the query's rows are read
+	}
 	if o.Change != "" {
 		return o.ChangePlan.Validate(o.Change)
 	}

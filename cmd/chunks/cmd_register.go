@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 
 	"github.com/jackc/pgx/v5"
@@ -12,9 +15,10 @@ import (
 
 func registerCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "register",
-		Usage:     "register an approved plan; says whether it was new or already there",
-		UsageText: "chunks register [--change NAME] [--dsn DSN] [--schema S] PLAN.json",
+		Name:  "register",
+		Usage: "register an approved plan; says whether it was new or already there",
+		UsageText: "chunks register [--change NAME] [--dsn DSN] [--schema S] PLAN.json\n" +
+			"chunks register [--change NAME] --tenant T --chunk-size N --allow-partial --from-query SQL JOB",
 		Description: "PLAN.json is {\"job_id\", \"tenant\", \"targets\": [{\"id\", \"revision\", \"qty\"}, ...], \"chunk_size\",\n" +
 			"\"allow_partial\": true}, read strictly (no duplicate keys, integers only); - reads stdin.\n" +
 			"Registering the same approval again changes nothing; a different one under the same id is a\n" +
@@ -22,11 +26,82 @@ func registerCommand() *cli.Command {
 			"With --change NAME, PLAN.json is a job of the declared change NAME (chunks change define): the\n" +
 			"same five keys, its targets objects of exactly the change's key, version, expect and\n" +
 			"set_from_target fields ({\"payment_id\": 42, \"lock_version\": 3, \"amount_cents\": 1200,\n" +
-			"\"reason\": \"chargeback\"}), checked by the server against the change and stored sorted by key.\n\n" +
-			"Example:\n  chunks --schema lab register plan.json\n  chunks --schema lab register --change hold_payment holds-1.json",
-		Flags:  []cli.Flag{changeFlag()},
-		Action: action(parsePlan, runRegister),
+			"\"reason\": \"chargeback\"}), checked by the server against the change and stored sorted by key.\n" +
+			"With --from-query, the job JOB's targets are the rows of SQL, run as campaign create\n" +
+			"--from-query runs it (one statement, in a READ ONLY transaction, the approval frozen at that\n" +
+			"moment; its columns named as the targets' fields), and --tenant, --chunk-size and\n" +
+			"--allow-partial are the plan's other keys.\n\n" +
+			"Example:\n  chunks --schema lab register plan.json\n  chunks --schema lab register --change hold_payment holds-1.json\n" +
+			"  chunks --schema lab register --change hold_payment --tenant 42 --chunk-size 10 --allow-partial \\\n" +
+			"    --from-query \"select payment_id, lock_version, amount_cents, 'chargeback' as reason from shop.payments where payment_id in (4, 5)\" holds-2",
+		Flags: []cli.Flag{changeFlag(),
+			&cli.StringFlag{Name: "from-query", Usage: "take the targets from this query's rows (id, revision, qty; with --change, the change's fields)"},
+			&cli.StringFlag{Name: "tenant", Usage: "with --from-query: the job's tenant"},
+			&cli.IntFlag{Name: "chunk-size", Usage: "with --from-query: targets per chunk"},
+			&cli.BoolFlag{Name: "allow-partial", Usage: "with --from-query: must be given, each chunk commits on its own"},
+		},
+		Action: action(parseRegister, runRegister),
 	}
+}
+
+// parseRegister reads PLAN.json (parsePlan), or with --from-query takes
+// JOB and the plan's keys from the flags (a usage error when one is
+// missing, or when they come without --from-query).
+func parseRegister(c *cli.Context) (*planOptions, error) {
+	query := c.String("from-query")
+	if query == "" {
+		for _, f := range []string{"from-query", "tenant", "chunk-size", "allow-partial"} {
+			if c.IsSet(f) {
+				return nil, usagef("--%s goes with a non-empty --from-query; a PLAN.json has its own job_id, tenant, chunk_size and allow_partial", f)
+			}
+		}
+		return parsePlan(c)
+	}
+	o, err := changeOption(c)
+	if err != nil {
+		return nil, err
+	}
+	args, err := positional(c, jobParam)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireFlags(c, "tenant", "chunk-size", "allow-partial"); err != nil {
+		return nil, err
+	}
+	o.Query = query
+	o.Plan = driver.Plan{JobID: args[0], Tenant: c.String("tenant"), ChunkSize: c.Int("chunk-size"), AllowPartial: c.Bool("allow-partial")}
+	return o, nil
+}
+
+// readPlanTargets fills o's plan with the rows of its --from-query, read
+// on conn (nothing to do without one).
+func readPlanTargets(ctx context.Context, conn *pgx.Conn, o *planOptions) error {
+	if o.Query == "" {
+		return nil
+	}
+	if o.Change == "" {
+		ct, err := driver.CampaignTargetsFromQuery(ctx, conn, o.Query)
+		if err != nil {
+			return fmt.Errorf("--from-query: %w", err)
+		}
+		o.Plan.Targets = ct.Targets
+		return nil
+	}
+	ct, err := driver.ChangeCampaignTargetsFromQuery(ctx, conn, o.Query)
+	if err != nil {
+		return fmt.Errorf("--from-query: %w", err)
+	}
+	p := o.Plan
+	o.ChangePlan = driver.ChangePlan{JobID: p.JobID, Tenant: p.Tenant, ChunkSize: p.ChunkSize, AllowPartial: p.AllowPartial,
+		Targets: make([]map[string]any, len(ct.Objects))}
+	for i, obj := range ct.Objects {
+		dec := json.NewDecoder(bytes.NewReader(obj))
+		dec.UseNumber()
+		if err := dec.Decode(&o.ChangePlan.Targets[i]); err != nil {
+			return fmt.Errorf("--from-query: row %d: %w", i+1, err)
+		}
+	}
+	return nil
 }
 
 // runRegister registers the plan, saying whether it was new.
@@ -34,12 +109,15 @@ func runRegister(ctx context.Context, d deps, o *planOptions, out io.Writer) err
 	if o.Change != "" {
 		return runRegisterChange(ctx, d, o, out)
 	}
-	plan := o.Plan
 	var created bool
 	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
-		created, err = driver.Register(ctx, conn, plan)
+		if err := readPlanTargets(ctx, conn, o); err != nil {
+			return err
+		}
+		created, err = driver.Register(ctx, conn, o.Plan)
 		return err
 	})
+	plan := o.Plan
 	if err != nil {
 		return err
 	}
@@ -57,12 +135,15 @@ func runRegister(ctx context.Context, d deps, o *planOptions, out io.Writer) err
 // runRegisterChange registers the job of a declared change, saying whether
 // it was new.
 func runRegisterChange(ctx context.Context, d deps, o *planOptions, out io.Writer) error {
-	plan := o.ChangePlan
 	var created bool
 	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
-		created, err = driver.RegisterChange(ctx, conn, o.Change, plan)
+		if err := readPlanTargets(ctx, conn, o); err != nil {
+			return err
+		}
+		created, err = driver.RegisterChange(ctx, conn, o.Change, o.ChangePlan)
 		return err
 	})
+	plan := o.ChangePlan
 	if err != nil {
 		return err
 	}

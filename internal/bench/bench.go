@@ -382,6 +382,9 @@ func fleetScenarios(ctx context.Context, admin *pgx.Conn, o Options, logf func(s
 		jobs    int
 		notify  bool
 	}{{"NOTIFY (workers poll every 30s)", 30 * time.Second, 30, true}, {"poll every 1s only (no NOTIFY sent)", time.Second, 8, false}} {
+		if o.Duration < time.Second {
+			m.jobs = 2 // a smoke run: each job without NOTIFY waits up to a poll
+		}
 		logf("fleet: pickup latency, %s", m.variant)
 		stop, err := workers(ctx, o, schema, 1, m.poll)
 		if err != nil {

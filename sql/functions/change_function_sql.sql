@@ -53,8 +53,7 @@ begin
    where n.nspname = v_ident[1] and c.relname = v_ident[2];
   v_table := format('%I.%I', v_ident[1], v_ident[2]);
 
-  v_written := array(select k from jsonb_object_keys(coalesce(v_def -> 'set', '{}')) as k order by k)
-               || array(select k from jsonb_object_keys(coalesce(v_def -> 'set_from_target', '{}')) as k order by k);
+  v_written := change_written(v_def);
 
   -- The targets, the columns the check reads and the check itself
   -- (change_sql_parts; the inverse's, change_restore_parts, with its update).
@@ -64,7 +63,8 @@ begin
   else
     select p.targets_cte, p.compared, p.problem into v_t, v_compared, v_checks
       from change_sql_parts(v_def, format('%I.targets', v_fn), format('%I.tenant', v_fn)) as p;
-    -- The update: constants as typed literals, set_from_target from the targets, version + 1.
+    -- The update: constants as typed literals, set_from_target from the targets,
+    -- set_now the transaction's time, version + 1.
     select string_agg(s, ', ' order by o) into v_sets
       from (select format('%I = %L::%s', e.key, e.value #>> '{}', format_type(a.atttypid, a.atttypmod)) as s, 1 as o, e.key as k
               from jsonb_each(coalesce(v_def -> 'set', '{}')) as e
@@ -72,7 +72,13 @@ begin
             union all
             select format('%I = t.%I', e.key, e.value), 2, e.key from jsonb_each_text(coalesce(v_def -> 'set_from_target', '{}')) as e
             union all
-            select format('%1$I = l.%1$I + 1', v_version), 3, v_version where v_version is not null
+            -- set_now: the chunk's transaction time, read in the writer's
+            -- pinned TimeZone (UTC) for a timestamp or date column.
+            select format('%I = pg_catalog.now()::%s', e, format_type(a.atttypid, a.atttypmod)), 3, e
+              from jsonb_array_elements_text(coalesce(v_def -> 'set_now', '[]')) as e
+              join pg_attribute as a on a.attrelid = v_rel and a.attname = e
+            union all
+            select format('%1$I = l.%1$I + 1', v_version), 4, v_version where v_version is not null
             order by 2, 3) as x;
   end if;
 

@@ -22,8 +22,7 @@ declare
   v_written text[];
 begin
   select f.type into v_key_type from change_fields(definition) as f where f.role = 'key';
-  v_written := array(select k from jsonb_object_keys(coalesce(definition -> 'set', '{}')) as k)
-               || array(select k from jsonb_object_keys(coalesce(definition -> 'set_from_target', '{}')) as k);
+  v_written := change_written(definition);
   return format($q$
     select coalesce(jsonb_agg(jsonb_build_array(x.o, case when r.%1$I is null then 'missing'
                                                           when %2$s %3$s %4$s then 'matching'

@@ -25,6 +25,7 @@ declare
   v_colnames text;
   v_k text;
   v_v jsonb;
+  v_type text;
 begin
   select array_agg(f.field order by f.ord), array_agg(f.type order by f.ord) into v_fields, v_types
     from change_fields(v_def) as f;
@@ -39,10 +40,23 @@ begin
                        where c is not null) as d);
   -- The check, first difference first: missing, tenant, when, version, expect.
   problem := change_problem_start(v_def, change_sql_parts.tenant);
+  -- A when constant, one of a list's (IN) or NULL (IS NULL).
   for v_k, v_v in select e.key, e.value from jsonb_each(coalesce(v_def -> 'when', '{}')) as e order by e.key loop
-    problem := problem || format(E'\n               when l.%I is distinct from %L::%s then format(%L, %L, t.%I, %L, %s, %L)',
-                                   v_k, v_v #>> '{}', (select format_type(a.atttypid, a.atttypmod) from pg_attribute as a where a.attrelid = v_rel and a.attname = v_k),
-                                   '%s %s: %s is %s, the change requires %s', v_key, v_key, v_k, shown_sql(v_rel::text, v_k, excerpt_sql(format('l.%I::text', v_k))), v_v #>> '{}');
+    v_type := change_column_type(v_rel, v_k);
+    problem := problem || format(E'\n               when %s then format(%L, %L, t.%I, %L, %s, %L)',
+                                   case jsonb_typeof(v_v)
+                                     when 'null' then format('l.%I is not null', v_k)
+                                     when 'array' then format('l.%1$I is null or l.%1$I <> all (array[%2$s])', v_k,
+                                                              (select string_agg(format('%L::%s', e #>> '{}', v_type), ', ' order by o)
+                                                                 from jsonb_array_elements(v_v) with ordinality as x(e, o)))
+                                     else format('l.%I is distinct from %L::%s', v_k, v_v #>> '{}', v_type) end,
+                                   '%s %s: %s is %s, the change requires %s', v_key, v_key, v_k,
+                                   shown_sql(v_rel::text, v_k, excerpt_sql(format('l.%I::text', v_k))),
+                                   case jsonb_typeof(v_v)
+                                     when 'null' then 'null'
+                                     when 'array' then 'one of ' || excerpt((select string_agg(e #>> '{}', ', ' order by o)
+                                                                               from jsonb_array_elements(v_v) with ordinality as x(e, o)), false)
+                                     else v_v #>> '{}' end);
   end loop;
   if v_version is not null then
     problem := problem || format(E'\n               when l.%I is distinct from t.%I then format(%L, %L, t.%I, %L, %s, t.%I)',

@@ -29,8 +29,7 @@ begin
   if to_regprocedure(format('%I.installed_version()', v_nsp)) is not null or to_regprocedure(format('%I.shard_of(text)', v_nsp)) is not null then
     return format('%s is in schema %s, where chunks is installed: declare changes of your own tables', v_rel, v_nsp);
   end if;
-  v_written := array(select jsonb_object_keys(coalesce(v_def -> 'set', '{}')))
-               || array(select jsonb_object_keys(coalesce(v_def -> 'set_from_target', '{}')));
+  v_written := change_written(v_def);
   for v_col in
     select c from unnest(array[v_def ->> 'key', v_def ->> 'tenant', v_def ->> 'version']
                          || array(select jsonb_array_elements_text(coalesce(v_def -> 'expect', '[]')))

@@ -10,7 +10,7 @@ language plpgsql volatile security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare
-  v_fields constant text[] := array['name', 'table', 'key', 'tenant', 'version', 'expect', 'when', 'set', 'set_from_target'];
+  v_fields constant text[] := array['name', 'table', 'key', 'tenant', 'version', 'expect', 'when', 'set', 'set_from_target', 'set_now'];
   v_def jsonb := define_change.definition;
   v_field text;
   v_name text;
@@ -28,6 +28,7 @@ declare
   v_e jsonb;
   v_k text;
   v_v jsonb;
+  v_c jsonb;
   v_existing jsonb;
   v_problem text;
 begin
@@ -161,7 +162,8 @@ begin
   end if;
   v_targets := v_targets || v_expect;
 
-  -- when and set: constants, each a value of its column's type.
+  -- when and set: constants, each a value of its column's type (in when,
+  -- also a list of them, or null).
   foreach v_field in array array['when', 'set', 'set_from_target'] loop
     if v_def ? v_field and jsonb_typeof(v_def -> v_field) <> 'object' then
       raise exception '%: must be an object, got %', v_field, jsonb_typeof(v_def -> v_field) using errcode = '22023';
@@ -194,27 +196,63 @@ begin
             v_k, v_v #>> '{}' using errcode = '22023';
         end if;
         v_targets := v_targets || (v_v #>> '{}');
+      elsif v_field = 'when' and jsonb_typeof(v_v) = 'null' then
+        null; -- IS NULL
       else
-        if jsonb_typeof(v_v) not in ('string', 'number', 'boolean') then
-          raise exception '%.%: must be a string, number or boolean constant, got %', v_field, v_k, jsonb_typeof(v_v)
-            using errcode = '22023';
+        -- In when, a list means one of its values (IN).
+        if v_field = 'when' and jsonb_typeof(v_v) = 'array' and jsonb_array_length(v_v) = 0 then
+          raise exception 'when.%: a list must hold at least one value', v_k using errcode = '22023';
         end if;
-        -- A constant means one value in every session: no word that
-        -- depends on the day it is read (issue 35; the chunk's own time is
-        -- a feature of its own).
-        if (select t.typcategory from pg_type as t where t.oid = v_col.typid) = 'D' and v_v #>> '{}' ~* '\m(now|today|tomorrow|yesterday)\M' then
-          raise exception '%.%: constant % is relative to the day it is read; give the date or time itself', v_field, v_k,
-            excerpt(v_v::text, false) using errcode = '22023';
-        end if;
-        -- Cast as the writer role, under its pinned TimeZone and DateStyle
-        -- (the generated function casts it the same way), exactly.
-        perform writer_cast(v_v, v_col.type, v_col.typid, format('%s.%s: constant', v_field, v_k),
-                            format('column %s.%s (%s)', v_rel::regclass, quote_ident(v_k), v_col.type));
+        for v_c in select e from jsonb_array_elements(case when v_field = 'when' and jsonb_typeof(v_v) = 'array' then v_v
+                                                           else jsonb_build_array(v_v) end) as e loop
+          if jsonb_typeof(v_c) not in ('string', 'number', 'boolean') then
+            raise exception '%.%: must be a string, number or boolean constant%, got %', v_field, v_k,
+              case v_field when 'when' then ', a list of them, or null' else '' end, jsonb_typeof(v_c) using errcode = '22023';
+          end if;
+          -- A constant means one value in every session: no word that
+          -- depends on the day it is read (issue 35; set_now writes the
+          -- chunk's own time).
+          if (select t.typcategory from pg_type as t where t.oid = v_col.typid) = 'D' and v_c #>> '{}' ~* '\m(now|today|tomorrow|yesterday)\M' then
+            raise exception '%.%: constant % is relative to the day it is read; give the date or time itself%', v_field, v_k,
+              excerpt(v_c::text, false), case v_field when 'set' then ', or name the column in set_now' else '' end using errcode = '22023';
+          end if;
+          -- Cast as the writer role, under its pinned TimeZone and DateStyle
+          -- (the generated function casts it the same way), exactly.
+          perform writer_cast(v_c, v_col.type, v_col.typid, format('%s.%s: constant', v_field, v_k),
+                              format('column %s.%s (%s)', v_rel::regclass, quote_ident(v_k), v_col.type));
+        end loop;
       end if;
     end loop;
   end loop;
+
+  -- set_now: columns set to the chunk's transaction time.
+  if v_def ? 'set_now' and jsonb_typeof(v_def -> 'set_now') <> 'array' then
+    raise exception 'set_now: must be a list of column names, got %', jsonb_typeof(v_def -> 'set_now') using errcode = '22023';
+  end if;
+  for v_e in select e from jsonb_array_elements(coalesce(v_def -> 'set_now', '[]')) as e loop
+    if jsonb_typeof(v_e) <> 'string' then
+      raise exception 'set_now: must be a list of column names, got %', excerpt(v_e::text, false) using errcode = '22023';
+    end if;
+    v_k := v_e #>> '{}';
+    select * into v_col from change_column(v_rel, v_k, 'set_now');
+    if v_k in (v_key, v_tenant, v_version) then
+      raise exception 'set_now: % is the key, the tenant or the version, which a change never sets', quote_ident(v_k)
+        using errcode = '22023';
+    end if;
+    if v_k = any (v_written) then
+      raise exception 'set_now: % is named twice, or is in set or set_from_target too', quote_ident(v_k) using errcode = '22023';
+    end if;
+    if v_col.typid not in ('timestamp with time zone'::regtype, 'timestamp without time zone'::regtype, 'date'::regtype) then
+      raise exception 'set_now: column %.% is %, not timestamptz, timestamp or date', v_rel::regclass, quote_ident(v_k), v_col.type
+        using errcode = '22023';
+    end if;
+    if v_col.generated then
+      raise exception 'set_now: column %.% is generated', v_rel::regclass, quote_ident(v_k) using errcode = '22023';
+    end if;
+    v_written := v_written || v_k;
+  end loop;
   if cardinality(v_written) = 0 then
-    raise exception 'set: a change must write at least one column (set or set_from_target)' using errcode = '22023';
+    raise exception 'set: a change must write at least one column (set, set_from_target or set_now)' using errcode = '22023';
   end if;
 
   -- Frozen like an approval: the same definition is a no-op, another one
@@ -260,7 +298,8 @@ $$;
 comment on function {{ .schema }}.define_change(jsonb) is
 $c$Declares a change of one of the user's tables (README "Your own tables"): DEFINITION is
 {"name", "table": "schema.table", "key", "tenant"?, "version"?, "expect"?: [columns],
-"when"?: {column: constant}, "set"?: {column: constant}, "set_from_target"?: {column: field}}.
+"when"?: {column: constant, [constants] (one of them) or null (IS NULL)}, "set"?: {column: constant},
+"set_from_target"?: {column: field}, "set_now"?: [timestamptz, timestamp or date columns]}.
 Validates it against the catalog, records it in changes and generates its static function
 apply_<name> (SECURITY DEFINER, owned by the writer role, executable only through run_chunk).
 Returns true when new, false when the same definition is already there.

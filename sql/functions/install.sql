@@ -72,6 +72,7 @@
 {{ template "check_change_name.sql" . }}
 {{ template "change_column.sql" . }}
 {{ template "change_fields.sql" . }}
+{{ template "change_written.sql" . }}
 {{ template "change_problem_start.sql" . }}
 {{ template "change_table_problem.sql" . }}
 {{ template "change_key_problem.sql" . }}
