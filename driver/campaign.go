@@ -87,31 +87,22 @@ type CampaignProgress struct {
 
 // CampaignDrift is campaign_report: report() over every job of a campaign.
 type CampaignDrift struct {
-	Name         string  `json:"name"`
-	Targets      int     `json:"targets"`
-	Committed    int     `json:"committed"`
-	Remaining    int     `json:"remaining"`
-	Matching     int     `json:"matching"`
-	DriftedCount int     `json:"drifted_count"`
-	MissingCount int     `json:"missing_count"`
-	Drifted      []int64 `json:"drifted"`
-	Missing      []int64 `json:"missing"`
-	// Keys holds drifted and missing instead for a campaign of a declared
-	// change whose key is not an integer (the int lists are then empty), as
-	// [JobReport].Keys does.
-	Keys *CampaignDriftKeys `json:"keys,omitempty" sql:"-"`
+	Name         string `json:"name"`
+	Targets      int    `json:"targets"`
+	Committed    int    `json:"committed"`
+	Remaining    int    `json:"remaining"`
+	Matching     int    `json:"matching"`
+	DriftedCount int    `json:"drifted_count"`
+	MissingCount int    `json:"missing_count"`
+	// Drifted and Missing are the keys of the committed rows changed since
+	// and gone: order ids, or a declared change's keys of any type.
+	Drifted []Key `json:"drifted"`
+	Missing []Key `json:"missing"`
 	// Undoes names the campaign that this one is the undo of ([UndoCampaign]),
 	// and UndoneBy the undo campaign of this one; nil when none, as
 	// [JobLineage] says of a job.
 	Undoes   *string `json:"undoes"`
 	UndoneBy *string `json:"undone_by"`
-}
-
-// CampaignDriftKeys is a [CampaignDrift]'s lists of keys that are not
-// integers, as the server wrote them.
-type CampaignDriftKeys struct {
-	Drifted []Key `json:"drifted"`
-	Missing []Key `json:"missing"`
 }
 
 // CampaignChange is what [PauseCampaign] or [ResumeCampaign] did.
@@ -522,29 +513,12 @@ func CampaignReport(ctx context.Context, db DB, name string) (CampaignDrift, err
 	if err := checkName("name", name); err != nil {
 		return CampaignDrift{}, err
 	}
-	var wire struct {
-		CampaignDrift
-		Drifted []Key `json:"drifted"`
-		Missing []Key `json:"missing"`
-	}
-	if _, err := QueryJSON(ctx, db, &wire, "campaign_report", name); err != nil {
+	var r CampaignDrift
+	if _, err := QueryJSON(ctx, db, &r, "campaign_report", name); err != nil {
 		return CampaignDrift{}, err
 	}
-	r := wire.CampaignDrift
-	r.Drifted, r.Missing, r.Keys = splitDrift(wire.Drifted, wire.Missing)
+	r.Drifted, r.Missing = nonNil(r.Drifted), nonNil(r.Missing)
 	return r, nil
-}
-
-// splitDrift is a campaign's drifted and missing keys, which are of one
-// type: all integers (the int lists, keys nil), or none (keys, the int
-// lists empty).
-func splitDrift(drifted, missing []Key) ([]int64, []int64, *CampaignDriftKeys) {
-	d, dRest := splitKeys(drifted)
-	m, mRest := splitKeys(missing)
-	if dRest != nil || mRest != nil {
-		return []int64{}, []int64{}, &CampaignDriftKeys{Drifted: nonNil(drifted), Missing: nonNil(missing)}
-	}
-	return d, m, nil
 }
 
 // PauseCampaign is campaign_pause: every job of the campaign paused, after
@@ -606,13 +580,9 @@ type CampaignUndo struct {
 	Targets int    `json:"targets"`
 	// Change is the declared change of a campaign of a change, whose undo
 	// jobs are jobs of the same change; empty for a campaign of orders.
-	Change  string  `json:"change,omitempty"`
-	Drifted []int64 `json:"drifted,omitempty"` // committed orders (a change's integer keys) changed since, left alone
-	Missing []int64 `json:"missing,omitempty"` // committed orders (a change's integer keys) gone, left alone
-	// Keys holds drifted and missing instead for a campaign of a declared
-	// change whose key is not an integer (the int lists are then empty),
-	// as [CampaignDrift].Keys does.
-	Keys *CampaignDriftKeys `json:"keys,omitempty" sql:"-"`
+	Change  string `json:"change,omitempty"`
+	Drifted []Key  `json:"drifted,omitempty"` // committed orders (a change's keys) changed since, left alone
+	Missing []Key  `json:"missing,omitempty"` // committed orders (a change's keys) gone, left alone
 }
 
 // UndoCampaign is campaign_undo: one undo campaign (undoName; "" means
@@ -627,15 +597,9 @@ func UndoCampaign(ctx context.Context, db DB, name, undoName string) (CampaignUn
 	if undoName != "" {
 		undo = &undoName
 	}
-	var wire struct {
-		CampaignUndo
-		Drifted []Key `json:"drifted,omitempty"`
-		Missing []Key `json:"missing,omitempty"`
-	}
-	if _, err := QueryJSON(ctx, db, &wire, "campaign_undo", name, undo); err != nil {
+	var u CampaignUndo
+	if _, err := QueryJSON(ctx, db, &u, "campaign_undo", name, undo); err != nil {
 		return CampaignUndo{}, err
 	}
-	u := wire.CampaignUndo
-	u.Drifted, u.Missing, u.Keys = splitDrift(wire.Drifted, wire.Missing)
 	return u, nil
 }

@@ -16,7 +16,7 @@ import (
 type ChangeDefinition struct {
 	Name          string            `json:"name"`                      // ^[a-z][a-z0-9_]{0,39}$
 	Table         string            `json:"table"`                     // "schema.table"
-	Key           string            `json:"key"`                       // a NOT NULL column unique on its own
+	Key           KeyColumns        `json:"key"`                       // a unique key's columns: one (a JSON string) or a list
 	Tenant        string            `json:"tenant,omitempty"`          // a column that must equal the plan's tenant
 	Version       string            `json:"version,omitempty"`         // an integer column each target pins; the change adds 1
 	Expect        []string          `json:"expect,omitempty"`          // columns each target pins
@@ -119,15 +119,28 @@ func ParseChange(r io.Reader) (ChangeDefinition, error) {
 // checking its kind.
 func (def *ChangeDefinition) setField(key string, v any) error {
 	switch key {
-	case "name", "table", "key", "tenant", "version":
-		s, ok := v.(string)
-		switch {
-		case !ok && key == "key":
-			if _, list := v.([]any); list {
-				return Invalidf("key: must be the name of one column (a string), got list: composite keys are not supported yet")
+	case "key":
+		switch k := v.(type) {
+		case string:
+			def.Key = KeyColumns{Columns: []string{k}}
+		case []any:
+			cols := make([]string, len(k))
+			for i, e := range k {
+				var ok bool
+				if cols[i], ok = e.(string); !ok {
+					return Invalidf("key[%d]: must be a column name (a string), got %s", i, describe(e))
+				}
 			}
-			return Invalidf("key: must be the name of one column (a string), got %s", describe(v))
-		case !ok:
+			if len(cols) == 0 {
+				return Invalidf("key: must be a column name or a non-empty list of column names, got an empty list")
+			}
+			def.Key = KeyColumns{Columns: cols, List: true}
+		default:
+			return Invalidf("key: must be a column name or a non-empty list of column names, got %s", describe(v))
+		}
+	case "name", "table", "tenant", "version":
+		s, ok := v.(string)
+		if !ok {
 			return Invalidf("%s: must be a string, got %s", key, describe(v))
 		}
 		switch key {
@@ -135,8 +148,6 @@ func (def *ChangeDefinition) setField(key string, v any) error {
 			def.Name = s
 		case "table":
 			def.Table = s
-		case "key":
-			def.Key = s
 		case "tenant":
 			def.Tenant = s
 		default:
@@ -230,7 +241,7 @@ func changeConstant(field, col string, v any) (any, error) {
 // PostgreSQL text (and so jsonb) cannot store it.
 func (def ChangeDefinition) checkText() error {
 	for _, f := range []struct{ name, value string }{
-		{"name", def.Name}, {"table", def.Table}, {"key", def.Key}, {"tenant", def.Tenant}, {"version", def.Version},
+		{"name", def.Name}, {"table", def.Table}, {"tenant", def.Tenant}, {"version", def.Version},
 	} {
 		if err := checkNUL(f.name, f.value); err != nil {
 			return err
@@ -239,7 +250,7 @@ func (def ChangeDefinition) checkText() error {
 	for _, l := range []struct {
 		name  string
 		names []string
-	}{{"expect", def.Expect}, {"set_now", def.SetNow}} {
+	}{{"key", def.Key.Columns}, {"expect", def.Expect}, {"set_now", def.SetNow}} {
 		for i, e := range l.names {
 			if err := checkNUL(fmt.Sprintf("%s[%d]", l.name, i), e); err != nil {
 				return err

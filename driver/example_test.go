@@ -214,7 +214,7 @@ func ExampleRegisterChange() {
 	}()
 	// Once, as the owner of the chunks schema.
 	if _, err := driver.DefineChange(ctx, conn, driver.ChangeDefinition{
-		Name: "hold_payment", Table: "shop.payments", Key: "payment_id",
+		Name: "hold_payment", Table: "shop.payments", Key: driver.KeyColumn("payment_id"),
 		Tenant: "merchant_id", Version: "lock_version", Expect: []string{"amount_cents"},
 		When:          map[string]any{"status": "captured"},
 		Set:           map[string]any{"status": "on_hold"},

@@ -8,8 +8,10 @@ import (
 )
 
 // Key is one target's key as the server wrote it: a JSON number for an
-// order id or an integer key of a declared change, a JSON string for a
-// text, varchar or uuid key. The zero Key is no key (it marshals as null).
+// order id or a numeric key of a declared change, a JSON string for a key
+// of any other type (text, uuid, a date...), and a JSON object of its
+// columns for a composite key ({"tenant_id": 7, "order_no": 12}). The zero
+// Key is no key (it marshals as null).
 type Key struct {
 	raw string // the JSON text, compact
 }
@@ -26,7 +28,8 @@ func TextKey(s string) Key {
 	return Key{raw: string(b)}
 }
 
-// String is the key plainly: the number as written, the string unquoted.
+// String is the key plainly: the number as written, the string unquoted,
+// a composite key's object as compact JSON.
 func (k Key) String() string {
 	if s, ok := k.Text(); ok {
 		return s
@@ -60,7 +63,8 @@ func (k Key) MarshalJSON() ([]byte, error) {
 	return []byte(k.raw), nil
 }
 
-// UnmarshalJSON reads a key: a JSON number or a JSON string, nothing else.
+// UnmarshalJSON reads a key: a JSON number, a JSON string, or an object of
+// them (a composite key), nothing else.
 func (k *Key) UnmarshalJSON(data []byte) error {
 	data = bytes.TrimSpace(data)
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -69,10 +73,22 @@ func (k *Key) UnmarshalJSON(data []byte) error {
 	if err := dec.Decode(&v); err != nil {
 		return err
 	}
-	switch v.(type) {
-	case json.Number, string:
-	default:
-		return fmt.Errorf("a key must be a JSON number or string, got %s", Excerpt(string(data), false))
+	scalar := func(v any) bool {
+		switch v.(type) {
+		case json.Number, string:
+			return true
+		}
+		return false
+	}
+	ok := scalar(v)
+	if obj, isObj := v.(map[string]any); isObj && len(obj) > 0 {
+		ok = true
+		for _, e := range obj {
+			ok = ok && scalar(e)
+		}
+	}
+	if !ok {
+		return fmt.Errorf("a key must be a JSON number, a string, or an object of them, got %s", Excerpt(string(data), false))
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, data); err != nil {
@@ -108,3 +124,49 @@ func keysOf(ints []int64, rest []Key) []Key {
 	}
 	return out
 }
+
+// KeyColumns is a declared change's "key": the columns of one of its
+// table's unique keys. One column is written as a JSON string ("id"); a
+// list ("key": ["tenant_id", "order_no"]) is a composite key, and stays a
+// list even of one column (the definition is kept as written).
+type KeyColumns struct {
+	Columns []string
+	List    bool // written as a list
+}
+
+// Column is the key's one column, or "" for a list.
+func (k KeyColumns) Column() string {
+	if k.List || len(k.Columns) != 1 {
+		return ""
+	}
+	return k.Columns[0]
+}
+
+// MarshalJSON writes the key as it was written: a string or a list.
+func (k KeyColumns) MarshalJSON() ([]byte, error) {
+	if k.List {
+		return json.Marshal(k.Columns)
+	}
+	if len(k.Columns) == 0 {
+		return []byte(`""`), nil
+	}
+	return json.Marshal(k.Columns[0])
+}
+
+// UnmarshalJSON reads a key: a column name, or a list of them.
+func (k *KeyColumns) UnmarshalJSON(data []byte) error {
+	var one string
+	if err := json.Unmarshal(data, &one); err == nil {
+		*k = KeyColumns{Columns: []string{one}}
+		return nil
+	}
+	var cols []string
+	if err := json.Unmarshal(data, &cols); err != nil {
+		return fmt.Errorf("a key must be a column name or a list of them, got %s", Excerpt(string(data), false))
+	}
+	*k = KeyColumns{Columns: cols, List: true}
+	return nil
+}
+
+// KeyColumn is the key of one column, written as a string.
+func KeyColumn(name string) KeyColumns { return KeyColumns{Columns: []string{name}} }

@@ -26,10 +26,14 @@ func TestParseChangeRefusals(t *testing.T) {
 		{"a when key twice", head + `, "when": {"s": 1, "s": 2}, "set": {"s": "x"}}`, `when: duplicate key "s"`},
 		{"a field twice", head + `, "set": {"s": "x"}, "key": "id"}`, `definition: duplicate key "key"`},
 		{"a key twice deeper", head + `, "set": {"s": {"a": 1, "a": 2}}}`, `set.s: duplicate key "a"`},
-		{"a composite key", `{"name": "x", "table": "a.b", "key": ["a", "b"], "set": {"s": 1}}`,
-			"key: must be the name of one column (a string), got list: composite keys are not supported yet"},
+		{"a composite key of a number", `{"name": "x", "table": "a.b", "key": ["a", 1], "set": {"s": 1}}`,
+			"key[1]: must be a column name (a string), got 1"},
+		{"an empty composite key", `{"name": "x", "table": "a.b", "key": [], "set": {"s": 1}}`,
+			"key: must be a column name or a non-empty list of column names, got an empty list"},
 		{"a key that is a number", `{"name": "x", "table": "a.b", "key": 7, "set": {"s": 1}}`,
-			"key: must be the name of one column (a string), got 7"},
+			"key: must be a column name or a non-empty list of column names, got 7"},
+		{"\\u0000 in a key column", `{"name": "x", "table": "a.b", "key": ["a", "b\u0000"], "set": {"s": 1}}`,
+			`key[1]: must not contain \u0000 (PostgreSQL text cannot store it)`},
 		{"a name that is null", `{"name": null}`, "name: must be a string, got null"},
 		{"expect not a list", head + `, "expect": "amount"}`, `expect: must be a list of column names, got string "amount"`},
 		{"expect of numbers", head + `, "expect": ["amount", 1]}`, "expect[1]: must be a column name (a string), got 1"},
@@ -59,8 +63,13 @@ func TestParseChangeRefusals(t *testing.T) {
 			}
 		})
 	}
+	// A composite key is a list, kept as written.
+	def, err := driver.ParseChange(strings.NewReader(`{"name": "x", "table": "a.b", "key": ["tenant_id", "order_no"], "set": {"s": 1}}`))
+	if b, _ := json.Marshal(def.Key); err != nil || def.Key.Column() != "" || string(b) != `["tenant_id","order_no"]` {
+		t.Fatalf("ParseChange of a composite key: %+v, %s, %v", def.Key, b, err)
+	}
 	// In when, a list is one of its values and null is NULL.
-	def, err := driver.ParseChange(strings.NewReader(head + `, "when": {"s": ["a", 2, false], "t": null}, "set_now": ["at", "on"]}`))
+	def, err = driver.ParseChange(strings.NewReader(head + `, "when": {"s": ["a", 2, false], "t": null}, "set_now": ["at", "on"]}`))
 	if err != nil || !reflect.DeepEqual(def.When, map[string]any{"s": []any{"a", json.Number("2"), false}, "t": nil}) || !slices.Equal(def.SetNow, []string{"at", "on"}) {
 		t.Fatalf("ParseChange: %+v, %v", def, err)
 	}

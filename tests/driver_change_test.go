@@ -53,7 +53,7 @@ func TestDriverChange(t *testing.T) {
 		t.Fatalf("DefineChange of a bad name: %v", err)
 	}
 	bad = def
-	bad.Name, bad.Key = "other", "hold_reason"
+	bad.Name, bad.Key = "other", driver.KeyColumn("hold_reason")
 	if _, err := driver.DefineChange(ctx, s.Conn, bad); !errors.Is(err, driver.ErrInvalid) || err.Error() != "invalid: key: column "+shop+".payments.hold_reason may be NULL" {
 		t.Fatalf("DefineChange of a nullable key: %v", err)
 	}
@@ -63,7 +63,7 @@ func TestDriverChange(t *testing.T) {
 		t.Fatalf("Changes: %+v, %v", list, err)
 	}
 	info, err := driver.ShowChange(ctx, s.Conn, "hold_payment")
-	if err != nil || info.Definition.Key != "payment_id" || info.Function != "apply_hold_payment" || info.Source == nil ||
+	if err != nil || info.Definition.Key.Column() != "payment_id" || info.Function != "apply_hold_payment" || info.Source == nil ||
 		!strings.Contains(*info.Source, "FUNCTION "+s.Name+".apply_hold_payment(") {
 		t.Fatalf("ShowChange: %+v, %v", info, err)
 	}

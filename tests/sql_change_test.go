@@ -162,7 +162,8 @@ func definitionWith(t testing.TB, shop string, set map[string]any) string {
 func TestChangeDefineRefusals(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	shop := s.UserSchema(t, paymentsSQL)
+	shop := s.UserSchema(t, paymentsSQL+`; alter table %[1]s.payments add column spot point not null default point(0, 0);
+	  create unique index on %[1]s.payments(payment_id, lock_version)`)
 	p := shop + ".payments"
 	for _, c := range []struct {
 		name string
@@ -185,8 +186,19 @@ func TestChangeDefineRefusals(t *testing.T) {
 			`table: "` + s.Name + `.orders" is one of chunks' own tables (schema ` + s.Name + `); declare changes of your own tables`},
 		{"no key column", definitionWith(t, shop, map[string]any{"key": "id"}), `key: table ` + p + ` has no column "id"`},
 		{"nullable key", definitionWith(t, shop, map[string]any{"key": "hold_reason"}), "key: column " + p + ".hold_reason may be NULL"},
-		{"key of another type", definitionWith(t, shop, map[string]any{"key": "code"}),
-			"key: column " + p + ".code is numeric, not smallint, integer, bigint, text, varchar or uuid"},
+		{"key of a type with no order", definitionWith(t, shop, map[string]any{"key": "spot"}),
+			"key: column " + p + ".spot is point, which has no default btree operator class (no order to sort and lock its rows in)"},
+		{"key list empty", definitionWith(t, shop, map[string]any{"key": []string{}}),
+			"key: must be a column name or a non-empty list of column names, got []"},
+		{"key list of a number", definitionWith(t, shop, map[string]any{"key": []any{"payment_id", 1}}),
+			`key: must be a column name or a non-empty list of column names, got ["payment_id", 1]`},
+		{"key column twice", definitionWith(t, shop, map[string]any{"key": []string{"payment_id", "payment_id"}}), "key: payment_id is named twice"},
+		{"key columns not unique together", definitionWith(t, shop, map[string]any{"key": []string{"merchant_id", "status"}}),
+			"key: columns (merchant_id, status) of " + p + " are not unique together (no primary key, unique constraint or non-partial unique index of exactly these columns)"},
+		{"key columns a superset of a unique key", definitionWith(t, shop, map[string]any{"key": []string{"payment_id", "merchant_id"}}),
+			"key: columns (payment_id, merchant_id) of " + p + " are not unique together (no primary key, unique constraint or non-partial unique index of exactly these columns)"},
+		{"the version in the key", definitionWith(t, shop, map[string]any{"key": []string{"payment_id", "lock_version"}}),
+			"version: lock_version is the key or the tenant"},
 		{"key not unique", definitionWith(t, shop, map[string]any{"key": "merchant_id"}),
 			"key: column " + p + ".merchant_id is not unique on its own (no primary key, unique constraint or non-partial unique index of exactly this column)"},
 		{"key unique by a partial index", definitionWith(t, shop, map[string]any{"key": "ref"}),

@@ -246,9 +246,8 @@ func runCampaignReport(ctx context.Context, d deps, o *campaignOptions, out io.W
 	return printResult(ctx, d, out, func(ctx context.Context, conn *pgx.Conn) (driver.CampaignDrift, error) {
 		return driver.CampaignReport(ctx, conn, o.Name)
 	}, func(r driver.CampaignDrift) {
-		drifted, missing := driftLists(r.Drifted, r.Missing, r.Keys)
 		say(out, "campaign %s: %d targets, %d committed, %d remaining: %d matching, %d drifted %s, %d missing %s",
-			r.Name, r.Targets, r.Committed, r.Remaining, r.Matching, r.DriftedCount, drifted, r.MissingCount, missing)
+			r.Name, r.Targets, r.Committed, r.Remaining, r.Matching, r.DriftedCount, keyList(r.Drifted), r.MissingCount, keyList(r.Missing))
 		printCampaignLineage(out, r)
 	})
 }
@@ -262,16 +261,6 @@ func printCampaignLineage(out io.Writer, r driver.CampaignDrift) {
 	case r.UndoneBy != nil:
 		say(out, "campaign %s was undone by %s (chunks campaign report %[2]s shows what it restored)", r.Name, *r.UndoneBy)
 	}
-}
-
-// driftLists is a campaign's drifted and missing lists as words: the ids
-// (a declared change's integer keys), or keys, a declared change's keys
-// that are not integers, when not nil.
-func driftLists(drifted, missing []int64, keys *driver.CampaignDriftKeys) (string, string) {
-	if keys != nil {
-		return keyList(keys.Drifted), keyList(keys.Missing)
-	}
-	return ids(drifted), ids(missing)
 }
 
 // campaignPauseResumeCommand is chunks campaign pause or resume (verb),
@@ -428,8 +417,7 @@ func runCampaignUndo(ctx context.Context, d deps, o *campaignUndoOptions, out io
 		if u.Change != "" {
 			noun = "row"
 		}
-		drifted, missing := driftLists(u.Drifted, u.Missing, u.Keys)
 		say(out, "registered undo campaign %s of %s: %s in %s; left alone: drifted %s, missing %s", u.Name, o.Name,
-			plural(u.Targets, noun), plural(u.Jobs, "job"), drifted, missing)
+			plural(u.Targets, noun), plural(u.Jobs, "job"), keyList(u.Drifted), keyList(u.Missing))
 	})
 }

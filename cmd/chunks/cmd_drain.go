@@ -133,7 +133,7 @@ func runDrain(ctx context.Context, d deps, o *drainOptions, out io.Writer) error
 		return err // nothing was done: stdout stays empty
 	}
 	if d.json {
-		if perr := printJSON(out, res); perr != nil {
+		if perr := printJSON(out, drainJSONOf(res)); perr != nil {
 			return errors.Join(err, perr)
 		}
 	} else {

@@ -81,7 +81,7 @@ func runRun(ctx context.Context, d deps, o *runOptions, out io.Writer) error {
 	}
 	// After an after-commit failure the chunk is committed: say so, then fail.
 	if d.json {
-		if perr := printJSON(out, res); perr != nil {
+		if perr := printJSON(out, chunkJSONOf(res)); perr != nil {
 			return perr
 		}
 	} else if len(keys) == 0 {

@@ -31,7 +31,7 @@ func undoCommand() *cli.Command {
 			"is a job of the same change that gives its committed rows still as JOB left them their values\n" +
 			"from before JOB (from change_audit), with version + 1, audited; the lists are the rows' keys.\n" +
 			"With --json it prints {\"job_id\", \"undoes\", \"created\", \"targets\", \"drifted\", \"missing\"}\n" +
-			"(and \"change\" for a declared change's job; text and uuid keys in \"keys\": {\"targets\", ...}).\n" +
+			"(and \"change\" for a declared change's job, whose lists hold its keys, objects for a composite key).\n" +
 			"With --tenant, through a chunks router: the undo of that tenant's job, registered on its shard\n" +
 			"as a job of the same tenant (drain it with --tenant too).\n\n" +
 			"Example:\n  chunks --schema lab pause festival-2026\n  chunks --schema lab undo festival-2026\n" +
@@ -84,7 +84,7 @@ func runUndo(ctx context.Context, d deps, o *undoOptions, out io.Writer) error {
 		return err
 	}
 	if d.json {
-		return printJSON(out, u)
+		return printJSON(out, undoJSONOf(u))
 	}
 	// An orders job's undo restores orders to pending; a declared change's
 	// gives its rows (by key) the values they had before the job.

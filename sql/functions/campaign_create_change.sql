@@ -17,8 +17,6 @@ declare
   v_change record;
   v_def jsonb;
   v_n integer;
-  v_key text;
-  v_key_type regtype;
   v_items jsonb;
   v_sorted jsonb;
   v_bad_ord bigint;
@@ -48,26 +46,16 @@ begin
   -- Each target as register_change takes it (change_target_list: the first
   -- bad one is named).
   v_items := change_target_list(v_def, campaign_create_change.targets, campaign_create_change.labels);
-  v_key := v_def ->> 'key';
-  select f.typid into v_key_type from change_fields(v_def) as f where f.role = 'key';
   -- No key twice (naming both places), then the approval sorted by key,
-  -- compared as the key column's type.
-  execute format($q$
-    select d.ord, d.k::text as k, d.first_ord
-      from (select x.ord, (x.o ->> $2)::%1$s as k,
-                   lag(x.ord) over (partition by (x.o ->> $2)::%1$s order by x.ord) as first_ord
-              from jsonb_array_elements($1) with ordinality as x(o, ord)) as d
-     where d.first_ord is not null
-     order by d.ord limit 1$q$, v_key_type)
-    into v_bad_ord, v_bad_key, v_bad_first using v_items, v_key;
+  -- compared as the key columns' types (change_key_sort).
+  select k.sorted, k.duplicate, k.words, k.first into v_sorted, v_bad_ord, v_bad_key, v_bad_first
+    from change_key_sort(v_def, v_items) as k;
   if v_bad_ord is not null then
-    raise exception '%: duplicate % % (first at %)',
-      coalesce(campaign_create_change.labels[v_bad_ord], format('targets[%s]', v_bad_ord - 1)), v_key, v_bad_key,
+    raise exception '%: duplicate % (first at %)',
+      coalesce(campaign_create_change.labels[v_bad_ord], format('targets[%s]', v_bad_ord - 1)), v_bad_key,
       coalesce(campaign_create_change.labels[v_bad_first], format('targets[%s]', v_bad_first - 1))
       using errcode = '22023';
   end if;
-  execute format('select jsonb_agg(o order by (o ->> $2)::%s) from jsonb_array_elements($1) as o', v_key_type)
-    into v_sorted using v_items, v_key;
 
   v_per_job := campaign_job_size(campaign_create_change.chunk_size);
   v_jobs := (v_n + v_per_job - 1) / v_per_job;

@@ -14,7 +14,6 @@ set search_path = {{ .schema }}, pg_temp
 as $$
 declare
   v_fn text := 'apply_' || (change_check_sql.definition ->> 'name');
-  v_key text := change_check_sql.definition ->> 'key';
   v_parts record;
 begin
   select * into v_parts
@@ -27,12 +26,14 @@ as %L$f$, v_fn, writer_set_clauses(), format($b$
 begin%6$s
   -- Each target against its row now, in its chunk's words; nothing locked.
   return (with %1$s,
-          current as (select %2$s from %3$s as r where r.%4$I = any (array(select t.%4$I from t)))
-          select coalesce(jsonb_agg(jsonb_build_object('key', to_jsonb(t.%4$I), 'problem', %5$s) order by t."?ordinal"), '[]')
-            from t left join current as l on l.%4$I = t.%4$I);
+          current as (select %2$s from %3$s as r where %4$s)
+          select coalesce(jsonb_agg(jsonb_build_object('key', %7$s, 'problem', %5$s) order by t."?ordinal"), '[]')
+            from t left join current as l on %8$s);
 end
-$b$, v_parts.targets_cte, v_parts.compared, (change_check_sql.definition ->> 'table')::regclass, v_key, v_parts.problem,
-     writer_guard_sql(change_check_sql.writer, null)));
+$b$, v_parts.targets_cte, v_parts.compared, (change_check_sql.definition ->> 'table')::regclass,
+     change_key_any_sql(change_check_sql.definition, 'r', 'from t'), v_parts.problem,
+     writer_guard_sql(change_check_sql.writer, null), (change_key_sql(change_check_sql.definition, 't')).json,
+     change_key_equal_sql(change_check_sql.definition, 'l', 't')));
 end
 $$;
 comment on function {{ .schema }}.change_check_sql(jsonb, text) is

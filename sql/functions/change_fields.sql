@@ -1,5 +1,5 @@
 -- The fields of a target of a declared change (README "Your own tables"),
--- in their order: the key, the version, each expect column, then each
+-- in their order: the key's columns, the version, each expect column, then each
 -- set_from_target field; with the column each one is compared with or
 -- written to, that column's type (format_type's text, and as a regtype) and its type category
 -- (pg_type.typcategory: N a number, B a boolean), and its role
@@ -10,7 +10,8 @@ language sql stable security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
   select f.field, f.col, format_type(a.atttypid, a.atttypmod), a.atttypid::regtype, t.typcategory, f.role, f.ord
-    from (select definition ->> 'key' as field, definition ->> 'key' as col, 'key' as role, 0 as ord
+    from (select k as field, k as col, 'key' as role, (o - 1000)::integer as ord
+            from unnest(change_key_columns(definition)) with ordinality as x(k, o)
           union all
           select definition ->> 'version', definition ->> 'version', 'version', 1 where definition ? 'version'
           union all

@@ -38,7 +38,6 @@ declare
   v_ident text[] := parse_ident(v_def ->> 'table');
   v_rel regclass;
   v_table text;
-  v_key text := v_def ->> 'key';
   v_version text := v_def ->> 'version';
   v_compared text;      -- the columns the check reads, as a select list of r
   v_written text[];     -- the columns the change writes (set, then set_from_target)
@@ -108,11 +107,11 @@ begin
     update %3$s as l
        set %5$s
       from t, %3$s as b
-     where l.%4$I = any (array(select t.%4$I from t where t."?ordinal" <> all (v_done)))
-       and l.%4$I = t.%4$I and t."?ordinal" <> all (v_done)
+     where %4$s
+       and %8$s and t."?ordinal" <> all (v_done)
        and b.tableoid = l.tableoid and b.ctid = l.ctid
        and %6$s is null
-    returning t."?ordinal" as "?ordinal", t.%4$I::text as "?key", %7$s
+    returning t."?ordinal" as "?ordinal", %9$s as "?key", %7$s
   )
   select v_done || coalesce(array_agg(u."?ordinal"), '{}'),
          v_rows || coalesce(jsonb_agg(jsonb_build_object('ordinal', %1$I.first_ordinal + (u."?ordinal" - 1)::integer, 'key', u."?key",
@@ -120,13 +119,14 @@ begin
                                                          'before', u."?before", 'after', u."?after")), '[]')
     into v_done, v_rows
     from u;$f$,
-    v_fn, v_t, v_table, v_key, v_sets, v_checks,
+    v_fn, v_t, v_table, change_key_any_sql(v_def, 'l', 'from t where t."?ordinal" <> all (v_done)'), v_sets, v_checks,
     format('%s as "?version_before", %s as "?version_after", %s',
            case when v_version is not null then format('b.%I', v_version) else 'null::bigint' end,
            case when v_version is not null then format('l.%I', v_version) else 'null::bigint' end,
            (select format('jsonb_build_object(%s) as "?before", jsonb_build_object(%s) as "?after"',
                           string_agg(format('%L, b.%I', c, c), ', '), string_agg(format('%L, l.%I', c, c), ', '))
-              from unnest(v_written) as c)));
+              from unnest(v_written) as c)),
+    change_key_equal_sql(v_def, 'l', 't'), (change_key_sql(v_def, 't')).text);
 
   -- The body is passed as one quoted literal (%L), so no text of the
   -- definition can end it, as it could end a dollar quote.
@@ -154,14 +154,14 @@ begin%9$s%7$s
   locked as materialized (
     select %3$s
       from %4$s as r
-     where r.%5$I = any (array(select t.%5$I from t where t."?ordinal" <> all (v_done)))
-     order by r.%5$I
+     where %5$s
+     order by %11$s
        for update of r
   )
   select s.problem into v_problem
     from (select t."?ordinal" as o,
                  %8$s as problem
-            from t left join locked as l on l.%5$I = t.%5$I
+            from t left join locked as l on %12$s
            where t."?ordinal" <> all (v_done)) as s
    where s.problem is not null
    order by s.o
@@ -177,9 +177,10 @@ begin%9$s%7$s
     -- Every row left matched and was locked, yet the update did not
     -- change it: a BEFORE trigger skipped it (returned NULL), or a policy
     -- hid it from the update. Named, so it never passes silently.
-    raise exception '%%', (select format('%%s %%s: the row matches but the update did not change it (a trigger on the table skipped it, or a row security policy hides it from the writer %%s)',
-                                         %10$L, string_agg(t.%5$I::text, ', ' order by t."?ordinal"), current_user)
-                             from rows from (jsonb_to_recordset(%1$I.targets) as (%5$I %11$s)) with ordinality as t(%5$I, "?ordinal")
+    raise exception '%%', (with %2$s
+                           select format('%%s: the row matches but the update did not change it (a trigger on the table skipped it, or a row security policy hides it from the writer %%s)',
+                                         string_agg(%10$s, '; ' order by t."?ordinal"), current_user)
+                             from t
                             where t."?ordinal" <> all (v_done))
       using errcode = 'CH409';
   end if;
@@ -188,14 +189,14 @@ end
 $f$,
     v_fn, v_t,
     v_compared,
-    v_table, v_key, v_apply,
+    v_table, change_key_any_sql(v_def, 'r', 'from t where t."?ordinal" <> all (v_done)'), v_apply,
     -- The inverse is only ever an undo's (run_change_chunk passes true).
     case when change_function_sql.restore then format(E'\n  if %I.restore is not true then\n    raise exception %L using errcode = %L;\n  end if;',
                                                       v_fn, 'restore: must be true (the inverse of a change runs an undo''s chunk)', '22023')
          else '' end,
     v_checks,
     writer_guard_sql(change_function_sql.writer, format('%I.job_id', v_fn)),
-    v_key, (select f.type from change_fields(v_def) as f where f.role = 'key'));
+    change_key_words_sql(v_def, 't'), change_key_order_sql(v_def, 'r'), change_key_equal_sql(v_def, 'l', 't'));
   return format($f$create or replace function {{ .schema }}.%I(job_id text, tenant text, first_ordinal integer, targets jsonb%s)
 returns jsonb
 language plpgsql volatile security definer

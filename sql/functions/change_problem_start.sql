@@ -9,21 +9,24 @@ language plpgsql stable security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare
-  v_key text := change_problem_start.definition ->> 'key';
+  v_words text := change_key_words_sql(change_problem_start.definition, 't');
+  v_first text := (change_key_columns(change_problem_start.definition))[1];
   v_tenant text := change_problem_start.definition ->> 'tenant';
   v_start text;
   v_hidden text;
 begin
+  -- l.<first key column> is NULL only when the row is missing (a key
+  -- column is NOT NULL).
   if v_tenant is null then
-    v_start := 'case' || format(E'\n               when l.%I is null then format(%L, %L, t.%I)', v_key, '%s %s: missing', v_key, v_key);
+    v_start := 'case' || format(E'\n               when l.%I is null then format(%L, %s)', v_first, '%s: missing', v_words);
   else
     -- Missing and another tenant's are told apart only to a session whose
     -- login role may read the tenant column: to anyone else, "belongs to
     -- another tenant" would say that the row exists, and whose it is.
-    v_hidden := format('format(%L, %L, t.%I, %s)', '%s %s: not found in tenant %s', v_key, v_key, change_problem_start.tenant);
-    v_start := 'case' || format(E'\n               when l.%1$I is null or l.%2$I::text is distinct from %3$s then (case when not pg_catalog.has_column_privilege(session_user, %4$L, %2$L, %5$L) then %6$s when l.%1$I is null then format(%7$L, %8$L, t.%1$I) else format(%9$L, %8$L, t.%1$I) end)',
-                                v_key, v_tenant, change_problem_start.tenant, to_regclass(change_problem_start.definition ->> 'table')::text,
-                                'SELECT', v_hidden, '%s %s: missing', v_key, '%s %s: belongs to another tenant');
+    v_hidden := format('format(%L, %s, %s)', '%s: not found in tenant %s', v_words, change_problem_start.tenant);
+    v_start := 'case' || format(E'\n               when l.%1$I is null or l.%2$I::text is distinct from %3$s then (case when not pg_catalog.has_column_privilege(session_user, %4$L, %2$L, %5$L) then %6$s when l.%1$I is null then format(%7$L, %8$s) else format(%9$L, %8$s) end)',
+                                v_first, v_tenant, change_problem_start.tenant, to_regclass(change_problem_start.definition ->> 'table')::text,
+                                'SELECT', v_hidden, '%s: missing', v_words, '%s: belongs to another tenant');
   end if;
   return v_start;
 end

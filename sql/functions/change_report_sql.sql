@@ -17,24 +17,27 @@ set search_path = {{ .schema }}, pg_temp
 as $$
 declare
   v_rel regclass := to_regclass(definition ->> 'table');
-  v_key text := definition ->> 'key';
-  v_key_type text;
+  v_keys text[] := change_key_columns(definition);
   v_written text[];
 begin
-  select f.type into v_key_type from change_fields(definition) as f where f.role = 'key';
   v_written := change_written(definition);
   return format($q$
     select coalesce(jsonb_agg(jsonb_build_array(x.o, case when r.%1$I is null then 'missing'
                                                           when %2$s %3$s %4$s then 'matching'
                                                           else 'drifted' end)), '[]')
       from jsonb_to_recordset($1) as x(o integer, k jsonb, a jsonb, v bigint)
-      left join %5$s as r on r.%1$I = (x.k #>> '{}')::%6$s$q$,
-    v_key,
+      left join %5$s as r on %6$s$q$,
+    v_keys[1],
     (select string_agg(format('r.%I is not distinct from %s', c, typed_field_sql('x.a', c, change_column_type(v_rel, c))), ' and ')
        from unnest(v_written) as c),
     case when definition ? 'version' then format('and r.%I = x.v', definition ->> 'version') else '' end,
     case when definition ? 'tenant' then format('and ($2 is null or r.%I::text = $2 ->> %L)', definition ->> 'tenant', 'tenant') else '' end,
-    v_rel, v_key_type);
+    v_rel,
+    -- Each key column as a value of its type: the key itself, or its field.
+    (select string_agg(format('r.%I %s (x.k #>> %L)::%s', c, key_column_equality_sql(definition, c),
+                              case when jsonb_typeof(definition -> 'key') = 'array' then array[c] else '{}'::text[] end,
+                              change_column_type(v_rel, c)), ' and ' order by o)
+       from unnest(v_keys) with ordinality as u(c, o)));
 end
 $$;
 comment on function {{ .schema }}.change_report_sql(jsonb) is
@@ -49,7 +52,7 @@ language sql stable
 set search_path = {{ .schema }}, pg_temp
 as $$
   select coalesce(jsonb_agg(jsonb_build_object('o', a.n, 's', a.seq, 'x', a.ord, 'k', a.k, 'a', a.after, 'v', a.version_after) order by a.n), '[]')
-    from (select row_number() over (order by p.seq, x.ord) as n, p.seq, x.ord, x.e -> (jc.definition ->> 'key') as k, au.after, au.version_after
+    from (select row_number() over (order by p.seq, x.ord) as n, p.seq, x.ord, change_key_of(jc.definition, x.e) as k, au.after, au.version_after
             from unnest(change_report_input.job_ids) with ordinality as p(job_id, seq)
             join jobs as j on j.job_id = p.job_id
             join job_change as c on c.job_id = j.job_id

@@ -19,7 +19,7 @@ as $$
 declare
   v_def jsonb := change_restore_parts.definition;
   v_rel regclass := to_regclass(v_def ->> 'table');
-  v_key text := v_def ->> 'key';
+  v_words text := change_key_words_sql(v_def, 't');
   v_tenant text := v_def ->> 'tenant';
   v_version text := v_def ->> 'version';
   v_c text;
@@ -31,21 +31,21 @@ begin
     from change_fields(v_def) as f
    where f.role in ('key', 'version');
   compared := (select string_agg(format('r.%I', c), ', ' order by c)
-                 from (select distinct c from unnest(array[v_key, v_tenant, v_version] || change_restore_parts.written) as c
+                 from (select distinct c from unnest(change_key_columns(v_def) || array[v_tenant, v_version] || change_restore_parts.written) as c
                         where c is not null) as d);
   problem := change_problem_start(v_def, change_restore_parts.tenant);
   if v_version is not null then
-    problem := problem || format(E'\n               when l.%1$I is distinct from t.%1$I then format(%2$L, %3$L, t.%4$I, %1$L, %5$s, t.%1$I)',
-                                   v_version, '%s %s: %s is %s, the undone job left %s', v_key, v_key,
+    problem := problem || format(E'\n               when l.%1$I is distinct from t.%1$I then format(%2$L, %3$s, %1$L, %4$s, t.%1$I)',
+                                   v_version, '%s: %s is %s, the undone job left %s', v_words,
                                    shown_sql(v_rel::text, v_version, format('l.%I::text', v_version)));
   end if;
   -- A written column compares with what the undone job left as a value of
   -- its type (change_audit keeps it as jsonb), never as text: a
   -- timestamptz's text depends on the session's TimeZone.
   foreach v_c in array change_restore_parts.written loop
-    problem := problem || format(E'\n               when l.%1$I is distinct from %2$s then format(%3$L, %4$L, t.%5$I, %1$L, %6$s, %7$s)',
+    problem := problem || format(E'\n               when l.%1$I is distinct from %2$s then format(%3$L, %4$s, %1$L, %5$s, %6$s)',
                                    v_c, typed_field_sql('t."?after"', v_c, change_column_type(v_rel, v_c)),
-                                   '%s %s: %s is %s, the undone job left %s', v_key, v_key,
+                                   '%s: %s is %s, the undone job left %s', v_words,
                                    shown_sql(v_rel::text, v_c, excerpt_sql(format('l.%I::text', v_c))), excerpt_sql(format('t."?after" ->> %L', v_c)));
   end loop;
   problem := problem || E'\n                 end';

@@ -16,7 +16,7 @@ as $$
 declare
   v_def jsonb := change_sql_parts.definition;
   v_rel regclass := to_regclass(v_def ->> 'table');
-  v_key text := v_def ->> 'key';
+  v_words text := change_key_words_sql(v_def, 't');
   v_tenant text := v_def ->> 'tenant';
   v_version text := v_def ->> 'version';
   v_fields text[];
@@ -34,7 +34,7 @@ begin
     from unnest(v_fields, v_types) with ordinality as x(f, t, o);
   targets_cte := format('t as materialized (select x.* from rows from (jsonb_to_recordset(%s) as (%s)) with ordinality as x(%s, "?ordinal"))',
                 change_sql_parts.targets, v_coldefs, v_colnames);
-  compared := (select string_agg(format('r.%I', c), ', ' order by c) from (select distinct c from unnest(array[v_key, v_tenant, v_version]
+  compared := (select string_agg(format('r.%I', c), ', ' order by c) from (select distinct c from unnest(change_key_columns(v_def) || array[v_tenant, v_version]
                                                    || array(select jsonb_array_elements_text(coalesce(v_def -> 'expect', '[]')))
                                                    || array(select jsonb_object_keys(coalesce(v_def -> 'when', '{}')))) as c
                        where c is not null) as d);
@@ -43,14 +43,14 @@ begin
   -- A when constant, one of a list's (IN) or NULL (IS NULL).
   for v_k, v_v in select e.key, e.value from jsonb_each(coalesce(v_def -> 'when', '{}')) as e order by e.key loop
     v_type := change_column_type(v_rel, v_k);
-    problem := problem || format(E'\n               when %s then format(%L, %L, t.%I, %L, %s, %L)',
+    problem := problem || format(E'\n               when %s then format(%L, %s, %L, %s, %L)',
                                    case jsonb_typeof(v_v)
                                      when 'null' then format('l.%I is not null', v_k)
                                      when 'array' then format('l.%1$I is null or l.%1$I <> all (array[%2$s])', v_k,
                                                               (select string_agg(format('%L::%s', e #>> '{}', v_type), ', ' order by o)
                                                                  from jsonb_array_elements(v_v) with ordinality as x(e, o)))
                                      else format('l.%I is distinct from %L::%s', v_k, v_v #>> '{}', v_type) end,
-                                   '%s %s: %s is %s, the change requires %s', v_key, v_key, v_k,
+                                   '%s: %s is %s, the change requires %s', v_words, v_k,
                                    shown_sql(v_rel::text, v_k, excerpt_sql(format('l.%I::text', v_k))),
                                    case jsonb_typeof(v_v)
                                      when 'null' then 'null'
@@ -59,13 +59,13 @@ begin
                                      else v_v #>> '{}' end);
   end loop;
   if v_version is not null then
-    problem := problem || format(E'\n               when l.%I is distinct from t.%I then format(%L, %L, t.%I, %L, %s, t.%I)',
-                                   v_version, v_version, '%s %s: %s is %s, approved %s', v_key, v_key, v_version,
+    problem := problem || format(E'\n               when l.%I is distinct from t.%I then format(%L, %s, %L, %s, t.%I)',
+                                   v_version, v_version, '%s: %s is %s, approved %s', v_words, v_version,
                                    shown_sql(v_rel::text, v_version, format('l.%I::text', v_version)), v_version);
   end if;
   for v_k in select jsonb_array_elements_text(coalesce(v_def -> 'expect', '[]')) loop
-    problem := problem || format(E'\n               when l.%1$I is distinct from t.%1$I then format(%2$L, %3$L, t.%4$I, %1$L, %5$s, %6$s)',
-                                   v_k, '%s %s: %s is %s, approved %s', v_key, v_key,
+    problem := problem || format(E'\n               when l.%1$I is distinct from t.%1$I then format(%2$L, %3$s, %1$L, %4$s, %5$s)',
+                                   v_k, '%s: %s is %s, approved %s', v_words,
                                    shown_sql(v_rel::text, v_k, excerpt_sql(format('l.%I::text', v_k))), excerpt_sql(format('t.%I::text', v_k)));
   end loop;
   problem := problem || E'\n                 end';

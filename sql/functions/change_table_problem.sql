@@ -15,7 +15,6 @@ declare
   v_nsp text;
   v_owner regrole;
   v_col text;
-  v_key smallint;
   v_written text[];
 begin
   if v_rel is null then
@@ -31,7 +30,7 @@ begin
   end if;
   v_written := change_written(v_def);
   for v_col in
-    select c from unnest(array[v_def ->> 'key', v_def ->> 'tenant', v_def ->> 'version']
+    select c from unnest(change_key_columns(v_def) || array[v_def ->> 'tenant', v_def ->> 'version']
                          || array(select jsonb_array_elements_text(coalesce(v_def -> 'expect', '[]')))
                          || array(select jsonb_object_keys(coalesce(v_def -> 'when', '{}')))
                          || v_written) as c
@@ -41,10 +40,11 @@ begin
       return format('table %s has no column %s (renamed or dropped since the change was defined)', v_rel, quote_ident(v_col));
     end if;
   end loop;
-  select a.attnum into v_key from pg_attribute as a where a.attrelid = v_rel and a.attname = v_def ->> 'key';
-  if not exists (select from pg_index as i
-                  where i.indrelid = v_rel and i.indisunique and i.indisvalid and i.indnatts = 1 and i.indkey[0] = v_key
-                    and i.indpred is null and i.indexprs is null) then
+  if not exists (select from pg_index as i where i.indrelid = v_rel and key_index_matches(i.indexrelid, change_key_columns(v_def))) then
+    if jsonb_typeof(v_def -> 'key') = 'array' then
+      return format('key: columns (%s) of %s are not unique together (no primary key, unique constraint or non-partial unique index of exactly these columns)',
+                    (select string_agg(quote_ident(k), ', ') from jsonb_array_elements_text(v_def -> 'key') as k), v_rel);
+    end if;
     return format('key: column %s.%s is not unique on its own (no primary key, unique constraint or non-partial unique index of exactly this column)',
                   v_rel, quote_ident(v_def ->> 'key'));
   end if;

@@ -11,29 +11,22 @@ language plpgsql stable security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare
-  v_key text := change_targets.definition ->> 'key';
-  v_key_type regtype;
   v_unsorted jsonb;
   v_result jsonb;
   v_duplicate text;
 begin
   perform check_target_list(change_targets.items, change_targets.field);
-  select f.typid into v_key_type from change_fields(change_targets.definition) as f where f.role = 'key';
   -- Every target checked and typed at once (change_target_list: one cast
   -- of them all as the writer role), or one by one when one has a
   -- problem: the first bad one is the one named.
   v_unsorted := change_target_list(change_targets.definition, change_targets.items,
                                    array(select format('%s[%s]', change_targets.field, g - 1)
                                            from generate_series(1, jsonb_array_length(change_targets.items)) as g));
-  -- No key twice, and sorted by key, compared as the key column's type.
-  execute format('select d.k::text from (select (o ->> $2)::%s as k from jsonb_array_elements($1) as o) as d
-                   group by d.k having count(*) > 1 order by d.k limit 1', v_key_type)
-    into v_duplicate using v_unsorted, v_key;
+  -- No key twice, and sorted by key, compared as the key columns' types.
+  select k.sorted, k.words into v_result, v_duplicate from change_key_sort(change_targets.definition, v_unsorted) as k;
   if v_duplicate is not null then
-    raise exception '%: duplicate % %', change_targets.field, v_key, v_duplicate using errcode = '22023';
+    raise exception '%: duplicate %', change_targets.field, v_duplicate using errcode = '22023';
   end if;
-  execute format('select jsonb_agg(o order by (o ->> $2)::%s) from jsonb_array_elements($1) as o', v_key_type)
-    into v_result using v_unsorted, v_key;
   return v_result;
 end
 $$;

@@ -19,7 +19,7 @@ declare
   v_relkind "char";
   v_nsp text;
   v_col record;
-  v_key text;
+  v_keys text[];
   v_tenant text;
   v_version text;
   v_expect text[] := array[]::text[];
@@ -46,7 +46,12 @@ begin
     end if;
   end loop;
   foreach v_field in array array['name', 'table', 'key', 'tenant', 'version'] loop
-    if v_def ? v_field and jsonb_typeof(v_def -> v_field) <> 'string' then
+    if v_field = 'key' and jsonb_typeof(v_def -> 'key') = 'array' then
+      if jsonb_array_length(v_def -> 'key') = 0 or exists (select from jsonb_array_elements(v_def -> 'key') as e where jsonb_typeof(e) <> 'string') then
+        raise exception 'key: must be a column name or a non-empty list of column names, got %', excerpt((v_def -> 'key')::text, false)
+          using errcode = '22023';
+      end if;
+    elsif v_def ? v_field and jsonb_typeof(v_def -> v_field) <> 'string' then
       raise exception '%: must be a string, got %', v_field, jsonb_typeof(v_def -> v_field) using errcode = '22023';
     end if;
   end loop;
@@ -103,29 +108,41 @@ begin
       (select n.nspowner::regrole from pg_namespace as n where n.nspname = '{{ .schema }}') using errcode = '22023';
   end if;
 
-  -- The key: NOT NULL, unique on its own, of a type a key can be.
-  v_key := v_def ->> 'key';
-  select * into v_col from change_column(v_rel, v_key, 'key');
-  if not v_col.notnull then
-    raise exception 'key: column %.% may be NULL', v_rel::regclass, quote_ident(v_key) using errcode = '22023';
+  -- The key: one column or a list of them, each NOT NULL and of a type
+  -- with a default btree operator class (its rows are sorted and locked
+  -- in that order), together exactly the key columns of a valid unique
+  -- index that is neither partial nor on expressions (a primary key, a
+  -- unique constraint or a unique index): each target names one row.
+  v_keys := change_key_columns(v_def);
+  foreach v_k in array v_keys loop
+    select * into v_col from change_column(v_rel, v_k, 'key');
+    if not v_col.notnull then
+      raise exception 'key: column %.% may be NULL', v_rel::regclass, quote_ident(v_k) using errcode = '22023';
+    end if;
+    if not key_type_sortable(v_col.typid) then
+      raise exception 'key: column %.% is %, which has no default btree operator class (no order to sort and lock its rows in)',
+        v_rel::regclass, quote_ident(v_k), v_col.type using errcode = '22023';
+    end if;
+    if v_k = any (v_targets) then
+      raise exception 'key: % is named twice', quote_ident(v_k) using errcode = '22023';
+    end if;
+    v_targets := v_targets || v_k;
+  end loop;
+  if not exists (select from pg_index as i where i.indrelid = v_rel and key_index_matches(i.indexrelid, v_keys)) then
+    if cardinality(v_keys) = 1 then
+      raise exception 'key: column %.% is not unique on its own (no primary key, unique constraint or non-partial unique index of exactly this column)',
+        v_rel::regclass, quote_ident(v_keys[1]) using errcode = '22023';
+    end if;
+    raise exception 'key: columns (%) of % are not unique together (no primary key, unique constraint or non-partial unique index of exactly these columns)',
+      (select string_agg(quote_ident(c), ', ') from unnest(v_keys) as c), v_rel::regclass using errcode = '22023';
   end if;
-  if v_col.typid not in ('smallint'::regtype, 'integer'::regtype, 'bigint'::regtype, 'text'::regtype,
-                         'character varying'::regtype, 'uuid'::regtype) then
-    raise exception 'key: column %.% is %, not smallint, integer, bigint, text, varchar or uuid',
-      v_rel::regclass, quote_ident(v_key), v_col.type using errcode = '22023';
-  end if;
-  if not exists (select from pg_index as i
-                  where i.indrelid = v_rel and i.indisunique and i.indnatts = 1 and i.indkey[0] = v_col.attnum
-                    and i.indpred is null and i.indexprs is null) then
-    raise exception 'key: column %.% is not unique on its own (no primary key, unique constraint or non-partial unique index of exactly this column)',
-      v_rel::regclass, quote_ident(v_key) using errcode = '22023';
-  end if;
-  v_targets := array[v_key];
 
   if v_def ? 'tenant' then
     v_tenant := v_def ->> 'tenant';
     perform change_column(v_rel, v_tenant, 'tenant');
-    if v_tenant = v_key then
+    -- A column of a composite key may be the tenant ((tenant_id, id)); a
+    -- key of one column may not: every row would be its own tenant.
+    if v_keys = array[v_tenant] then
       raise exception 'tenant: % is the key', quote_ident(v_tenant) using errcode = '22023';
     end if;
   end if;
@@ -136,7 +153,7 @@ begin
       raise exception 'version: column %.% is %, not smallint, integer or bigint', v_rel::regclass, quote_ident(v_version), v_col.type
         using errcode = '22023';
     end if;
-    if v_version in (v_key, v_tenant) then
+    if v_version = any (v_keys || v_tenant) then
       raise exception 'version: % is the key or the tenant', quote_ident(v_version) using errcode = '22023';
     end if;
     v_targets := v_targets || v_version;
@@ -151,7 +168,7 @@ begin
         raise exception 'expect: must be a list of column names, got %', excerpt(v_e::text, false) using errcode = '22023';
       end if;
       perform change_column(v_rel, v_e #>> '{}', 'expect');
-      if v_e #>> '{}' = any (v_expect || v_key || v_version) then
+      if v_e #>> '{}' = any (v_expect || v_keys || v_version) then
         raise exception 'expect: % is named twice, or is the key or the version', quote_ident(v_e #>> '{}') using errcode = '22023';
       end if;
       v_expect := v_expect || (v_e #>> '{}');
@@ -171,7 +188,7 @@ begin
     for v_k, v_v in select e.key, e.value from jsonb_each(coalesce(v_def -> v_field, '{}')) as e order by e.key loop
       select * into v_col from change_column(v_rel, v_k, v_field);
       if v_field in ('set', 'set_from_target') then
-        if v_k in (v_key, v_tenant, v_version) then
+        if v_k = any (v_keys || v_tenant || v_version) then
           raise exception '%: % is the key, the tenant or the version, which a change never sets', v_field, quote_ident(v_k)
             using errcode = '22023';
         end if;
@@ -235,7 +252,7 @@ begin
     end if;
     v_k := v_e #>> '{}';
     select * into v_col from change_column(v_rel, v_k, 'set_now');
-    if v_k in (v_key, v_tenant, v_version) then
+    if v_k = any (v_keys || v_tenant || v_version) then
       raise exception 'set_now: % is the key, the tenant or the version, which a change never sets', quote_ident(v_k)
         using errcode = '22023';
     end if;
@@ -297,7 +314,7 @@ end
 $$;
 comment on function {{ .schema }}.define_change(jsonb) is
 $c$Declares a change of one of the user's tables (README "Your own tables"): DEFINITION is
-{"name", "table": "schema.table", "key", "tenant"?, "version"?, "expect"?: [columns],
+{"name", "table": "schema.table", "key": column or [columns], "tenant"?, "version"?, "expect"?: [columns],
 "when"?: {column: constant, [constants] (one of them) or null (IS NULL)}, "set"?: {column: constant},
 "set_from_target"?: {column: field}, "set_now"?: [timestamptz, timestamp or date columns]}.
 Validates it against the catalog, records it in changes and generates its static function

@@ -71,6 +71,8 @@
 {{ template "check_change_owner.sql" . }}
 {{ template "check_change_name.sql" . }}
 {{ template "change_column.sql" . }}
+{{ template "change_key_catalog.sql" . }}
+{{ template "change_key.sql" . }}
 {{ template "change_fields.sql" . }}
 {{ template "change_written.sql" . }}
 {{ template "change_problem_start.sql" . }}
@@ -88,6 +90,7 @@
 {{ template "change_list.sql" . }}
 {{ template "change_show.sql" . }}
 {{ template "change_target.sql" . }}
+{{ template "change_key_sort.sql" . }}
 {{ template "change_targets.sql" . }}
 {{ template "change_target_list_sql.sql" . }}
 {{ template "change_target_list.sql" . }}

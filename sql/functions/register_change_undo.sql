@@ -21,7 +21,6 @@ set search_path = {{ .schema }}, pg_temp
 as $$
 declare
   v_def jsonb;
-  v_key text;
   v_version text;
   v_version_type regtype;
   v_n integer;
@@ -39,7 +38,6 @@ begin
     raise exception 'job %: its change % was redefined or dropped since it was approved', register_change_undo.job_id,
       register_change_undo.change using errcode = 'CH409';
   end if;
-  v_key := v_def ->> 'key';
   v_version := v_def ->> 'version';
   select f.typid into v_version_type from change_fields(v_def) as f where f.role = 'version';
 
@@ -52,7 +50,7 @@ begin
     end if;
     select count(*) filter (where not c.ok), (select count(*) from change_audit as au where au.job_id = register_change_undo.job_id)
       into v_bad, v_audit_rows
-      from (select a.ordinal is not null and a.key = t.e ->> v_key as ok
+      from (select a.ordinal is not null and a.key = change_key_text(v_def, t.e) as ok
               from jsonb_array_elements(register_change_undo.targets) with ordinality as t(e, ord)
               left join change_audit as a on a.job_id = register_change_undo.job_id and a.ordinal = t.ord - 1
              where t.ord <= register_change_undo.next_index) as c;
@@ -74,12 +72,12 @@ begin
            'drifted', coalesce(jsonb_agg(c.k order by c.ord) filter (where c.status = 'drifted'), '[]'),
            'missing', coalesce(jsonb_agg(c.k order by c.ord) filter (where c.status = 'missing'), '[]'))
     into v_targets, v_lists
-    from (select x.ord, x.e -> v_key as k,
-                 jsonb_build_object(v_key, x.e -> v_key)
+    from (select x.ord, change_key_of(v_def, x.e) as k,
+                 (select jsonb_object_agg(c, x.e -> c) from unnest(change_key_columns(v_def)) as c)
                  || case when v_version is not null then jsonb_build_object(v_version, a.version_after) else '{}'::jsonb end
                  || jsonb_build_object('?after', a.after, '?before', a.before) as target,
                  case when register_change_undo.stored is not null
-                           and register_change_undo.stored @> jsonb_build_array(jsonb_build_object(v_key, x.e -> v_key)) then 'restore'
+                           and register_change_undo.stored @> jsonb_build_array((select jsonb_object_agg(c, x.e -> c) from unnest(change_key_columns(v_def)) as c)) then 'restore'
                       when s.e ->> 1 = 'missing' then 'missing'
                       when register_change_undo.stored is null and s.e ->> 1 = 'matching' then 'restore'
                       else 'drifted' end as status
@@ -100,7 +98,8 @@ begin
       register_change_undo.job_id, register_change_undo.next_index, v_lists -> 'drifted', v_lists -> 'missing' using errcode = 'CH409';
   end if;
   -- A row at the largest version its column holds cannot change again.
-  select format('%s %s: %s is %s, the largest its column (%s) holds: it cannot be restored', v_key, t.e ->> v_key, v_version,
+  select format('%s: %s is %s, the largest its column (%s) holds: it cannot be restored',
+                (select string_agg(format('%s %s', c, t.e ->> c), ', ' order by o) from unnest(change_key_columns(v_def)) with ordinality as u(c, o)), v_version,
                 t.e -> v_version, v_version_type)
     into v_problem
     from jsonb_array_elements(v_targets) with ordinality as t(e, ord)

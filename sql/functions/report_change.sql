@@ -21,7 +21,7 @@ begin
              'matching', coalesce(jsonb_agg(t.k order by t.ord) filter (where t.committed and t.status = 'matching'), '[]'),
              'drifted', coalesce(jsonb_agg(t.k order by t.ord) filter (where t.committed and t.status = 'drifted'), '[]'),
              'missing', coalesce(jsonb_agg(t.k order by t.ord) filter (where t.committed and t.status = 'missing'), '[]'))
-      from (select x.ord, x.e -> (v_def ->> 'key') as k, x.ord <= j.next_index as committed, s.e ->> 1 as status
+      from (select x.ord, change_key_of(v_def, x.e) as k, x.ord <= j.next_index as committed, s.e ->> 1 as status
               from jobs as j
              cross join lateral jsonb_array_elements(j.targets) with ordinality as x(e, ord)
               left join jsonb_array_elements(v_status) as s(e) on (s.e ->> 0)::bigint = x.ord

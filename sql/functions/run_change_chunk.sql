@@ -82,7 +82,8 @@ begin
   end if;
   v_function := run_change_chunk.function_name;
   v_def := run_change_chunk.definition;
-  v_key := v_def ->> 'key';
+  -- A key of one column is read directly (v_key); a composite key's, by change_key_of.
+  v_key := case when jsonb_typeof(v_def -> 'key') = 'string' then v_def ->> 'key' end;
   v_problem := run_change_chunk.problem;
   if v_problem is null and pg_my_temp_schema() <> 0 then
     v_problem := (select t from temp_objects_problem() as t);
@@ -96,7 +97,7 @@ begin
   -- many rows as next_index, each at an ordinal below it (one row per
   -- ordinal: the primary key) with its target's key. One range scan.
   select count(*), count(*) filter (where a.ordinal not between 0 and run_change_chunk.next_index - 1
-                                       or a.key is distinct from v_targets -> a.ordinal ->> v_key)
+                                       or a.key is distinct from coalesce(v_targets -> a.ordinal ->> v_key, change_key_text(v_def, v_targets -> a.ordinal)))
     into v_audit_rows, v_bad
     from change_audit as a
    where a.job_id = run_change_chunk.job_id;
@@ -109,7 +110,7 @@ begin
     return jsonb_build_object('processed', '[]'::jsonb, 'next_index', v_n, 'done', true);
   end if;
   v_end := least(run_change_chunk.next_index + run_change_chunk.chunk_size, v_n);
-  select jsonb_agg(v_targets -> i order by i), jsonb_agg(v_targets -> i -> v_key order by i) into v_slice, v_processed
+  select jsonb_agg(v_targets -> i order by i), jsonb_agg(coalesce(v_targets -> i -> v_key, change_key_of(v_def, v_targets -> i)) order by i) into v_slice, v_processed
     from generate_series(run_change_chunk.next_index, v_end - 1) as i;
   -- The change's function, as the writer: it changes the rows and returns
   -- what it changed; the audit is written here, as chunks' owner, and must
@@ -138,7 +139,7 @@ begin
     select count(*) into v_matched
       from audit as a
      where a.ordinal between run_change_chunk.next_index and v_end - 1
-       and a.key is not distinct from v_targets -> a.ordinal ->> v_key;
+       and a.key is not distinct from coalesce(v_targets -> a.ordinal ->> v_key, change_key_text(v_def, v_targets -> a.ordinal));
   end if;
   if v_count <> v_end - run_change_chunk.next_index or v_matched <> v_count then
     raise exception 'job %: change %''s function returned % audit rows that are not exactly the chunk''s % targets%',

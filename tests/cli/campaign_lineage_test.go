@@ -24,7 +24,7 @@ func TestCampaignReportSaysUndone(t *testing.T) {
 		t.Fatalf("report before the undo:\n got %q\nwant %q", got, want)
 	}
 	wantJSON(t, l.Chunks(t, "--json", "campaign", "report", "spring"), driver.CampaignDrift{Name: "spring", Targets: 20, Committed: 20,
-		Matching: 19, DriftedCount: 1, Drifted: []int64{7}, Missing: []int64{}})
+		Matching: 19, DriftedCount: 1, Drifted: []driver.Key{driver.IntKey(7)}, Missing: []driver.Key{}})
 
 	wantOK(t, l.Chunks(t, "campaign", "undo", "spring"))
 	wantOK(t, l.Chunks(t, "drain", "spring-undo-000001"))
@@ -40,9 +40,18 @@ func TestCampaignReportSaysUndone(t *testing.T) {
 	}
 	undo := "spring-undo"
 	wantJSON(t, l.Chunks(t, "--json", "campaign", "report", "spring"), driver.CampaignDrift{Name: "spring", Targets: 20, Committed: 20,
-		DriftedCount: 20, Drifted: []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}, Missing: []int64{},
+		DriftedCount: 20, Drifted: intKeys(1, 20), Missing: []driver.Key{},
 		UndoneBy: &undo})
 	spring := "spring"
 	wantJSON(t, l.Chunks(t, "--json", "campaign", "report", "spring-undo"), driver.CampaignDrift{Name: "spring-undo", Targets: 19,
-		Committed: 19, Matching: 19, Drifted: []int64{}, Missing: []int64{}, Undoes: &spring})
+		Committed: 19, Matching: 19, Drifted: []driver.Key{}, Missing: []driver.Key{}, Undoes: &spring})
+}
+
+// intKeys is the integer keys from to to, in order.
+func intKeys(from, to int64) []driver.Key {
+	keys := []driver.Key{}
+	for n := from; n <= to; n++ {
+		keys = append(keys, driver.IntKey(n))
+	}
+	return keys
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/clitest"
+	"github.com/chunks-dev/chunks/internal/pgtest"
 )
 
 // changeShape is a user's table and a declared change of it, for the end
@@ -25,6 +27,23 @@ type changeShape struct {
 	key     func(i int) driver.Key // target i's key as the report has it
 	changed string                 // a condition of the rows the change left, as it left them
 	drift   string                 // an UPDATE of row 5 (%[1]s the schema) that drifts it
+	query   string                 // the targets of every row as it was first (row 5 aside, once drifted), %[1]s the schema
+}
+
+// rawKey is the key whose JSON text is s (as the server writes it: an
+// object's columns in jsonb's order, shortest name first).
+func rawKey(s string) driver.Key {
+	var k driver.Key
+	if err := json.Unmarshal([]byte(s), &k); err != nil {
+		panic(err)
+	}
+	return k
+}
+
+// eventAt is event i's created_at, in 2025 or 2026 (two partitions), as
+// the writer prints a timestamptz in JSON.
+func eventAt(i int) string {
+	return time.Date(2025+i%2, 1, 1, 0, i, 0, 0, time.UTC).Format("2006-01-02T15:04:05+00:00")
 }
 
 var changeShapes = []changeShape{{
@@ -41,6 +60,7 @@ var changeShapes = []changeShape{{
 	key:     func(i int) driver.Key { return driver.IntKey(int64(i)) },
 	changed: "status = 'on_hold' and lock_version = 4 and hold_reason = 'chargeback #' || payment_id",
 	drift:   "update %[1]s.payments set status = 'refunded' where payment_id = 5",
+	query:   "select payment_id, lock_version, amount_cents, 'again' as reason from %[1]s.payments where status = 'captured'",
 }, {
 	name: "contacts, uuid key",
 	table: `create table %[1]s.contacts(id uuid primary key, email text, opted_out boolean not null default false);
@@ -54,6 +74,7 @@ var changeShapes = []changeShape{{
 	key:     func(i int) driver.Key { return driver.TextKey(fmt.Sprintf("00000000-0000-0000-0000-%012d", i)) },
 	changed: "opted_out",
 	drift:   "update %[1]s.contacts set opted_out = false where id = '00000000-0000-0000-0000-000000000005'",
+	query:   "select id, email from %[1]s.contacts where not opted_out and id <> '00000000-0000-0000-0000-000000000005'",
 }, {
 	// A text key, a numeric new price from each target (with more digits
 	// than a float64 holds: it must arrive exactly) and when on currency;
@@ -70,6 +91,61 @@ var changeShapes = []changeShape{{
 	key:     func(i int) driver.Key { return driver.TextKey(fmt.Sprintf("SKU-%03d", i)) },
 	changed: "currency = 'EUR' and price = 2 * substr(sku, 5)::integer + 0.123456789012345678901",
 	drift:   "update %[1]s.prices set price = price + 1 where sku = 'SKU-005'",
+	query:   "select sku, price, price * 2 as new_price from %[1]s.prices where currency = 'EUR' and sku <> 'SKU-005'",
+}, {
+	// A composite key whose first column is the tenant (issue 36, item 2).
+	name: "torders, composite key",
+	table: `create table %[1]s.torders(tenant_id integer not null, order_no integer not null, status text not null,
+	  lock_version integer not null, primary key (tenant_id, order_no));
+	insert into %[1]s.torders select t, g, 'open', 1 from generate_series(1, 2) t, generate_series(1, 60) g;`,
+	def: `{"name": "close_order", "table": "%[1]s.torders", "key": ["tenant_id", "order_no"], "tenant": "tenant_id",
+	  "version": "lock_version", "when": {"status": "open"}, "set": {"status": "closed"}}`,
+	tenant:  "2",
+	target:  func(i int) string { return fmt.Sprintf(`{"tenant_id": 2, "order_no": %d, "lock_version": 1}`, i) },
+	key:     func(i int) driver.Key { return rawKey(fmt.Sprintf(`{"order_no": %d, "tenant_id": 2}`, i)) },
+	changed: "tenant_id = 2 and status = 'closed' and lock_version = 2",
+	drift:   "update %[1]s.torders set status = 'reopened' where tenant_id = 2 and order_no = 5",
+	query:   "select tenant_id, order_no, lock_version from %[1]s.torders where tenant_id = 2 and status = 'open'",
+}, {
+	// The usual partitioned table: its primary key holds the partition key.
+	name: "events, partitioned table",
+	table: `create table %[1]s.events(id bigint not null, created_at timestamptz not null, status text not null,
+	  primary key (id, created_at)) partition by range (created_at);
+	create table %[1]s.events_2025 partition of %[1]s.events for values from ('2025-01-01 00:00+00') to ('2026-01-01 00:00+00');
+	create table %[1]s.events_2026 partition of %[1]s.events for values from ('2026-01-01 00:00+00') to ('2027-01-01 00:00+00');
+	insert into %[1]s.events select g, make_timestamptz(2025 + g %% 2, 1, 1, 0, 0, 0, 'UTC') + g * interval '1 minute', 'new' from generate_series(1, 60) g;`,
+	def:     `{"name": "ack_event", "table": "%[1]s.events", "key": ["id", "created_at"], "expect": ["status"], "set": {"status": "acked"}}`,
+	tenant:  "ops",
+	target:  func(i int) string { return fmt.Sprintf(`{"id": %d, "created_at": %q, "status": "new"}`, i, eventAt(i)) },
+	key:     func(i int) driver.Key { return rawKey(fmt.Sprintf(`{"id": %d, "created_at": %q}`, i, eventAt(i))) },
+	changed: "status = 'acked'",
+	drift:   "update %[1]s.events set status = 'reopened' where id = 5",
+	query:   "select id, created_at, status from %[1]s.events where status = 'new'",
+}, {
+	// A citext key: keys compare as the type compares them (case aside).
+	name: "users, citext key",
+	table: `create extension if not exists citext schema %[1]s;
+	create table %[1]s.users(email %[1]s.citext primary key, active boolean not null);
+	insert into %[1]s.users select format('User%%s@Example.com', lpad(g::text, 3, '0')), true from generate_series(1, 60) g;`,
+	def:     `{"name": "deactivate", "table": "%[1]s.users", "key": "email", "expect": ["active"], "set": {"active": false}}`,
+	tenant:  "crm",
+	target:  func(i int) string { return fmt.Sprintf(`{"email": "user%03d@example.com", "active": true}`, i) },
+	key:     func(i int) driver.Key { return driver.TextKey(fmt.Sprintf("user%03d@example.com", i)) },
+	changed: "not active",
+	drift:   "update %[1]s.users set active = true where lower(email::text) = 'user005@example.com'",
+	query:   "select email, active from %[1]s.users where active and lower(email::text) <> 'user005@example.com'",
+}, {
+	// A numeric key: a number in every list.
+	name: "lots, numeric key",
+	table: `create table %[1]s.lots(lot numeric(12, 2) primary key, state text not null);
+	insert into %[1]s.lots select g + 0.25, 'open' from generate_series(1, 60) g;`,
+	def:     `{"name": "close_lot", "table": "%[1]s.lots", "key": "lot", "expect": ["state"], "set": {"state": "closed"}}`,
+	tenant:  "yard",
+	target:  func(i int) string { return fmt.Sprintf(`{"lot": %d.25, "state": "open"}`, i) },
+	key:     func(i int) driver.Key { return rawKey(fmt.Sprintf("%d.25", i)) },
+	changed: "state = 'closed'",
+	drift:   "update %[1]s.lots set state = 'reopened' where lot = 5.25",
+	query:   "select lot, state from %[1]s.lots where state = 'open'",
 }}
 
 // A declared change end to end through the binary, on a user's table in a
@@ -97,6 +173,11 @@ func changeEndToEnd(t *testing.T, shape changeShape) {
 		t.Fatal(err)
 	}
 	table := strings.TrimPrefix(def.Table, shop+".")
+	parts := make([]string, len(def.Key.Columns))
+	for i, c := range def.Key.Columns {
+		parts[i] = "new." + c + "::text"
+	}
+	keyText := strings.Join(parts, " || ',' || ") // a row's key as text, in its trigger
 	// The table's own triggers (run as the writer, which may write their
 	// table of updates): one row per changed row, and a sleep in
 	// each chunk of the victim's sessions (so that it can be killed inside
@@ -104,12 +185,12 @@ func changeEndToEnd(t *testing.T, shape changeShape) {
 	victim := l.Name + "-victim"
 	l.Exec(t, fmt.Sprintf(`create table %[1]s.updates(key text);
 	  create function %[1]s.count_update() returns trigger language plpgsql as $t$
-	  begin insert into %[1]s.updates values (new.%[3]s::text); return new; end $t$;
+	  begin insert into %[1]s.updates values (%[3]s); return new; end $t$;
 	  create trigger counted after update on %[1]s.%[2]s for each row execute function %[1]s.count_update();
 	  create function %[1]s.slow() returns trigger language plpgsql as $t$
 	  begin perform pg_sleep(case when current_setting('application_name') = '%[4]s' then 2 else 0.05 end); return null; end $t$;
 	  create trigger slow after update on %[1]s.%[2]s for each statement execute function %[1]s.slow();
-	  do $g$ begin execute format('grant insert on %[1]s.updates to %%I', (select role from change_writer)); end $g$;`, shop, table, def.Key, victim))
+	  do $g$ begin execute format('grant insert on %[1]s.updates to %%I', (select role from change_writer)); end $g$;`, shop, table, keyText, victim))
 
 	dir := t.TempDir()
 	write := func(name, text string) string {
@@ -201,8 +282,13 @@ func changeEndToEnd(t *testing.T, shape changeShape) {
 
 	// A row drifted by hand: the report says which.
 	l.Exec(t, fmt.Sprintf(shape.drift, shop))
-	r := decode[driver.JobReport](t, l.Chunks(t, "report", "--json", "big"))
-	all := r.AllKeys()
+	// report --json: the six lists hold the keys, whatever their type
+	// (numbers, strings, objects), and nothing else.
+	res := l.Chunks(t, "report", "--json", "big")
+	if fields := decode[map[string]json.RawMessage](t, res); len(fields) != 6 || fields["keys"] != nil {
+		t.Fatalf("report --json: want exactly the six lists, got %s", res.Stdout)
+	}
+	all := decode[driver.ReportKeys](t, res)
 	var matching []driver.Key
 	for i := 1; i <= n; i++ {
 		if i != 5 {
@@ -211,13 +297,31 @@ func changeEndToEnd(t *testing.T, shape changeShape) {
 	}
 	if len(all.Approved) != n || len(all.Committed) != n || len(all.Remaining) != 0 || !slices.Equal(all.Drifted, []driver.Key{shape.key(5)}) ||
 		!slices.Equal(all.Matching, matching) || len(all.Missing) != 0 {
-		t.Fatalf("report --json: %+v", r)
-	}
-	if _, integer := shape.key(1).Int(); integer != (r.Keys == nil) {
-		t.Fatalf("report --json: int lists %v, keys %v (an integer key fills the int lists, any other the keys)", r.Approved, r.Keys)
+		t.Fatalf("report --json: %+v", all)
 	}
 	text := wantOK(t, l.Chunks(t, "report", "big"))
 	if !clitest.ContainsAll(text, "│ KEY", shape.key(5).String()+" ", "drifted", "job big: 60 approved, 60 committed, 0 remaining: 59 matching, 1 drifted, 0 missing") {
 		t.Fatalf("report:\n%s", text)
+	}
+
+	// The undo restores the 59 rows still as the job left them; the drifted one is left alone.
+	undo := decode[map[string]json.RawMessage](t, l.Chunks(t, "--json", "undo", "big"))
+	var drifted []driver.Key
+	if err := json.Unmarshal(undo["drifted"], &drifted); err != nil || !slices.Equal(drifted, []driver.Key{shape.key(5)}) || undo["keys"] != nil {
+		t.Fatalf("undo --json: %v (%v)", undo, err)
+	}
+	wantOK(t, l.Chunks(t, "drain", "big-undo"))
+	if k := pgtest.MustInt(t, l.Conn, fmt.Sprintf("select count(*) from %s.%s where %s", shop, table, shape.changed)); k != 0 {
+		t.Fatalf("%d rows still changed after the undo, want 0", k)
+	}
+
+	// A campaign from a query of the rows as they are again, drained and reported.
+	if out := wantOK(t, l.Chunks(t, "campaign", "create", "--change", def.Name, "--tenant", shape.tenant, "--chunk-size", "7", "--allow-partial",
+		"--from-query", fmt.Sprintf(shape.query, shop), "again")); !strings.Contains(out, "59 targets of "+shape.tenant+" in 1 job of up to 64") {
+		t.Fatalf("campaign create --from-query: %q", out)
+	}
+	wantOK(t, l.Chunks(t, "drain", "again-000001"))
+	if out := wantOK(t, l.Chunks(t, "campaign", "report", "again")); !strings.Contains(out, "59 matching") {
+		t.Fatalf("campaign report:\n%s", out)
 	}
 }

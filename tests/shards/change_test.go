@@ -15,7 +15,7 @@ import (
 func TestRouterRegisterChange(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, shardServers[:2])
-	def := driver.ChangeDefinition{Name: "hold", Table: c.schema + "_shop.payments", Key: "payment_id", Version: "lock_version",
+	def := driver.ChangeDefinition{Name: "hold", Table: c.schema + "_shop.payments", Key: driver.KeyColumn("payment_id"), Version: "lock_version",
 		Set: map[string]any{"status": "on_hold"}}
 	for _, sh := range c.shards {
 		for _, sql := range []string{
