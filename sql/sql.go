@@ -15,15 +15,16 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-//go:embed functions/*.sql
+//go:embed functions
 var functions embed.FS
 
 // Migrations is the folder of tern migrations (NNN_name.sql), templated on
 // {{ .schema }}.
 func Migrations() fs.FS { return sub(migrations, "migrations") }
 
-// Functions is the tern code package: install.sql and one file per function,
-// templated on {{ .schema }}.
+// Functions is the tern code package: install.sql and one file per function
+// in a folder per area (contract/, changes/, queue/, campaigns/, undo/,
+// status/, roles/, common/; docs/layout.md), templated on {{ .schema }}.
 func Functions() fs.FS { return sub(functions, "functions") }
 
 //go:embed router/*.sql
@@ -50,8 +51,8 @@ func Router() fs.FS {
 	for _, e := range entries {
 		add(router, "router/"+e.Name())
 	}
-	add(functions, "functions/limits.sql")
-	add(functions, "functions/validate.sql")
+	add(functions, "functions/common/limits.sql")
+	add(functions, "functions/common/validate.sql")
 	return files
 }
 

@@ -118,18 +118,18 @@ var chunksObjects = sync.OnceValue(func() map[string]bool {
 	names := map[string]bool{}
 	created := regexp.MustCompile(`(?m)^create (?:or replace function|table if not exists) \{\{ \.schema \}\}\.([a-z0-9_]+)\(`)
 	for _, fsys := range []fs.FS{chunkssql.Functions(), chunkssql.Migrations()} {
-		files, err := fs.Glob(fsys, "*.sql")
-		if err != nil {
-			panic(err) // the pattern is valid
-		}
-		for _, name := range files {
-			text, err := fs.ReadFile(fsys, name)
-			if err != nil {
-				panic(err) // embedded: it is there
+		err := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
 			}
+			text, err := fs.ReadFile(fsys, name)
 			for _, m := range created.FindAllSubmatch(text, -1) {
 				names[string(m[1])] = true
 			}
+			return err
+		})
+		if err != nil {
+			panic(err) // embedded: every file is there
 		}
 	}
 	return names

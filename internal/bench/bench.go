@@ -203,7 +203,7 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 		}
 	}
 
-	pairs, err := inProcessPairs(ctx, cfg, seed, d, sideBySideRounds, logf)
+	pairs, err := inProcessPairs(ctx, cfg, seed, d, rounds(d), logf)
 	if err != nil {
 		return r, err
 	}
@@ -241,7 +241,7 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 
 	campaignTargets := 100000
 	if d < time.Second {
-		campaignTargets = 10000 // a smoke run
+		campaignTargets = 2000 // a smoke run
 	}
 	logf("campaign: create, status and report of %d targets, against one register per job", campaignTargets)
 	if err := campaigns(ctx, cfg, seed, campaignTargets, add); err != nil {
@@ -429,8 +429,8 @@ func fleetScenarios(ctx context.Context, admin *pgx.Conn, o Options, logf func(s
 			return err
 		}
 	}
-	logf("side by side: one worker process vs RunChunk, %d rounds", sideBySideRounds)
-	p, err := fleetPair(ctx, o, cfg, schema, seed, sideBySideRounds)
+	logf("side by side: one worker process vs RunChunk, %d rounds", rounds(o.Duration))
+	p, err := fleetPair(ctx, o, cfg, schema, seed, rounds(o.Duration))
 	if err != nil {
 		return err
 	}
@@ -486,9 +486,9 @@ func pacingScenario(ctx context.Context, admin *pgx.Conn, o Options, logf func(s
 			return s, err
 		}
 	}
-	logf("pacing: 1 worker process with --max-replica-lag 1s and one without, side by side, %d rounds of %d jobs, a caught-up standby", sideBySideRounds, jobs)
+	logf("pacing: 1 worker process with --max-replica-lag 1s and one without, side by side, %d rounds of %d jobs, a caught-up standby", rounds(o.Duration), jobs)
 	p, err := sideBySide("the replica lag check, nothing throttling: with it vs without", variants[0].name, variants[1].name,
-		sideBySideRounds, runs[0], runs[1])
+		rounds(o.Duration), runs[0], runs[1])
 	if err != nil {
 		return err
 	}

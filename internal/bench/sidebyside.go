@@ -215,3 +215,13 @@ func inProcessPairs(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, d ti
 
 // sideBySideRounds is how many rounds each Pair runs.
 const sideBySideRounds = 5
+
+// rounds is how many rounds each Pair of a run of scenarios of duration d
+// runs: sideBySideRounds, or 3 for a smoke run (under a second), which
+// checks that every pair runs, not what it measures.
+func rounds(d time.Duration) int {
+	if d < time.Second {
+		return 3
+	}
+	return sideBySideRounds
+}

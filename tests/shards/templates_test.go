@@ -31,7 +31,7 @@ func TestNewRoutedCallIsOneFile(t *testing.T) {
 			as $$ select plan || jsonb_build_object('shard', current_setting('chunks.shard', true)) $$`); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sh.conn.Exec(ctx, codeSQL(t, chunkssql.Functions(), `{{ template "tenant_call.sql" (merge (dict "name" "echo_args" "returns" "jsonb"
+		if _, err := sh.conn.Exec(ctx, codeSQL(t, chunkssql.Functions(), `{{ template "common/tenant_call.sql" (merge (dict "name" "echo_args" "returns" "jsonb"
   "volatility" "stable" "missing" "conflict" "args" (list "n integer" "word text default 'x'") "comment" "A test.") .) }}`,
 			map[string]any{"schema": c.schema})); err != nil {
 			t.Fatal(err)

@@ -23,5 +23,5 @@ a job of a declared change (register_change) adds "change", its name, and its ta
 Read-only. Errors: 22023 when JOB_ID is not 1 to 64 ASCII letters, digits, _ or -.$c$;
 
 -- The signature of a router (the template is tenant_call.sql): the job of one tenant.
-{{ template "tenant_call.sql" (merge (dict "name" "inspect_job" "returns" "jsonb" "volatility" "stable" "missing" "null"
+{{ template "common/tenant_call.sql" (merge (dict "name" "inspect_job" "returns" "jsonb" "volatility" "stable" "missing" "null"
   "comment" `the stored job, or NULL.`) .) }}

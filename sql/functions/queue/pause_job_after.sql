@@ -65,7 +65,7 @@ Errors: 22023 bad job_id or AFTER; CH409 unknown or finished job, an undone job,
 not below the chunks left (the job would finish instead of pausing).$c$;
 
 -- The signature of a router (the template is tenant_call.sql): the job of one tenant.
-{{ template "tenant_call.sql" (merge (dict "name" "pause_job_after" "returns" "boolean" "volatility" "volatile" "missing" "conflict"
+{{ template "common/tenant_call.sql" (merge (dict "name" "pause_job_after" "returns" "boolean" "volatility" "volatile" "missing" "conflict"
   "settings" (list "lock_timeout = '5s'")
   "args" (list "after integer")
   "comment" `the canary: AFTER more chunks, then paused.`) .) }}

@@ -31,6 +31,6 @@ Errors: 22023 bad job_id; CH409 unknown job, or a job that is already done; 55P0
 chunk held the job for over 5 s.$c$;
 
 -- The signature of a router (the template is tenant_call.sql): the job of one tenant.
-{{ template "tenant_call.sql" (merge (dict "name" "pause_job" "returns" "boolean" "volatility" "volatile" "missing" "conflict"
+{{ template "common/tenant_call.sql" (merge (dict "name" "pause_job" "returns" "boolean" "volatility" "volatile" "missing" "conflict"
   "settings" (list "lock_timeout = '5s'")
   "comment" `pauses it for the workers.`) .) }}

@@ -74,5 +74,5 @@ A job of a declared change (register_change) lists its targets' keys instead, in
 (report_change: matching when the row still has every value the change wrote).$c$;
 
 -- The signature of a router (the template is tenant_call.sql): the job of one tenant.
-{{ template "tenant_call.sql" (merge (dict "name" "report" "returns" "jsonb" "volatility" "stable" "missing" "conflict"
+{{ template "common/tenant_call.sql" (merge (dict "name" "report" "returns" "jsonb" "volatility" "stable" "missing" "conflict"
   "comment" `the report, read in one SELECT; changes nothing.`) .) }}

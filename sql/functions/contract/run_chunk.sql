@@ -192,6 +192,6 @@ approval or was never registered (no job_approval record), or an order that does
 55P03 lock timeout, naming the job and whether the job row or an order was locked.$c$;
 
 -- The signature of a router (the template is tenant_call.sql): the job of one tenant.
-{{ template "tenant_call.sql" (merge (dict "name" "run_chunk" "returns" "jsonb" "volatility" "volatile" "missing" "conflict"
+{{ template "common/tenant_call.sql" (merge (dict "name" "run_chunk" "returns" "jsonb" "volatility" "volatile" "missing" "conflict"
   "settings" (list "lock_timeout = '500ms'" "plan_cache_mode = force_generic_plan" "enable_seqscan = off" "enable_bitmapscan = off")
   "comment" `runs its next chunk.`) .) }}

@@ -188,7 +188,7 @@ job, an unsound job or one that is no longer its registered approval (job_approv
 it first), or nothing to undo.$c$;
 
 -- The signature of a router (the template is tenant_call.sql): the job of one tenant.
-{{ template "tenant_call.sql" (merge (dict "name" "register_undo" "returns" "jsonb" "volatility" "volatile" "missing" "conflict"
+{{ template "common/tenant_call.sql" (merge (dict "name" "register_undo" "returns" "jsonb" "volatility" "volatile" "missing" "conflict"
   "settings" (list "lock_timeout = '5s'")
   "args" (list "new_job_id text")
   "comment" `registers its undo as a job of TENANT (NEW_JOB_ID NULL: JOB_ID-undo).`) .) }}

@@ -38,6 +38,6 @@ Errors: 22023 bad job_id; CH409 unknown job, a job that is already done, or a jo
 undone (register_undo).$c$;
 
 -- The signature of a router (the template is tenant_call.sql): the job of one tenant.
-{{ template "tenant_call.sql" (merge (dict "name" "resume_job" "returns" "boolean" "volatility" "volatile" "missing" "conflict"
+{{ template "common/tenant_call.sql" (merge (dict "name" "resume_job" "returns" "boolean" "volatility" "volatile" "missing" "conflict"
   "settings" (list "lock_timeout = '5s'")
   "comment" `gives it back to the workers.`) .) }}

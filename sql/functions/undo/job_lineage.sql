@@ -30,5 +30,5 @@ of a change's job or of its undo; undoes is the job an undo undoes,
 undone_by the undo of this job (NULL when none). Read-only. Errors: 22023 bad job_id.$c$;
 
 -- The signature of a router (the template is tenant_call.sql): the job of one tenant.
-{{ template "tenant_call.sql" (merge (dict "name" "job_lineage" "returns" "jsonb" "volatility" "stable" "missing" "null"
+{{ template "common/tenant_call.sql" (merge (dict "name" "job_lineage" "returns" "jsonb" "volatility" "stable" "missing" "null"
   "comment" `its kind and its undo, or NULL.`) .) }}
