@@ -3,7 +3,7 @@ package driver_test
 import (
 	"testing"
 
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // TestMain stops the examples' throwaway server, if an example started it.

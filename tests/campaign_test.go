@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/chunks-dev/chunks/driver"
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // campaignLines is JSON Lines of targets first..first+n-1 (revision 3, qty 2), in

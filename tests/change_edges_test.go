@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/chunks-dev/chunks/driver"
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // edgesSQL is a user's schema for the edges of issue 35: t with a NOT NULL

@@ -3,7 +3,7 @@ package tests
 import (
 	"testing"
 
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // Roles and declared changes (issue 25): only the schema's owner defines or

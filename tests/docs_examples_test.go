@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // TestDocsGoExamples checks docs/go.md's "Runnable examples" against the

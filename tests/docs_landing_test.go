@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // The README's test command is the one .ci/run runs, and its psql and Go

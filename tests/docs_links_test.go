@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // Every relative link in README.md, CHANGELOG.md, BENCHMARKS.md and docs/*.md resolves: to a file of

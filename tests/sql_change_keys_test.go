@@ -3,7 +3,7 @@ package tests
 import (
 	"testing"
 
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // Issue 36, item 2 at the SQL face: a key may be any unique key of the

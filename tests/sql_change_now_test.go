@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // voidInvoice sets two columns to the chunk's time (set_now) on rows whose

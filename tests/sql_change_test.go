@@ -9,7 +9,7 @@ import (
 
 	"github.com/chunks-dev/chunks/fleet"
 
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // writerOf is the writer role of the chunks schema s, quoted.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // docs/contract.md §5: two concurrent registrations of one plan give one true and one

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/tern/v2/migrate"
 
 	"github.com/chunks-dev/chunks/driver"
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 	chunkssql "github.com/chunks-dev/chunks/sql"
 )
 

@@ -3,7 +3,7 @@ package tests
 import (
 	"testing"
 
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // docs/contract.md §5 register and inspect_job at the SQL face.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // resultSchema is a schema with data in every shape the functions that Go
@@ -136,7 +136,7 @@ func compareKeys(v any, t reflect.Type, path string, seen map[string][]string) [
 		}
 	case reflect.Struct:
 		obj, ok := v.(map[string]any)
-		if t == reflect.TypeFor[time.Time]() || !ok {
+		if isValue(t) || !ok {
 			return nil
 		}
 		fields := map[string]reflect.StructField{}
@@ -170,7 +170,7 @@ func compareKeys(v any, t reflect.Type, path string, seen map[string][]string) [
 	return out
 }
 
-// structPaths is, for every struct in t (time.Time is a value), its keys
+// structPaths is, for every struct in t (time.Time and driver.Key are values), its keys
 // read from SQL (not those tagged sql:"-"), by path.
 func structPaths(t reflect.Type, path string) map[string][]string {
 	out := map[string][]string{}
@@ -182,7 +182,7 @@ func structPaths(t reflect.Type, path string) map[string][]string {
 	case reflect.Map:
 		return structPaths(t.Elem(), path+"{}")
 	case reflect.Struct:
-		if t == reflect.TypeFor[time.Time]() {
+		if isValue(t) {
 			return out
 		}
 		out[path] = []string{}
@@ -197,6 +197,12 @@ func structPaths(t reflect.Type, path string) map[string][]string {
 		}
 	}
 	return out
+}
+
+// isValue says whether the struct type t reads its JSON itself (a
+// time.Time, a driver.Key): a value, not an object of its fields.
+func isValue(t reflect.Type) bool {
+	return reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]())
 }
 
 func join(path, key string) string {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // docs/contract.md §4 and §5 run_chunk at the SQL face.

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/chunks-dev/chunks/driver"
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // runToEnd runs the job's chunks with run_chunk until it is done.

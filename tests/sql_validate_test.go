@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // docs/contract.md §3 at the SQL face. Every refusal is 22023 with a message that

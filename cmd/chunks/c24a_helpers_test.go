@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/chunks-dev/chunks/driver"
-	"github.com/chunks-dev/chunks/internal/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/clitest"
 )
 
 // writeFile writes content to a new file named name in the test's own

@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/chunks-dev/chunks/driver"
-	"github.com/chunks-dev/chunks/internal/bench"
+	"github.com/chunks-dev/chunks/internal/app/bench"
 	"github.com/chunks-dev/chunks/internal/localpg"
 )
 

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/chunks-dev/chunks/internal/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/clitest"
 )
 
 // The demo's whole story (a throwaway server, child processes of the

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/chunks-dev/chunks/driver"
-	"github.com/chunks-dev/chunks/internal/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/clitest"
 )
 
 const testItems = `[{"id": 2, "revision": 1, "qty": 1}, {"id": 1, "revision": 3, "qty": 2}]`

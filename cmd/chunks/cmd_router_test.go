@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chunks-dev/chunks/internal/clitest"
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 	"github.com/chunks-dev/chunks/router"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/chunks-dev/chunks/internal/metrics"
+	"github.com/chunks-dev/chunks/internal/app/metrics"
 )
 
 func serveCommand() *cli.Command {

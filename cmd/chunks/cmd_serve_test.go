@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/chunks-dev/chunks/driver"
-	"github.com/chunks-dev/chunks/internal/clitest"
-	"github.com/chunks-dev/chunks/internal/web"
+	"github.com/chunks-dev/chunks/internal/app/web"
+	"github.com/chunks-dev/chunks/internal/testkit/clitest"
 )
 
 func TestServeOptions(t *testing.T) {

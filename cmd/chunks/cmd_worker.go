@@ -16,7 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/chunks-dev/chunks/fleet"
-	"github.com/chunks-dev/chunks/internal/metrics"
+	"github.com/chunks-dev/chunks/internal/app/metrics"
 	"github.com/chunks-dev/chunks/pace"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
-	"github.com/chunks-dev/chunks/internal/clitest"
-	"github.com/chunks-dev/chunks/internal/web"
+	"github.com/chunks-dev/chunks/internal/app/web"
+	"github.com/chunks-dev/chunks/internal/testkit/clitest"
 	"github.com/chunks-dev/chunks/pace"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/chunks-dev/chunks/driver"
-	"github.com/chunks-dev/chunks/internal/web"
+	"github.com/chunks-dev/chunks/internal/app/web"
 )
 
 // httpFlagDefs are the flags of the status page and metrics server

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // The in-process tests run the commands' options, Validate and run, and

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chunks-dev/chunks/internal/bench"
-	"github.com/chunks-dev/chunks/internal/clitest"
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/app/bench"
+	"github.com/chunks-dev/chunks/internal/testkit/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // benchExamples are the lines of chunks bench --help's example, as

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // docs/campaigns.md's real run replays as a reader types it, on a fresh

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chunks-dev/chunks/internal/clitest"
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // bashCompletionLib is what Debian's bash-completion package installs and

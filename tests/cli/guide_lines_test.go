@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/chunks-dev/chunks/internal/localpg"
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // A guide's session is replayed as a reader types it: every line of its

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chunks-dev/chunks/internal/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/clitest"
 )
 
 // TestHelp: every command's --help (and chunks help COMMAND) exits 0 and

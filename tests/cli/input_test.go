@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/chunks-dev/chunks/driver"
-	"github.com/chunks-dev/chunks/internal/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/clitest"
 )
 
 // TestInputSizeBounded: manifest and register read at most 1 MiB of input

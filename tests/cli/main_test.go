@@ -6,7 +6,7 @@ package cli
 import (
 	"testing"
 
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // bin is the path of the chunks binary under test.

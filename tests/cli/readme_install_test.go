@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // The README's install block works as typed, from the repository's root,

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/chunks-dev/chunks/driver"
-	"github.com/chunks-dev/chunks/internal/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/clitest"
 )
 
 // slowChunks makes every chunk of the lab take at least seconds: a trigger

@@ -11,8 +11,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	metricsapi "github.com/chunks-dev/chunks/internal/metrics"
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	metricsapi "github.com/chunks-dev/chunks/internal/app/metrics"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 	"github.com/chunks-dev/chunks/pace"
 )
 

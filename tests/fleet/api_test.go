@@ -15,7 +15,7 @@ import (
 	"github.com/chunks-dev/chunks/driver"
 	fleetapi "github.com/chunks-dev/chunks/fleet"
 	"github.com/chunks-dev/chunks/internal/chunktx"
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // fleet.Worker in process: it drains the queue; a conflict pauses its job

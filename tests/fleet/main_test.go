@@ -7,7 +7,7 @@ package fleet
 import (
 	"testing"
 
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.MainWithBinary(m) }

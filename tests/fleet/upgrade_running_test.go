@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chunks-dev/chunks/internal/clitest"
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // previousMain is the last commit of main at schema version 9, before the

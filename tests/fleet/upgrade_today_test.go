@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chunks-dev/chunks/internal/clitest"
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // todaysMain is main before issue 36 (keys of any shape, schema version

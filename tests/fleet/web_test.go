@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/chunks-dev/chunks/driver"
-	"github.com/chunks-dev/chunks/internal/clitest"
-	metricsapi "github.com/chunks-dev/chunks/internal/metrics"
-	"github.com/chunks-dev/chunks/internal/pgtest"
-	"github.com/chunks-dev/chunks/internal/web"
+	metricsapi "github.com/chunks-dev/chunks/internal/app/metrics"
+	"github.com/chunks-dev/chunks/internal/app/web"
+	"github.com/chunks-dev/chunks/internal/testkit/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // chunks serve --http: every endpoint's status code and content type, the

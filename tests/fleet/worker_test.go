@@ -10,8 +10,8 @@ import (
 	"time"
 
 	fleetapi "github.com/chunks-dev/chunks/fleet"
-	"github.com/chunks-dev/chunks/internal/clitest"
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 	chunkssql "github.com/chunks-dev/chunks/sql"
 )
 

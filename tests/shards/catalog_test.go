@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/chunks-dev/chunks/internal/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/clitest"
 )
 
 // The router's schema: every function documented with COMMENT ON, none

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/chunks-dev/chunks/driver"
-	"github.com/chunks-dev/chunks/internal/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/clitest"
 )
 
 // RunChunk takes a fault through a router as on one server (one API), and

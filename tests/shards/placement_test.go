@@ -9,7 +9,7 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
-	"github.com/chunks-dev/chunks/internal/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/clitest"
 )
 
 // Every row of a tenant is on the shard hashtext(tenant) & 3 picks, and on

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chunks-dev/chunks/internal/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/clitest"
 )
 
 // chunks serve on a router: its JSON lists every shard's jobs (the routed

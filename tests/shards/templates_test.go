@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/tern/v2/migrate"
 
-	"github.com/chunks-dev/chunks/internal/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/clitest"
 	"github.com/chunks-dev/chunks/router"
 	chunkssql "github.com/chunks-dev/chunks/sql"
 )

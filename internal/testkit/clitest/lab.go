@@ -3,7 +3,7 @@ package clitest
 import (
 	"testing"
 
-	"github.com/chunks-dev/chunks/internal/pgtest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // Lab is a test's own migrated schema and the connection string that its
