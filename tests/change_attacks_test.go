@@ -171,7 +171,7 @@ func TestDefaultPrivilegesLeakNoExecute(t *testing.T) {
 	s.Exec(t, "select define_change($1)", holdPayment(shop))
 	leaked := `select coalesce(string_agg(p.oid::regprocedure::text, ', ' order by p.oid::regprocedure::text), 'none')
 	  from pg_proc as p where p.pronamespace = $1::regnamespace and has_function_privilege($2, p.oid, 'EXECUTE')
-	   and p.proname in ('apply_hold_payment', 'writer_exec', 'record_job', 'change_orders')`
+	   and p.proname in ('apply_hold_payment', 'restore_hold_payment', 'preview_hold_payment', 'writer_exec', 'record_job', 'change_orders')`
 	if got := pgtest.MustString(t, s.Conn, leaked, s.Name, alice.Name); got != "none" {
 		t.Errorf("after define, %s may execute %s", alice.Name, got)
 	}

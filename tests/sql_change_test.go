@@ -130,8 +130,8 @@ func TestChangePayments(t *testing.T) {
 func nothingDefined(t testing.TB, s *pgtest.Schema) {
 	t.Helper()
 	if got := pgtest.MustString(t, s.Conn, `select (select count(*) from changes) || '/' ||
-	    (select count(*) from pg_proc where pronamespace = $1::regnamespace and proname like 'apply\_%')`, s.Name); got != "0/0" {
-		t.Fatalf("changes/apply_ functions: %s, want 0/0", got)
+	    (select count(*) from pg_proc where pronamespace = $1::regnamespace and proname ~ '^(apply|restore|preview)_')`, s.Name); got != "0/0" {
+		t.Fatalf("changes/generated functions: %s, want 0/0", got)
 	}
 }
 

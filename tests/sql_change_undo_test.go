@@ -160,10 +160,10 @@ func TestChangeRegeneratedByMigrate(t *testing.T) {
 	shop := s.UserSchema(t, paymentsSQL)
 	s.Exec(t, "select define_change($1)", holdPayment(shop))
 	const source = `select string_agg(pg_get_functiondef(p.oid), E'\n' order by p.oid::regprocedure::text)
-	  from pg_proc as p where p.pronamespace = current_schema()::regnamespace and p.proname = 'apply_hold_payment'`
+	  from pg_proc as p where p.pronamespace = current_schema()::regnamespace and p.proname like '%\_hold\_payment'`
 	before := pgtest.MustString(t, s.Conn, source)
 	digest := pgtest.MustString(t, s.Conn, "select digest from changes where name = 'hold_payment'")
-	s.Exec(t, "drop function apply_hold_payment(text, text, integer, jsonb, boolean)")
+	s.Exec(t, "drop function restore_hold_payment(text, text, integer, jsonb)")
 	s.Exec(t, "select register_change('hold_payment', $1)", changePlan("p1", "7", paymentTargets(1, 2), 2))
 	s.Exec(t, "select run_chunk('p1')")
 
@@ -178,7 +178,7 @@ func TestChangeRegeneratedByMigrate(t *testing.T) {
 		t.Errorf("digest %s after migrate, want %s", got, digest)
 	}
 	if n := pgtest.MustString(t, s.Conn, `select count(*)::text from pg_proc as p
-	    where p.pronamespace = current_schema()::regnamespace and p.proname = 'apply_hold_payment'
+	    where p.pronamespace = current_schema()::regnamespace and p.proname in ('apply_hold_payment', 'restore_hold_payment', 'preview_hold_payment')
 	      and p.proowner = (select role from change_writer)::regrole
 	      and not has_function_privilege('public', p.oid, 'EXECUTE')`); n != "3" {
 		t.Errorf("want 3 generated functions owned by the writer, none PUBLIC's; got %s", n)

@@ -82,6 +82,11 @@ func TestUpgradeTodaysFleet(t *testing.T) {
 	if got := progress(); got >= 160 {
 		t.Fatalf("every chunk ran before the upgrade (%d); the test upgrades nothing in flight", got)
 	}
+	// The change's functions under their new names; the old overloads are gone.
+	if got := pgtest.MustString(t, conn, `select string_agg(p.oid::regprocedure::text, ' ' order by p.proname) from pg_proc as p
+	    where p.pronamespace = current_schema()::regnamespace and p.proname like '%\_hold'`); got != "apply_hold(text,text,integer,jsonb) preview_hold(text,jsonb) restore_hold(text,text,integer,jsonb)" {
+		t.Errorf("the change's functions after migrate: %s", got)
+	}
 	// The old worker goes on through the new functions, then a new one
 	// replaces it; the paused job waits for its resume.
 	at := progress()

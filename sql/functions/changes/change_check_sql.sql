@@ -1,6 +1,5 @@
 -- The static read-only check of a declared change (define_change), as SQL
--- text: {{ .schema }}.apply_<name>(tenant, targets), an overload of its
--- generated function, which judges each of TARGETS (a plan's, as
+-- text: {{ .schema }}.preview_<name>(tenant, targets), which judges each of TARGETS (a plan's, as
 -- change_targets stored them) against its row now, in the words of its
 -- chunk's conflict (change_sql_parts: the same CASE), with no row lock:
 -- [{"key", "problem"}, ...] in the targets' order, problem NULL when the
@@ -13,7 +12,7 @@ language plpgsql stable security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare
-  v_fn text := 'apply_' || (change_check_sql.definition ->> 'name');
+  v_fn text := (change_function_names(change_check_sql.definition ->> 'name')).preview;
   v_parts record;
 begin
   select * into v_parts
@@ -37,4 +36,4 @@ $b$, v_parts.targets_cte, v_parts.compared, (change_check_sql.definition ->> 'ta
 end
 $$;
 comment on function {{ .schema }}.change_check_sql(jsonb, text) is
-  'chunks helper: the CREATE FUNCTION text of the read-only check apply_<name>(tenant, targets) of a validated change DEFINITION (the same CASE as its generated function, no lock), run as the writer role WRITER, for generate_change.';
+  'chunks helper: the CREATE FUNCTION text of the read-only check preview_<name>(tenant, targets) of a validated change DEFINITION (the same CASE as its generated function, no lock), run as the writer role WRITER, for generate_change.';

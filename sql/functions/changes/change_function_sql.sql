@@ -20,7 +20,7 @@
 -- guesses at 100 rows, was planned as a hash join over a scan of the whole
 -- table (a chunk of one target read all 5,000 rows of a small table).
 -- With RESTORE, the inverse used by an undo (register_undo):
--- apply_<name>(job_id, tenant, first_ordinal, targets, restore boolean),
+-- restore_<name>(job_id, tenant, first_ordinal, targets),
 -- whose targets are {key, version?, "?after", "?before"} (the values the
 -- undone job wrote and those it found, from change_audit): each row must
 -- still have the after values (and the version), naming the column that
@@ -34,7 +34,8 @@ set search_path = {{ .schema }}, pg_temp
 as $$
 declare
   v_def jsonb := change_function_sql.definition;
-  v_fn text := 'apply_' || (v_def ->> 'name');
+  v_fn text := (select case when change_function_sql.restore then f.restore else f.apply end
+                  from change_function_names(v_def ->> 'name') as f);
   v_ident text[] := parse_ident(v_def ->> 'table');
   v_rel regclass;
   v_table text;
@@ -139,7 +140,7 @@ declare
   v_problem text;
   v_done bigint[] := '{}'::bigint[];
   v_rows jsonb := '[]'::jsonb;
-begin%9$s%7$s
+begin%8$s
   -- The change, in one statement (see change_function_sql).%6$s
   -- More rows than targets (a key that names two rows) are returned too:
   -- run_change_chunk refuses them, saying why.
@@ -155,13 +156,13 @@ begin%9$s%7$s
     select %3$s
       from %4$s as r
      where %5$s
-     order by %11$s
+     order by %10$s
        for update of r
   )
   select s.problem into v_problem
     from (select t."?ordinal" as o,
-                 %8$s as problem
-            from t left join locked as l on %12$s
+                 %7$s as problem
+            from t left join locked as l on %11$s
            where t."?ordinal" <> all (v_done)) as s
    where s.problem is not null
    order by s.o
@@ -179,7 +180,7 @@ begin%9$s%7$s
     -- hid it from the update. Named, so it never passes silently.
     raise exception '%%', (with %2$s
                            select format('%%s: the row matches but the update did not change it (a trigger on the table skipped it, or a row security policy hides it from the writer %%s)',
-                                         string_agg(%10$s, '; ' order by t."?ordinal"), current_user)
+                                         string_agg(%9$s, '; ' order by t."?ordinal"), current_user)
                              from t
                             where t."?ordinal" <> all (v_done))
       using errcode = 'CH409';
@@ -190,21 +191,17 @@ $f$,
     v_fn, v_t,
     v_compared,
     v_table, change_key_any_sql(v_def, 'r', 'from t where t."?ordinal" <> all (v_done)'), v_apply,
-    -- The inverse is only ever an undo's (run_change_chunk passes true).
-    case when change_function_sql.restore then format(E'\n  if %I.restore is not true then\n    raise exception %L using errcode = %L;\n  end if;',
-                                                      v_fn, 'restore: must be true (the inverse of a change runs an undo''s chunk)', '22023')
-         else '' end,
     v_checks,
     writer_guard_sql(change_function_sql.writer, format('%I.job_id', v_fn)),
     change_key_words_sql(v_def, 't'), change_key_order_sql(v_def, 'r'), change_key_equal_sql(v_def, 'l', 't'));
-  return format($f$create or replace function {{ .schema }}.%I(job_id text, tenant text, first_ordinal integer, targets jsonb%s)
+  return format($f$create or replace function {{ .schema }}.%I(job_id text, tenant text, first_ordinal integer, targets jsonb)
 returns jsonb
 language plpgsql volatile security definer
 %s
 set enable_seqscan = off
 set enable_bitmapscan = off
-as %L$f$, v_fn, case when change_function_sql.restore then ', restore boolean' else '' end, writer_set_clauses(), v_sql);
+as %L$f$, v_fn, writer_set_clauses(), v_sql);
 end
 $$;
 comment on function {{ .schema }}.change_function_sql(jsonb, boolean, text) is
-  'chunks helper: the CREATE FUNCTION text of the static function apply_<name> of a validated change DEFINITION (identifiers by %I, types by format_type, constants as typed literals), run as the writer role WRITER, returning the audit rows of what it changed; with RESTORE, its inverse apply_<name>(..., restore boolean) that an undo runs (the after values expected, the before values set, version + 1).';
+  'chunks helper: the CREATE FUNCTION text of the static function apply_<name> of a validated change DEFINITION (identifiers by %I, types by format_type, constants as typed literals), run as the writer role WRITER, returning the audit rows of what it changed; with RESTORE, its inverse restore_<name>(job_id, tenant, first_ordinal, targets) that an undo runs (the after values expected, the before values set, version + 1).';

@@ -2,7 +2,7 @@
 -- register_change(CHANGE, PLAN) followed by a drain would do now, without
 -- doing it, in check_plan's shape with the targets' keys. Each target is
 -- judged by the words of its chunk's conflict, by the change's generated
--- check apply_<name>(tenant, targets) (change_check_sql: the same CASE the
+-- check preview_<name>(tenant, targets) (change_check_sql: the same CASE the
 -- generated function raises), with no row lock.
 create or replace function {{ .schema }}.check_change(change text, plan jsonb) returns jsonb
 language plpgsql stable security definer
@@ -23,7 +23,7 @@ begin
   v_plan := v_change.approval;
   v_job_id := v_plan ->> 'job_id';
   select j.next_index into v_next_index from jobs as j where j.job_id = v_job_id;
-  select c.function_name into v_function from changes as c where c.name = v_change.name;
+  select f.preview into v_function from changes as c, change_function_names(c.name) as f where c.name = v_change.name;
   -- Its check must still be the writer's as chunks made it, and no
   -- temporary object may stand in for what code on the table reads.
   v_problem := coalesce((select f from writer_function_problem(format('%I.%I(text, jsonb)', '{{ .schema }}', v_function)) as f),

@@ -2,7 +2,8 @@
 -- definition against the catalog (22023 naming the field, table, column or
 -- constant at fault, before anything is written), records it in changes
 -- and generates its static function apply_<name> (change_function_sql),
--- its inverse for an undo and its read-only check (change_check_sql).
+-- its inverse restore_<name> for an undo and its read-only check
+-- preview_<name> (change_check_sql).
 -- SECURITY INVOKER: it runs with the caller's rights, and only the owner of
 -- this schema (or a member of that role) may call it; nobody is granted it.
 create or replace function {{ .schema }}.define_change(definition jsonb) returns boolean
@@ -64,7 +65,7 @@ begin
   -- invisible in changes but not in the catalog (to_regprocedure reads it
   -- as it is now): say so before making its functions a second time.
   if current_setting('transaction_isolation') <> 'read committed'
-     and to_regprocedure(format('%I.%I(text, jsonb)', '{{ .schema }}', 'apply_' || v_name)) is not null
+     and to_regprocedure(format('%I.%I(text, text, integer, jsonb)', '{{ .schema }}', 'apply_' || v_name)) is not null
      and not exists (select from changes as c where c.name = v_name) then
     raise exception 'change %: defined by another transaction that this one''s snapshot cannot see; run define_change again',
       v_name using errcode = '40001';
@@ -285,8 +286,12 @@ begin
     raise exception 'change %: already defined with a different definition (chunks change show %)', v_name, v_name
       using errcode = 'CH409';
   end if;
-  if exists (select from pg_proc as p where p.pronamespace = '{{ .schema }}'::regnamespace and p.proname = 'apply_' || v_name) then
-    raise exception 'change %: a function {{ .schema }}.apply_% exists but no change of this name does', v_name, v_name
+  select p.proname into v_field
+    from change_function_names(v_name) as f, pg_proc as p
+   where p.pronamespace = '{{ .schema }}'::regnamespace and p.proname in (f.apply, f.restore, f.preview)
+   order by p.proname limit 1;
+  if found then
+    raise exception 'change %: a function {{ .schema }}.% exists but no change of this name does', v_name, v_field
       using errcode = 'CH409';
   end if;
 

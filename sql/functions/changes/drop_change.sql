@@ -27,4 +27,4 @@ begin
 end
 $$;
 comment on function {{ .schema }}.drop_change(text) is
-  'Drops the declared change NAME and its generated functions apply_<name> (the change, its inverse and its check); true when it was there, false when there is no such change. Only the schema''s owner may (42501). Errors: 22023 bad name; CH409 while any job of the change exists.';
+  'Drops the declared change NAME and its generated functions apply_<name>, restore_<name> and preview_<name> (the change, its inverse and its check); true when it was there, false when there is no such change. Only the schema''s owner may (42501). Errors: 22023 bad name; CH409 while any job of the change exists.';

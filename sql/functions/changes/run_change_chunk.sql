@@ -112,16 +112,15 @@ begin
   v_end := least(run_change_chunk.next_index + run_change_chunk.chunk_size, v_n);
   select jsonb_agg(v_targets -> i order by i), jsonb_agg(coalesce(v_targets -> i -> v_key, change_key_of(v_def, v_targets -> i)) order by i) into v_slice, v_processed
     from generate_series(run_change_chunk.next_index, v_end - 1) as i;
-  -- The change's function, as the writer: it changes the rows and returns
-  -- what it changed; the audit is written here, as chunks' owner, and must
-  -- be exactly this chunk's targets, by ordinal and key.
+  -- The change's function (an undo's: its inverse, restore_<name>), as the
+  -- writer: it changes the rows and returns what it changed; the audit is
+  -- written here, as chunks' owner, and must be exactly this chunk's
+  -- targets, by ordinal and key.
   if v_restore then
-    execute format('select %I.%I($1, $2, $3, $4, true)', '{{ .schema }}', v_function)
-      into v_rows using run_change_chunk.job_id, run_change_chunk.tenant, run_change_chunk.next_index, v_slice;
-  else
-    execute format('select %I.%I($1, $2, $3, $4)', '{{ .schema }}', v_function)
-      into v_rows using run_change_chunk.job_id, run_change_chunk.tenant, run_change_chunk.next_index, v_slice;
+    v_function := 'restore_' || run_change_chunk.change; -- change_function_names
   end if;
+  execute format('select %I.%I($1, $2, $3, $4)', '{{ .schema }}', v_function)
+    into v_rows using run_change_chunk.job_id, run_change_chunk.tenant, run_change_chunk.next_index, v_slice;
   -- Exactly the chunk's targets, one row each, by ordinal and key: the
   -- count before anything is written (a key that named two rows gives
   -- more), the ordinals and keys as the rows are written (one statement).

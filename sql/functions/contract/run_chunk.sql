@@ -46,12 +46,12 @@ begin
          -- drops them when the change no longer fits its table) and its key is
          -- still unique on the table alone.
          case when ch.name is null then null
+              -- (an undo's: restore_<name>, change_function_names)
               when not exists (select from pg_proc as p
-                                where p.proname = ch.function_name and p.pronamespace = '{{ .schema }}'::regnamespace
-                                  and p.pronargs = case when k.kind = 'restore' then 5 else 4 end)
-                then (select f from writer_function_problem(format('%I.%I', '{{ .schema }}', ch.function_name)
-                                                            || case when k.kind = 'restore' then '(text, text, integer, jsonb, boolean)'
-                                                                    else '(text, text, integer, jsonb)' end) as f)
+                                where p.proname = case when k.kind = 'restore' then 'restore_' || ch.name else ch.function_name end
+                                  and p.pronamespace = '{{ .schema }}'::regnamespace and p.pronargs = 4)
+                then (select f from writer_function_problem(format('%I.%I(text, text, integer, jsonb)', '{{ .schema }}',
+                                                                   case when k.kind = 'restore' then 'restore_' || ch.name else ch.function_name end)) as f)
               else (select kp from change_key_problem(ch.definition) as kp) end as change_problem
     into v_job
     from jobs as j

@@ -84,8 +84,11 @@ takes back its privileges on chunks' schema, and makes writer_exec and every dec
 functions again, as the writer's; a change that no longer fits its table is left without
 functions, named in a notice.$c$;
 
--- Drops every generated function of a declared change (apply_<name>: the
--- change, its inverse and its check), whoever owns them.
+-- Drops every generated function of a declared change, whoever owns them:
+-- FUNCTION_NAME (changes.function_name, apply_<name>: the change),
+-- restore_<name> (its inverse) and preview_<name> (its read-only check).
+-- Before issue 36 the inverse and the check were overloads of
+-- apply_<name>: those go too.
 create or replace function {{ .schema }}.drop_change_functions(function_name text) returns void
 language plpgsql volatile security invoker
 set search_path = {{ .schema }}, pg_temp
@@ -93,11 +96,13 @@ as $$
 declare
   v_function regprocedure;
 begin
-  for v_function in select p.oid::regprocedure from pg_proc as p
-                     where p.pronamespace = '{{ .schema }}'::regnamespace and p.proname = drop_change_functions.function_name loop
+  for v_function in select p.oid::regprocedure
+                       from change_function_names(substr(drop_change_functions.function_name, length('apply_') + 1)) as f,
+                            pg_proc as p
+                      where p.pronamespace = '{{ .schema }}'::regnamespace and p.proname in (f.apply, f.restore, f.preview) loop
     execute format('drop function %s', v_function);
   end loop;
 end
 $$;
 comment on function {{ .schema }}.drop_change_functions(text) is
-  'chunks helper: drops every function of this schema named FUNCTION_NAME (a declared change''s apply_<name> overloads).';
+  'chunks helper: drops the generated functions of the declared change whose function is FUNCTION_NAME (apply_<name>, restore_<name>, preview_<name>).';
