@@ -106,13 +106,22 @@ func TestChangePartitionedTable(t *testing.T) {
 func TestChangeCitextAndNumericKeys(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
-	w := s.UserSchema(t, `create extension if not exists citext schema %[1]s;
-	create table %[1]s.users(email %[1]s.citext primary key, active boolean not null);
+	ext := s.UserSchema(t, `create extension if not exists citext schema %[1]s`)
+	w := s.UserSchema(t, `create table %[1]s.users(email `+ext+`.citext primary key, active boolean not null);
 	insert into %[1]s.users values ('Ann@Example.com', true), ('bob@example.com', true);
 	create table %[1]s.lots(lot numeric(12, 2) primary key, state text not null);
 	insert into %[1]s.lots values (10.50, 'open'), (11.25, 'open');`)
-	s.Exec(t, "select define_change($1)", `{"name": "deactivate", "table": "`+w+`.users", "key": "email", "expect": ["active"], "set": {"active": false}}`)
-	_, err := pgtest.TryString(s.Conn, "select register_change('deactivate', $1)::text",
+	// citext's = is compared with by name, in its schema: the writer must use it.
+	deactivate := `{"name": "deactivate", "table": "` + w + `.users", "key": "email", "expect": ["active"], "set": {"active": false}}`
+	writer := writerOf(t, s)
+	s.Exec(t, "revoke usage on schema "+ext+" from "+writer)
+	_, err := pgtest.TryString(s.Conn, "select define_change($1)::text", deactivate)
+	pgtest.WantPgError(t, err, "22023", "table: the writer "+writer+" may not use schema "+ext+", where the operator "+ext+".=("+ext+".citext,"+ext+
+		".citext) compares key column email; its owner ("+pgtest.MustString(t, s.Conn, "select nspowner::regrole::text from pg_namespace where nspname = $1", ext)+
+		") grants it: grant usage on schema "+ext+" to "+writer)
+	s.Exec(t, "grant usage on schema "+ext+" to "+writer)
+	s.Exec(t, "select define_change($1)", deactivate)
+	_, err = pgtest.TryString(s.Conn, "select register_change('deactivate', $1)::text",
 		changePlan("u0", "t", `[{"email": "ann@example.com", "active": true}, {"email": "ANN@EXAMPLE.COM", "active": true}]`, 2))
 	pgtest.WantPgError(t, err, "22023", "targets: duplicate email ann@example.com")
 	s.Exec(t, "select register_change('deactivate', $1)", changePlan("u1", "t", `[{"email": "BOB@example.com", "active": true}, {"email": "ann@example.com", "active": true}]`, 2))

@@ -31,7 +31,7 @@ begin%6$s
 end
 $b$, v_parts.targets_cte, v_parts.compared, (change_check_sql.definition ->> 'table')::regclass,
      change_key_any_sql(change_check_sql.definition, 'r', 'from t'), v_parts.problem,
-     writer_guard_sql(change_check_sql.writer, null), (change_key_sql(change_check_sql.definition, 't')).json,
+     writer_guard_sql(change_check_sql.writer, null), (change_key_sql(change_check_sql.definition, 't')).as_json,
      change_key_equal_sql(change_check_sql.definition, 'l', 't')));
 end
 $$;

@@ -127,7 +127,7 @@ begin
            (select format('jsonb_build_object(%s) as "?before", jsonb_build_object(%s) as "?after"',
                           string_agg(format('%L, b.%I', c, c), ', '), string_agg(format('%L, l.%I', c, c), ', '))
               from unnest(v_written) as c)),
-    change_key_equal_sql(v_def, 'l', 't'), (change_key_sql(v_def, 't')).text);
+    change_key_equal_sql(v_def, 'l', 't'), (change_key_sql(v_def, 't')).as_text);
 
   -- The body is passed as one quoted literal (%L), so no text of the
   -- definition can end it, as it could end a dollar quote.

@@ -46,7 +46,7 @@ comment on function {{ .schema }}.change_key_text(jsonb, jsonb) is
 -- SQL text of the key of the row or target ALIAS (typed columns) as JSON,
 -- and as the text change_audit keeps (to_jsonb: the same text as the
 -- stored targets' values, whatever the session prints).
-create or replace function {{ .schema }}.change_key_sql(definition jsonb, alias text, out json text, out text text)
+create or replace function {{ .schema }}.change_key_sql(definition jsonb, alias text, out as_json text, out as_text text)
 language sql immutable parallel safe
 set search_path = {{ .schema }}, pg_temp
 as $$
@@ -98,7 +98,6 @@ as $$
   select string_agg(format('%1$s.%2$I %4$s any (array(select t.%2$I %3$s))', r, c, from_t, key_column_equality_sql(definition, c)), ' and ' order by o)
     from unnest(change_key_columns(definition)) with ordinality as x(c, o)
 $$;
-
 comment on function {{ .schema }}.change_key_any_sql(jsonb, text, text) is
   'chunks helper: SQL text of the index condition "the row R''s key columns are among the targets'' (FROM_T)", one = ANY per key column.';
 

@@ -47,26 +47,37 @@ $$;
 comment on function {{ .schema }}.key_type_sortable(regtype) is
   'chunks helper: whether type TYP (a domain: its base type) has a default btree operator class, so a key column of it can be sorted and locked in order.';
 
--- The equality operator of a key column of type TYP as SQL text: "=" for
--- a type whose default btree operator class is PostgreSQL's own, else
--- OPERATOR(schema.=) of the type's class (citext's), which the writer's
--- search_path (pg_catalog) would not find: there, "=" would compare two
--- citext values as text, case and all, and use no index.
+-- The equality operator of the default btree operator class of TYP (a
+-- domain's base type's), or NULL: what a key column of TYP is compared with.
+create or replace function {{ .schema }}.key_equality_operator(typ regtype) returns oid
+language sql stable
+set search_path = {{ .schema }}, pg_temp
+as $$
+  select ao.amopopr
+    from pg_opclass as oc
+    join pg_am as am on am.oid = oc.opcmethod and am.amname = 'btree'
+    join pg_amop as ao on ao.amopfamily = oc.opcfamily and ao.amopstrategy = 3
+                      and ao.amoplefttype = oc.opcintype and ao.amoprighttype = oc.opcintype
+   where oc.opcdefault
+     and oc.opcintype in (key_equality_operator.typ, (select t.typbasetype from pg_type as t where t.oid = key_equality_operator.typ))
+   order by oc.opcintype = key_equality_operator.typ desc
+   limit 1
+$$;
+comment on function {{ .schema }}.key_equality_operator(regtype) is
+  'chunks helper: the equality operator of the default btree operator class of TYP (or of its base type), or NULL.';
+
+-- That operator as SQL text: "=" when it is PostgreSQL's own, else
+-- OPERATOR(schema.=) (citext's), which the writer's search_path
+-- (pg_catalog) would not find: there, "=" would compare two citext values
+-- as text, case and all, and use no index. The writer needs USAGE on that
+-- schema (change_table_problem says so).
 create or replace function {{ .schema }}.key_equality_sql(typ regtype) returns text
 language sql stable
 set search_path = {{ .schema }}, pg_temp
 as $$
   select coalesce((select case when n.nspname = 'pg_catalog' then '=' else format('operator(%I.%s)', n.nspname, o.oprname) end
-                     from pg_opclass as oc
-                     join pg_am as am on am.oid = oc.opcmethod and am.amname = 'btree'
-                     join pg_amop as ao on ao.amopfamily = oc.opcfamily and ao.amopstrategy = 3
-                                       and ao.amoplefttype = oc.opcintype and ao.amoprighttype = oc.opcintype
-                     join pg_operator as o on o.oid = ao.amopopr
-                     join pg_namespace as n on n.oid = o.oprnamespace
-                    where oc.opcdefault
-                      and oc.opcintype in (key_equality_sql.typ, (select t.typbasetype from pg_type as t where t.oid = key_equality_sql.typ))
-                    order by oc.opcintype = key_equality_sql.typ desc
-                    limit 1), '=')
+                     from pg_operator as o join pg_namespace as n on n.oid = o.oprnamespace
+                    where o.oid = key_equality_operator(key_equality_sql.typ)), '=')
 $$;
 comment on function {{ .schema }}.key_equality_sql(regtype) is
   'chunks helper: SQL text of the equality operator of the default btree operator class of TYP ("=" for PostgreSQL''s own, else OPERATOR(schema.=)).';
