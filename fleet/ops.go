@@ -121,15 +121,15 @@ func Workers(ctx context.Context, db driver.DB) ([]WorkerStatus, error) {
 //     a lock wait over 500 ms, a statement timeout, a deadlock...): the job
 //     rests RestMs before any worker takes it.
 type Pass struct {
-	JobID      string            `json:"job_id"`
-	Processed  []json.RawMessage `json:"processed"` // the keys the chunk changed, as the server wrote them: order ids, or a declared change's keys (numbers or strings)
-	NextIndex  int               `json:"next_index"`
-	Done       bool              `json:"done"`
-	SQLState   string            `json:"sqlstate,omitempty"`
-	Err        string            `json:"error,omitempty"`
-	Paused     bool              `json:"paused,omitempty"`
-	PauseAfter *int              `json:"pause_after,omitempty"`
-	RestMs     int64             `json:"rest_ms,omitempty"`
+	JobID      string       `json:"job_id"`
+	Processed  []driver.Key `json:"processed"` // the keys the chunk changed: order ids, or a declared change's keys of any shape
+	NextIndex  int          `json:"next_index"`
+	Done       bool         `json:"done"`
+	SQLState   string       `json:"sqlstate,omitempty"`
+	Err        string       `json:"error,omitempty"`
+	Paused     bool         `json:"paused,omitempty"`
+	PauseAfter *int         `json:"pause_after,omitempty"`
+	RestMs     int64        `json:"rest_ms,omitempty"`
 }
 
 // Conflict reports whether the chunk rolled back with a conflict (CH409: a
@@ -264,7 +264,7 @@ func RunNext(ctx context.Context, conn *pgx.Conn, worker string, rate, retry tim
 		return nil, fmt.Errorf("run_next_chunk: committed, but its reply does not read: %w", err)
 	}
 	if p.Processed == nil {
-		p.Processed = []json.RawMessage{}
+		p.Processed = []driver.Key{}
 	}
 	return p, nil
 }

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
 	"github.com/chunks-dev/chunks/pace"
 )
@@ -21,8 +21,8 @@ func TestWorkerCountsEachPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Ran(&fleet.Pass{JobID: "a", Processed: []json.RawMessage{[]byte("1"), []byte("2"), []byte("3")}}, 10*time.Millisecond)
-	m.Ran(&fleet.Pass{JobID: "a", Processed: []json.RawMessage{[]byte("4")}, Done: true}, 20*time.Millisecond)
+	m.Ran(&fleet.Pass{JobID: "a", Processed: []driver.Key{driver.IntKey(1), driver.IntKey(2), driver.IntKey(3)}}, 10*time.Millisecond)
+	m.Ran(&fleet.Pass{JobID: "a", Processed: []driver.Key{driver.IntKey(4)}, Done: true}, 20*time.Millisecond)
 	m.Ran(&fleet.Pass{JobID: "b", Paused: true, SQLState: "CH409", Err: "conflict"}, 30*time.Millisecond)
 	m.Ran(&fleet.Pass{JobID: "c", SQLState: "40P01", Err: "deadlock"}, 40*time.Millisecond)
 	m.Ran(&fleet.Pass{JobID: "c", SQLState: "40P01", Err: "deadlock"}, 40*time.Millisecond)
@@ -30,7 +30,7 @@ func TestWorkerCountsEachPass(t *testing.T) {
 	m.Ran(&fleet.Pass{JobID: "e", Paused: true, SQLState: "P0001", Err: "payment 1 is frozen"}, 50*time.Millisecond)
 	m.Ran(&fleet.Pass{JobID: "e", Paused: true, SQLState: "22023", Err: "job_id: must be ..."}, 60*time.Millisecond)
 	// A canary's last chunk: it committed, and the job paused with no error.
-	m.Ran(&fleet.Pass{JobID: "f", Processed: []json.RawMessage{[]byte("5")}, Paused: true}, 10*time.Millisecond)
+	m.Ran(&fleet.Pass{JobID: "f", Processed: []driver.Key{driver.IntKey(5)}, Paused: true}, 10*time.Millisecond)
 	m.Failed(nil)
 
 	checks := []struct {
