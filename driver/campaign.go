@@ -552,11 +552,10 @@ type CampaignCheck struct {
 	Problems  int    `json:"problems"` // remaining targets whose order cannot
 	Listed    []struct {
 		ID int64 `json:"id,omitempty"` // an order's id (a campaign of orders)
-		// Key is a row's key as the server wrote it (a campaign of a
-		// declared change): a JSON number for an integer key, a string
-		// otherwise, as [ChangeTargetCheck].Key.
-		Key     json.RawMessage `json:"key,omitempty"`
-		Problem string          `json:"problem"`
+		// Key is a row's key (a campaign of a declared change), as
+		// [ChangeTargetCheck].Key.
+		Key     Key    `json:"key,omitzero"`
+		Problem string `json:"problem"`
 	} `json:"listed"` // the first problems, in id (key) order
 }
 

@@ -402,16 +402,16 @@ type ChangeCheck struct {
 	Targets    []ChangeTargetCheck `json:"targets"`
 }
 
-// ChangeTargetCheck is one target of a [ChangeCheck]: its key as the
-// server wrote it (a JSON number for an integer key, a string otherwise);
+// ChangeTargetCheck is one target of a [ChangeCheck]: its key (a number, a
+// string, or an object of the columns of a composite key);
 // Problem in the words of the conflict its chunk would raise
 // ("payment_id 42: lock_version is 4, approved 3"); Committed for a target
 // the registered job has already changed.
 type ChangeTargetCheck struct {
-	Key       json.RawMessage `json:"key"`
-	OK        bool            `json:"ok"`
-	Problem   string          `json:"problem"`
-	Committed bool            `json:"committed"`
+	Key       Key    `json:"key"`
+	OK        bool   `json:"ok"`
+	Problem   string `json:"problem"`
+	Committed bool   `json:"committed"`
 }
 
 // CheckChange is the preflight of plan, a job of the declared change:

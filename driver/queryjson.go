@@ -28,7 +28,7 @@ var functionName = regexp.MustCompile(`^[a-z_]{1,63}$`)
 // ("status_page: missing key jobs[0].tenant"), never a zero value read in
 // silence. Such a mismatch means that the functions installed in the
 // schema are not those of this binary (run chunks migrate). A field's key
-// may be absent when its json tag says omitempty; a field tagged sql:"-"
+// may be absent when its json tag says omitempty (or omitzero); a field tagged sql:"-"
 // is filled in Go, and its key must not come from the server. Package
 // fleet reads status_page and worker_status through it too.
 func QueryJSON(ctx context.Context, db DB, out any, fn string, args ...any) (bool, error) {
@@ -127,7 +127,7 @@ func requireKeys(t reflect.Type, data json.RawMessage, path string) error {
 }
 
 // jsonKey is field f's JSON key as encoding/json names it; optional when
-// its tag says omitempty, fromGo when it is tagged sql:"-"; ok is false
+// its tag says omitempty or omitzero, fromGo when it is tagged sql:"-"; ok is false
 // for a field encoding/json leaves out.
 func jsonKey(f reflect.StructField) (name string, optional, fromGo, ok bool) {
 	tag := f.Tag.Get("json")
@@ -138,7 +138,8 @@ func jsonKey(f reflect.StructField) (name string, optional, fromGo, ok bool) {
 	if name == "" {
 		name = f.Name
 	}
-	return name, slices.Contains(strings.Split(opts, ","), "omitempty"), f.Tag.Get("sql") == "-", true
+	optional = slices.ContainsFunc(strings.Split(opts, ","), func(o string) bool { return o == "omitempty" || o == "omitzero" })
+	return name, optional, f.Tag.Get("sql") == "-", true
 }
 
 func join(path, key string) string {

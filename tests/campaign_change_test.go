@@ -91,7 +91,7 @@ func TestCampaignOfAChange(t *testing.T) {
 			before := pgtest.MustString(t, s.Conn, "select md5(string_agg(p::text, ',' order by payment_id)) from "+shop+".payments p")
 			ch, err := driver.CheckCampaign(ctx, s.Conn, "holds", 10)
 			if err != nil || ch.Remaining != 10000 || ch.OK != 9999 || ch.Problems != 1 || len(ch.Listed) != 1 ||
-				string(ch.Listed[0].Key) != "50" || ch.Listed[0].Problem != "payment_id 50: lock_version is 9, approved 3" {
+				ch.Listed[0].Key != driver.IntKey(50) || ch.Listed[0].Problem != "payment_id 50: lock_version is 9, approved 3" {
 				t.Fatalf("check: %+v, %v", ch, err)
 			}
 			if after := pgtest.MustString(t, s.Conn, "select md5(string_agg(p::text, ',' order by payment_id)) from "+shop+".payments p"); after != before {

@@ -97,7 +97,7 @@ func TestDriverChange(t *testing.T) {
 		}
 	}
 	chk, err := driver.CheckChange(ctx, s.Conn, "hold_payment", plan)
-	if err != nil || !chk.OK || chk.Job != driver.JobFree || len(chk.Targets) != 2 || string(chk.Targets[1].Key) != "2" || chk.Targets[1].Problem != "" {
+	if err != nil || !chk.OK || chk.Job != driver.JobFree || len(chk.Targets) != 2 || chk.Targets[1].Key != driver.IntKey(2) || chk.Targets[1].Problem != "" {
 		t.Fatalf("CheckChange: %+v, %v", chk, err)
 	}
 	if _, err := driver.CheckChange(ctx, s.Conn, "hold_payment", driver.ChangePlan{JobID: "p1", Tenant: "7", ChunkSize: 2}); !errors.Is(err, driver.ErrInvalid) {

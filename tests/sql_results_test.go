@@ -151,7 +151,7 @@ func compareKeys(v any, t reflect.Type, path string, seen map[string][]string) [
 			case f.Tag.Get("sql") == "-":
 			case present:
 				out = append(out, compareKeys(e, f.Type, join(path, name), seen)...)
-			case !strings.Contains(opts, "omitempty"):
+			case !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero"):
 				out = append(out, "key "+join(path, name)+" of the Go type is missing")
 			}
 		}

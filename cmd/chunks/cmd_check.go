@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -140,7 +139,7 @@ func runCheckChange(ctx context.Context, d deps, o *planOptions, out io.Writer) 
 		if len(problems) > 0 {
 			t := newTable(out, "key", "would not be changed")
 			for _, p := range problems {
-				t.AppendRow([]any{keyCell(rawKey(p.Key)), terminalSafe(p.Problem)})
+				t.AppendRow([]any{keyCell(p.Key), terminalSafe(p.Problem)})
 			}
 			t.Render()
 		}
@@ -161,14 +160,4 @@ func runCheckChange(ctx context.Context, d deps, o *planOptions, out io.Writer) 
 		parts = append(parts, "registering would conflict")
 	}
 	return driver.NewError(driver.ErrConflict, nil, "check: job %s: %s", res.JobID, strings.Join(parts, "; "))
-}
-
-// rawKey is a key as the server wrote it; a value that is no key is kept
-// as its text.
-func rawKey(raw json.RawMessage) driver.Key {
-	var k driver.Key
-	if err := k.UnmarshalJSON(raw); err != nil {
-		return driver.TextKey(string(raw))
-	}
-	return k
 }

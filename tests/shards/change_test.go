@@ -41,7 +41,7 @@ func TestRouterRegisterChange(t *testing.T) {
 	const tenant = "acme"
 	plan := driver.ChangePlan{JobID: "h1", Tenant: tenant, ChunkSize: 2, AllowPartial: true, Targets: []map[string]any{
 		{"payment_id": 3, "lock_version": 0}, {"payment_id": 1, "lock_version": 0}}}
-	if chk, err := driver.CheckChange(ctx, c.router, "hold", plan); err != nil || !chk.OK || chk.Job != driver.JobFree || len(chk.Targets) != 2 || string(chk.Targets[0].Key) != "1" {
+	if chk, err := driver.CheckChange(ctx, c.router, "hold", plan); err != nil || !chk.OK || chk.Job != driver.JobFree || len(chk.Targets) != 2 || chk.Targets[0].Key != driver.IntKey(1) {
 		t.Fatalf("CheckChange through the router: %+v, %v", chk, err)
 	}
 	for i, want := range []bool{true, false} {
