@@ -3,12 +3,13 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
-
 	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
@@ -340,7 +341,7 @@ func TestChangeContactsAndPrices(t *testing.T) {
 	// The fleet's pass (chunks worker) reads a chunk of uuid keys.
 	pass, err := fleet.RunNext(ctx, s.Conn, "w1", 0, time.Second)
 	if err != nil || pass == nil || pass.JobID != "c1" || !pass.Done || pass.Err != "" ||
-		fmt.Sprintf("%s", pass.Processed) != `["00000000-0000-0000-0000-00000000000a" "00000000-0000-0000-0000-00000000000b"]` {
+		!slices.Equal(pass.Processed, []driver.Key{driver.TextKey("00000000-0000-0000-0000-00000000000a"), driver.TextKey("00000000-0000-0000-0000-00000000000b")}) {
 		t.Fatalf("RunNext: %+v, %v", pass, err)
 	}
 	sameJSON(t, "contacts", pgtest.MustString(t, s.Conn, "select jsonb_agg(jsonb_build_array(right(id::text, 1), opted_out, note) order by id)::text from "+crm+".contacts"),
