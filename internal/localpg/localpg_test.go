@@ -389,9 +389,12 @@ func TestSetApplyDelay(t *testing.T) {
 	if err := sb.SetApplyDelay(ctx, time.Hour); err != nil {
 		t.Fatalf("set apply delay: %v", err)
 	}
-	if got := query[string](t, st, "show recovery_min_apply_delay"); got != "1h" {
-		t.Fatalf("recovery_min_apply_delay %q, want 1h", got)
-	}
+	// SetApplyDelay returns once its own session sees the setting; another
+	// session rereads it when its backend handles the reload's SIGHUP,
+	// which on a loaded machine may come a moment later.
+	waitFor(t, 5*time.Second, "the standby's other session sees recovery_min_apply_delay 1h", func() bool {
+		return query[string](t, st, "show recovery_min_apply_delay") == "1h"
+	})
 	lsn := commitLSN(t, p, 2)
 	waitFor(t, 5*time.Second, "the standby receives the commit", func() bool {
 		return query[bool](t, st, "select pg_last_wal_receive_lsn() >= $1::pg_lsn", lsn)
