@@ -10,9 +10,11 @@ import (
 	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
-// todaysMain is main before issue 36 (keys of any shape, schema version
-// 10 with the writer): the build whose fleet this build upgrades.
-const todaysMain = "bf757d6"
+// schema10Mains are the builds of main at schema version 10 (the writer)
+// whose fleets this build upgrades: the first landed one (4c9e349, before
+// issue 35's last fixes changed run_change_chunk's signature) and the last
+// one before issue 36 (keys of any shape) began.
+var schema10Mains = []string{"4c9e349", "bf757d6"}
 
 // Issue 36's upgrade: an install made by the previous build, with orders
 // jobs and a declared change's campaign in flight, one job paused and its
@@ -21,7 +23,16 @@ const todaysMain = "bf757d6"
 // campaign's report and undo answer for the jobs the old build registered.
 func TestUpgradeTodaysFleet(t *testing.T) {
 	t.Parallel()
-	old := buildChunksAt(t, todaysMain)
+	for _, rev := range schema10Mains {
+		t.Run(rev, func(t *testing.T) {
+			t.Parallel()
+			upgradeFleetFrom(t, rev)
+		})
+	}
+}
+
+func upgradeFleetFrom(t *testing.T, rev string) {
+	old := buildChunksAt(t, rev)
 	admin := pgtest.Connect(t, pgtest.DSN())
 	name := pgtest.NewSchemaName(t)
 	shop := pgtest.NewSchemaName(t)
