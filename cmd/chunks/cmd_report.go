@@ -45,7 +45,7 @@ func runReport(ctx context.Context, d deps, o *jobOptions, out io.Writer) error 
 		return err
 	}
 	if d.json {
-		return printJSON(out, reportJSONOf(r))
+		return printJSON(out, r.AllKeys())
 	}
 	noun := "order"
 	if lineage != nil && lineage.Change != nil {

@@ -5,7 +5,8 @@ import "github.com/chunks-dev/chunks/driver"
 // The --json shapes of the results that list keys: each list holds the
 // keys themselves, whatever their type (numbers for order ids and integer
 // keys, strings for other keys, objects for composite keys), never an
-// empty list beside a "keys" one.
+// empty list beside a "keys" one. AllKeys never gives a nil list, so
+// each prints as [] when empty.
 
 // chunkJSON is chunks run --json.
 type chunkJSON struct {
@@ -34,30 +35,16 @@ type undoJSON struct {
 }
 
 func chunkJSONOf(r driver.ChunkResult) chunkJSON {
-	return chunkJSON{Processed: nonNilKeys(r.AllKeys()), NextIndex: r.NextIndex, Done: r.Done}
+	return chunkJSON{Processed: r.AllKeys(), NextIndex: r.NextIndex, Done: r.Done}
 }
 
 func drainJSONOf(r driver.DrainResult) drainJSON {
-	return drainJSON{Calls: r.Calls, Processed: nonNilKeys(r.AllKeys()), NextIndex: r.NextIndex, Done: r.Done}
+	return drainJSON{Calls: r.Calls, Processed: r.AllKeys(), NextIndex: r.NextIndex, Done: r.Done}
 }
 
 func undoJSONOf(u driver.Undo) undoJSON {
 	k := u.AllKeys()
 	return undoJSON{JobID: u.JobID, Undoes: u.Undoes, Created: u.Created, Change: u.Change,
-		Targets: nonNilKeys(k.Targets), Drifted: nonNilKeys(k.Drifted), Missing: nonNilKeys(k.Missing)}
+		Targets: k.Targets, Drifted: k.Drifted, Missing: k.Missing}
 }
 
-// reportJSONOf is chunks report --json: the six lists.
-func reportJSONOf(r driver.JobReport) driver.ReportKeys {
-	k := r.AllKeys()
-	return driver.ReportKeys{Approved: nonNilKeys(k.Approved), Committed: nonNilKeys(k.Committed), Remaining: nonNilKeys(k.Remaining),
-		Matching: nonNilKeys(k.Matching), Drifted: nonNilKeys(k.Drifted), Missing: nonNilKeys(k.Missing)}
-}
-
-// nonNilKeys is keys, or an empty list for none: a list prints as [], never null.
-func nonNilKeys(keys []driver.Key) []driver.Key {
-	if keys == nil {
-		return []driver.Key{}
-	}
-	return keys
-}

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
@@ -21,11 +19,8 @@ func TestChangeSetNowFromQuery(t *testing.T) {
 	insert into %[1]s.invoices(id, status, total) select g, case g %% 3 when 0 then 'shipped' when 1 then 'pending' else 'authorized' end, 10 * g
 	  from generate_series(1, 12) g;
 	update %[1]s.invoices set voided_at = '2021-01-01 00:00+00' where id = 4;`)
-	def := filepath.Join(t.TempDir(), "void.json")
-	if err := os.WriteFile(def, []byte(fmt.Sprintf(`{"name": "void_invoice", "table": "%s.invoices", "key": "id", "expect": ["total"],
-	  "when": {"status": ["pending", "authorized"], "voided_at": null}, "set": {"status": "void"}, "set_now": ["updated_at"]}`, bill)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	def := writeFile(t, "void.json", fmt.Sprintf(`{"name": "void_invoice", "table": "%s.invoices", "key": "id", "expect": ["total"],
+	  "when": {"status": ["pending", "authorized"], "voided_at": null}, "set": {"status": "void"}, "set_now": ["updated_at"]}`, bill))
 	wantOK(t, l.Chunks(t, "change", "define", def))
 
 	query := fmt.Sprintf(`select id, total from %s.invoices where status in ('pending', 'authorized') and voided_at is null`, bill)

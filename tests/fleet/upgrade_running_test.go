@@ -52,6 +52,33 @@ func buildChunksAt(t *testing.T, rev string) string {
 	return bin
 }
 
+// installedBy installs chunks into a new schema with the build bin (its
+// chunks migrate) and makes an empty schema for the user's tables beside
+// it. Both are dropped when the test ends, then the writer roles an upgrade
+// may leave (SCHEMA_w, which the DBA makes, and SCHEMA_writer, which
+// migrate makes). It returns the schema, with a connection whose
+// search_path is it, the CLI's global flags for it, and the user's schema.
+func installedBy(t *testing.T, bin string) (s *pgtest.Schema, globals []string, shop string) {
+	t.Helper()
+	admin := pgtest.Connect(t, pgtest.DSN())
+	name, shop := pgtest.NewSchemaName(t), pgtest.NewSchemaName(t)
+	t.Cleanup(func() {
+		for _, sql := range []string{"drop schema if exists " + name + " cascade", "drop schema if exists " + shop + " cascade",
+			"drop role if exists " + name + "_w", "drop role if exists " + name + "_writer"} {
+			if _, err := admin.Exec(ctx, sql); err != nil {
+				t.Errorf("%s: %v", sql, err)
+			}
+		}
+	})
+	globals = []string{"--dsn", pgtest.DSN(), "--schema", name}
+	if r := clitest.RunWith(t, clitest.Options{Binary: bin}, append(globals, "migrate")...); r.Code != 0 {
+		t.Fatalf("migrate with %s: %v", bin, r)
+	}
+	s = &pgtest.Schema{Name: name, Conn: pgtest.Connect(t, pgtest.WithSearchPath(pgtest.DSN(), name))}
+	s.Exec(t, "create schema "+shop)
+	return s, globals, shop
+}
+
 // A fleet of the previous build at work, upgraded as docs/installing-and-
 // upgrading.md says: the DBA makes the writer and grants it the table, the
 // new binary migrates while the old worker runs chunks of declared-change
@@ -60,35 +87,15 @@ func buildChunksAt(t *testing.T, rev string) string {
 func TestUpgradeARunningFleetFromThePreviousBuild(t *testing.T) {
 	t.Parallel()
 	old := buildChunksAt(t, previousMain)
-	admin := pgtest.Connect(t, pgtest.DSN())
-	name := pgtest.NewSchemaName(t)
-	writer := name + "_w"
-	t.Cleanup(func() {
-		for _, sql := range []string{"drop schema if exists " + name + " cascade", "drop role if exists " + writer} {
-			if _, err := admin.Exec(ctx, sql); err != nil {
-				t.Errorf("%s: %v", sql, err)
-			}
-		}
-	})
-	globals := []string{"--dsn", pgtest.DSN(), "--schema", name}
-	if r := clitest.RunWith(t, clitest.Options{Binary: old}, append(globals, "migrate")...); r.Code != 0 {
-		t.Fatalf("migrate with the previous build: %v", r)
-	}
-	conn := pgtest.Connect(t, pgtest.WithSearchPath(pgtest.DSN(), name))
-	s := &pgtest.Schema{Name: name, Conn: conn}
-	shop := pgtest.NewSchemaName(t)
+	s, globals, shop := installedBy(t, old)
+	conn := s.Conn
+	writer := s.Name + "_w"
 	for _, sql := range []string{
-		"create schema " + shop,
 		"create table " + shop + ".payments(payment_id bigint primary key, status text not null, lock_version integer not null)",
 		"insert into " + shop + ".payments select g, 'captured', 0 from generate_series(1, 40) g",
 	} {
 		s.Exec(t, sql)
 	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec(ctx, "drop schema if exists "+shop+" cascade"); err != nil {
-			t.Errorf("drop schema %s: %v", shop, err)
-		}
-	})
 	s.Exec(t, "select define_change($1)", fmt.Sprintf(`{"name": "hold", "table": "%s.payments", "key": "payment_id",
 	  "version": "lock_version", "when": {"status": "captured"}, "set": {"status": "on_hold"}}`, shop))
 	for j := 0; j < 4; j++ {

@@ -33,25 +33,9 @@ func TestUpgradeTodaysFleet(t *testing.T) {
 
 func upgradeFleetFrom(t *testing.T, rev string) {
 	old := buildChunksAt(t, rev)
-	admin := pgtest.Connect(t, pgtest.DSN())
-	name := pgtest.NewSchemaName(t)
-	shop := pgtest.NewSchemaName(t)
-	t.Cleanup(func() {
-		for _, sql := range []string{"drop schema if exists " + name + " cascade", "drop schema if exists " + shop + " cascade",
-			"drop role if exists " + name + "_writer"} {
-			if _, err := admin.Exec(ctx, sql); err != nil {
-				t.Errorf("%s: %v", sql, err)
-			}
-		}
-	})
-	globals := []string{"--dsn", pgtest.DSN(), "--schema", name}
-	if r := clitest.RunWith(t, clitest.Options{Binary: old}, append(globals, "migrate")...); r.Code != 0 {
-		t.Fatalf("migrate with the previous build: %v", r)
-	}
-	conn := pgtest.Connect(t, pgtest.WithSearchPath(pgtest.DSN(), name))
-	s := &pgtest.Schema{Name: name, Conn: conn}
+	s, globals, shop := installedBy(t, old)
+	conn, name := s.Conn, s.Name
 	for _, sql := range []string{
-		"create schema " + shop,
 		"create table " + shop + ".payments(payment_id bigint primary key, status text not null, lock_version integer not null)",
 		"insert into " + shop + ".payments select g, 'captured', 0 from generate_series(1, 150) g",
 		"grant usage on schema " + shop + " to " + name + "_writer",
