@@ -92,7 +92,14 @@ func upgradeFleetFrom(t *testing.T, rev string) {
 	unfinished := func() int {
 		return pgtest.MustInt(t, conn, "select count(*)::int from jobs where next_index < jsonb_array_length(targets)")
 	}
-	pgtest.WaitFor(t, 60*time.Second, "every job but the paused one done", func() bool { return unfinished() == 1 })
+	for deadline := time.Now().Add(120 * time.Second); unfinished() != 1; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("every job but the paused one not done within 120 s; unfinished jobs (next_index/targets, paused, reason): %s\nold worker:\n%s\nnew worker:\n%s",
+				pgtest.MustString(t, conn, `select string_agg(format('%s %s/%s %s %s', j.job_id, j.next_index, jsonb_array_length(j.targets), q.paused, q.pause_reason), '; ')
+				  from jobs as j left join job_queue as q on q.job_id = j.job_id where j.next_index < jsonb_array_length(j.targets)`),
+				strings.Join(oldWorker.Lines(), "\n"), strings.Join(newWorker.Lines(), "\n"))
+		}
+	}
 	if got := pgtest.MustInt(t, conn, "select next_index from jobs where job_id = 'o2'"); got != 1 {
 		t.Fatalf("the paused job moved to %d", got)
 	}
