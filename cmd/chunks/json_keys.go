@@ -47,4 +47,3 @@ func undoJSONOf(u driver.Undo) undoJSON {
 	return undoJSON{JobID: u.JobID, Undoes: u.Undoes, Created: u.Created, Change: u.Change,
 		Targets: k.Targets, Drifted: k.Drifted, Missing: k.Missing}
 }
-
