@@ -15,10 +15,8 @@ import (
 // inlined are the helpers that deliberately have no SET clause: a plain SQL
 // expression (no table, only built-ins) that the planner inlines into its
 // callers, which all pin search_path; a SET clause would prevent inlining.
-// campaign_committed_state is the one that reads tables (each named with its
-// schema): a set-returning SQL function inlined into the FROM clause of
-// campaign_status and campaign_report; its call is a FROM item (%s: the
-// function's qualified name).
+// Some are set-returning, inlined into a FROM clause: their call is a FROM
+// item (%s: the function's qualified name).
 var inlined = map[string]struct{ call, shows string }{
 	"target_problem":      {"(e, 'x', 0) from jsonb_array_elements('[{}]') e", "CASE WHEN"},
 	"targets_look_normal": {"(e) from jsonb_array_elements('[[]]') e", "~"},
@@ -26,7 +24,6 @@ var inlined = map[string]struct{ call, shows string }{
 	"run_lock_key":        {"(j) from unnest(array['a']) j", "hashtextextended"},
 	"worker_lock_key":     {"(w) from unnest(array['a']) w", "hashtextextended"},
 	"job_state":           {"(i, 2, false, true, false) from unnest(array[1]) i", "CASE WHEN"},
-	"order_matches":       {"('a', 1, 'cancelled', 2, 'a', e, 1, k) from unnest(array[1], array['cancel']) as x(e, k)", "CASE k WHEN"},
 	"campaign_job_id":     {"(j, i) from unnest(array['a'], array[0]) as x(j, i)", "lpad"},
 	"state_before":        {"(k) from unnest(array['cancel']) k", "CASE k"},
 	"state_after":         {"(k) from unnest(array['cancel']) k", "CASE k"},
@@ -44,14 +41,13 @@ var inlined = map[string]struct{ call, shows string }{
 	"is_worker":        {"(w) from unnest(array['a']) w", "~"},
 	"approval_problem": {"('j', 'cancel', 'a', e, 1, 'cancel', 'a', 'x', 1) from jsonb_array_elements('[[]]') e", "CASE WHEN"},
 	// limits() and its readers fold to constants (README "Decisions": the value rules, once).
-	"limits":                   {"() -> 'targets_max' from unnest(array[1]) i", "'64'::jsonb"},
-	"limit_of":                 {"(k) from unnest(array['targets_max']) k", "->>"},
-	"in_range":                 {"('qty', i) from unnest(array[1]) i", "'1000'::bigint"},
-	"target_in_range":          {"(i, i, i) from unnest(array[1]) i", "'2147483646'::bigint"},
-	"is_name":                  {"(n) from unnest(array['a']) n", "'^[A-Za-z0-9_-]{1,64}$'"},
-	"range_problem":            {"('qty', i) from unnest(array[1]) i", "format("},
-	"campaign_job_size":        {"(i) from unnest(array[10]) i", "%"},
-	"campaign_committed_state": {"count(*) from %s('c') as t", "job_audit"},
+	"limits":            {"() -> 'targets_max' from unnest(array[1]) i", "'64'::jsonb"},
+	"limit_of":          {"(k) from unnest(array['targets_max']) k", "->>"},
+	"in_range":          {"('qty', i) from unnest(array[1]) i", "'1000'::bigint"},
+	"target_in_range":   {"(i, i, i) from unnest(array[1]) i", "'2147483646'::bigint"},
+	"is_name":           {"(n) from unnest(array['a']) n", "'^[A-Za-z0-9_-]{1,64}$'"},
+	"range_problem":     {"('qty', i) from unnest(array[1]) i", "format("},
+	"campaign_job_size": {"(i) from unnest(array[10]) i", "%"},
 	// What run_chunk asks before every chunk of a declared change (issue 35),
 	// planned once with the rest of its check.
 	"writer_config":           {"() from unnest(array[1]) i", "search_path=pg_catalog"},
@@ -119,8 +115,8 @@ func TestSQLFunctionCatalog(t *testing.T) {
 				// them on near-empty tables (sql_plans_test.go).
 				want = append(want, "enable_seqscan=off")
 			case "campaign_status", "campaign_report":
-				// campaign_committed_state prices its probes for ids outside its guessed
-				// range for every row; a JIT compile would cost more than the query.
+				// One read of the table covers every committed target of the campaign;
+				// a JIT compile would cost more than the query.
 				want = append(want, "jit=off")
 			case "pause_job", "pause_job_after", "resume_job", "register_undo", "campaign_pause", "campaign_resume", "campaign_undo":
 				want = append(want, "lock_timeout=5s")

@@ -41,8 +41,8 @@ func TestChangeUndoPayments(t *testing.T) {
 	sameJSON(t, "register_undo again", pgtest.MustString(t, s.Conn, "select register_undo('7', 'p1', null)::text"),
 		`{"job_id": "p1-undo", "undoes": "p1", "created": false, "change": "hold_payment", "targets": [2, 3], "drifted": [1], "missing": [4]}`)
 	sameJSON(t, "the undo's targets", pgtest.MustString(t, s.Conn, "select targets::text from jobs where job_id = 'p1-undo'"),
-		`[{"payment_id": 2, "lock_version": 4, "?after": {"status": "on_hold", "hold_reason": "chargeback's #2"}, "?before": {"status": "captured", "hold_reason": null}},
-		  {"payment_id": 3, "lock_version": 4, "?after": {"status": "on_hold", "hold_reason": "chargeback's #3"}, "?before": {"status": "captured", "hold_reason": null}}]`)
+		`[{"payment_id": 2, "amount_cents": 200, "lock_version": 4, "?after": {"status": "on_hold", "hold_reason": "chargeback's #2"}, "?before": {"status": "captured", "hold_reason": null}},
+		  {"payment_id": 3, "amount_cents": 300, "lock_version": 4, "?after": {"status": "on_hold", "hold_reason": "chargeback's #3"}, "?before": {"status": "captured", "hold_reason": null}}]`)
 	sameJSON(t, "the undo's records", pgtest.MustString(t, s.Conn, `select jsonb_build_array(j.tenant, j.chunk_size, k.kind, k.undoes, jc.change, jc.digest = c.digest,
 	    ap.kind, ap.recorded_from, ap.targets_sha256 = targets_sha256(j.targets), q.job_id is not null)::text
 	  from jobs j join job_kind k using (job_id) join job_change jc using (job_id) join changes c on c.name = jc.change

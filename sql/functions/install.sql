@@ -10,6 +10,7 @@
 {{ template "roles/writer_run.sql" . }}
 {{ template "roles/writer_cast.sql" . }}
 {{ template "roles/install_writer.sql" . }}
+{{ template "contract/orders_change.sql" . }}
 {{ template "contract/approval.sql" . }}
 {{ template "contract/state_before.sql" . }}
 {{ template "contract/state_after.sql" . }}
@@ -18,7 +19,6 @@
 {{ template "contract/change_orders.sql" . }}
 {{ template "contract/job_problem.sql" . }}
 {{ template "contract/job_shape_problem.sql" . }}
-{{ template "contract/order_matches.sql" . }}
 {{ template "contract/valid_plan.sql" . }}
 {{ template "contract/registration_problem.sql" . }}
 {{ template "contract/record_job.sql" . }}
@@ -43,14 +43,14 @@
 {{ template "queue/worker_lock_key.sql" . }}
 {{ template "queue/worker_locks.sql" . }}
 {{ template "queue/worker_status.sql" . }}
-{{ template "status/change_job_drift.sql" . }}
+{{ template "status/jobs_drift.sql" . }}
 {{ template "status/job_rows.sql" . }}
 {{ template "status/job_status.sql" . }}
 {{ template "status/status_page.sql" . }}
 {{ template "queue/record_progress.sql" . }}
 {{ template "queue/worker_heartbeat.sql" . }}
 {{ template "queue/worker_gone.sql" . }}
-{{ template "undo/register_change_undo.sql" . }}
+{{ template "undo/register_undo_job.sql" . }}
 {{ template "undo/register_undo.sql" . }}
 {{ template "undo/job_lineage.sql" . }}
 {{ template "campaigns/campaign_job_id.sql" . }}
@@ -63,7 +63,6 @@
 {{ template "campaigns/lock_campaign.sql" . }}
 {{ template "campaigns/campaign_pause.sql" . }}
 {{ template "campaigns/campaign_resume.sql" . }}
-{{ template "campaigns/campaign_committed_state.sql" . }}
 {{ template "campaigns/campaign_status.sql" . }}
 {{ template "campaigns/campaign_report.sql" . }}
 {{ template "campaigns/campaign_check.sql" . }}
@@ -73,6 +72,7 @@
 {{ template "changes/change_column.sql" . }}
 {{ template "changes/change_key_catalog.sql" . }}
 {{ template "changes/change_key.sql" . }}
+{{ template "changes/change_audit_problem.sql" . }}
 {{ template "changes/change_fields.sql" . }}
 {{ template "changes/change_written.sql" . }}
 {{ template "changes/change_function_names.sql" . }}
@@ -107,8 +107,8 @@
 {{ template "changes/run_change_chunk.sql" . }}
 {{ template "changes/change_report_job.sql" . }}
 {{ template "changes/change_report_sql.sql" . }}
-{{ template "changes/report_change.sql" . }}
-{{ template "campaigns/campaign_change_report.sql" . }}
+{{ template "changes/report_lists.sql" . }}
+{{ template "campaigns/campaign_report_lists.sql" . }}
 {{ template "campaigns/campaign_change_check.sql" . }}
 {{ template "roles/grant_access.sql" . }}
 

@@ -2,8 +2,8 @@
 -- (register_undo of every job of it that has committed orders still as it
 -- left them), in one transaction. A campaign of a declared change is undone
 -- by the same rules: register_undo of every job of it with a committed row
--- still as it left it (report_change's matching), each a job of the change
--- run by its inverse.
+-- still as it left it (report's matching), each a job of the change run by
+-- its inverse.
 create or replace function {{ .schema }}.campaign_undo(name text, undo_name text default null) returns jsonb
 language plpgsql volatile security definer
 set search_path = {{ .schema }}, pg_temp
@@ -54,13 +54,11 @@ begin
     select cj.job_id
       from campaign_jobs as cj
       join jobs as j on j.job_id = cj.job_id
-     where cj.campaign = v_campaign.name and j.next_index > 0
-       and case when v_change is not null then jsonb_array_length(report_change(cj.job_id) -> 'matching') > 0
-                else exists (select from jsonb_array_elements(j.targets) with ordinality as x(e, ord)
-                               join orders as o on o.id = (x.e -> 'id')::integer
-                              where x.ord <= j.next_index
-                                and order_matches(o.tenant, o.qty, o.state, o.revision, j.tenant, (x.e -> 'revision')::bigint,
-                                                  (x.e -> 'qty')::bigint, 'cancel')) end
+      -- report's counts (jobs_drift; none for a job report refuses: its
+      -- register_undo says why)
+      left join jobs_drift(array(select c.job_id from campaign_jobs as c where c.campaign = v_campaign.name)) as d
+        on d.job_id = cj.job_id
+     where cj.campaign = v_campaign.name and j.next_index > 0 and (d.job_id is null or d.matching > 0)
      order by cj.seq
   loop
     v_res := register_undo(v_job.job_id, campaign_job_id(v_undo, v_seq));
@@ -109,7 +107,7 @@ transaction: register_undo of every job of NAME with a committed order still as 
 "undoes", "created", "jobs", "targets", "drifted", "missing"} (and "change" for a campaign of a
 declared change); created is false when UNDO_NAME already is NAME's undo. Lock waits are bounded at 5 s.
 A campaign of a declared change is undone by the same rules: every job of it with a committed
-row still as it left it (report_change's matching) gets its undo, a job of the same change
-that restores the rows' before values (register_change_undo); drifted and missing are keys.
+row still as it left it (report's matching) gets its undo, a job of the same change
+that restores the rows' before values (register_undo_job); drifted and missing are keys.
 Errors: 22023 bad names; CH409 unknown campaign, an undo campaign, already undone, nothing to
 undo, or a job of it that can still make progress unpaused.$c$;

@@ -1,7 +1,9 @@
--- report's checks for a job of a declared change (job_change), for
--- report_change and campaign_change_report: the job must be sound, still
--- its approval, and its change the definition it was approved under (CH409,
--- as run_chunk says). Returns that definition.
+-- report's checks, for report, job_drift, campaign_report_lists: the job
+-- must be sound (its audit exactly targets[0:next_index]), still its
+-- approval, and its change the definition it was approved under (CH409,
+-- as run_chunk says). Returns that definition:
+-- orders_change() for a job of orders (no job_change), whose checks keep
+-- the contract's words.
 create or replace function {{ .schema }}.change_report_job(job_id text) returns jsonb
 language plpgsql stable security invoker
 set search_path = {{ .schema }}, pg_temp
@@ -11,6 +13,9 @@ declare
   v_problem text;
   v_def jsonb;
 begin
+  if not exists (select from job_change as jc where jc.job_id = change_report_job.job_id) then
+    return orders_report_job(change_report_job.job_id);
+  end if;
   select j.job_id, j.tenant, j.targets, j.chunk_size, j.next_index, jc.change, jc.digest,
          case when k.kind = 'restore' then 'restore' else 'change' end as kind,
          ap.kind as a_kind, ap.tenant as a_tenant, ap.targets_sha256 as a_targets_sha256, ap.chunk_size as a_chunk_size
@@ -36,8 +41,14 @@ begin
     raise exception 'job %: its change % was redefined or dropped since it was approved', v_job.job_id, v_job.change
       using errcode = 'CH409';
   end if;
+  -- Its audit is exactly targets[0:next_index], by ordinal and key (as
+  -- run_chunk proves it): report judges each committed target by its row.
+  v_problem := change_audit_problem(v_job.job_id, v_def, v_job.targets, v_job.next_index);
+  if v_problem is not null then
+    raise exception 'job %: %', v_job.job_id, v_problem using errcode = 'CH409';
+  end if;
   return v_def;
 end
 $$;
 comment on function {{ .schema }}.change_report_job(text) is
-  'chunks helper (report_change, campaign_change_report): the definition a job of a declared change was approved under, after report''s checks: CH409 when the job is not found, not sound, not its approval, or its change was redefined or dropped.';
+  'chunks helper (report, job_drift, campaign_report_lists): the definition a job was approved under (orders_change() for a job of orders), after report''s checks: CH409 when the job is not found, not sound, not its approval, or its change was redefined or dropped.';

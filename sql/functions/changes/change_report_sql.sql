@@ -1,16 +1,29 @@
--- The statement that report_change, campaign_change_report and
--- register_change_undo run as the writer role (writer_run) for the declared
--- change DEFINITION: it reads the user's table, and nothing of chunks'.
--- $1 is a jsonb list of committed targets, each {"o": its place, "k": its
--- key, "a": the values its job wrote (change_audit.after), "v": the
--- version its job left (change_audit.version_after)}; $2 is NULL or
--- {"tenant": T}, the tenant the row must still belong to. It returns
--- [[o, status], ...]: missing when no row has the key; matching when the
--- row still has every value the job wrote and, with a version, the version
--- it left (and belongs to T), each compared as a value of its column's
--- type (never as text, which may depend on the session); drifted otherwise.
--- For an undo, whose audit's after is what the undone job found, matching
--- is the row as restored.
+-- report's rules, in one statement for every change: the status of the
+-- committed targets of jobs of the change DEFINITION, by their audit.
+-- A committed target is matching when its row is as its job left it:
+-- every value the job wrote, the version it left, each expect column's
+-- approved value (those the change does not write, where the target has
+-- one: an undo's targets of a declared change have none) and the job's
+-- tenant, each compared as a value of its column's type (never as text,
+-- which may depend on the session); missing when no row has its key;
+-- drifted otherwise. For an undo, whose written values are what the undone
+-- job found, matching is the row as restored.
+--
+-- The statement returns {"matching": how many, "off": [[s, x, status,
+-- key], ...]}, the targets that are not matching, s the job's place in the
+-- list of jobs (from 1), x the target's in its job (from 1), in that
+-- order, and the key as the audit row names it.
+-- It reads the table of DEFINITION and, by its audit target, either:
+-- - change_audit (a user's table): $1 is change_report_input(jobs), made by
+--   chunks' owner, and the statement runs as the writer role, which may
+--   not read chunks' schema (change_status);
+-- - job_audit (orders_change, chunks' own orders): $1 is the list of job
+--   ids, and the statement, run as chunks' owner, reads the jobs and their
+--   audit rows itself (no list of every target in between: a campaign of
+--   100,000 targets is read in one pass); job_audit keeps the key (id), the
+--   expect column (qty) and the version left (new_revision), and what a
+--   job wrote is its change's constants: set, or for an undo the when it
+--   restores.
 create or replace function {{ .schema }}.change_report_sql(definition jsonb) returns text
 language plpgsql stable security invoker
 set search_path = {{ .schema }}, pg_temp
@@ -18,48 +31,125 @@ as $$
 declare
   v_rel regclass := to_regclass(definition ->> 'table');
   v_keys text[] := change_key_columns(definition);
-  v_written text[];
+  v_written text[] := change_written(definition);
+  v_expect text[] := array(select c from jsonb_array_elements_text(coalesce(definition -> 'expect', '[]')) as c
+                            where c <> all (change_written(definition)));
+  v_source text;
 begin
-  v_written := change_written(definition);
+  if definition ->> 'audit' = 'job_audit' then
+    v_source := format($s$
+        select p.seq::integer as s, a.ordinal + 1 as x, j.tenant as n, a.new_revision::bigint as v, %s
+          from jsonb_array_elements_text($1) with ordinality as p(job_id, seq)
+          join jobs as j on j.job_id = p.job_id
+          left join job_kind as k on k.job_id = j.job_id
+          join job_audit as a on a.job_id = j.job_id$s$,
+      (select string_agg(e, ', ')
+         from (select format('a.%I as %I', c, 'k.' || c) as e from unnest(v_keys) as c
+               union all
+               select format('a.%I as %I, true as %I', c, 'e.' || c, 'e?' || c) from unnest(v_expect) as c
+               union all
+               select format('case when k.kind = %L then %L::%s else %L::%s end as %I', 'restore',
+                             definition -> 'when' ->> c, change_column_type(v_rel, c),
+                             definition -> 'set' ->> c, change_column_type(v_rel, c), 'w.' || c)
+                 from unnest(v_written) as c) as l));
+  else
+    v_source := format($s$
+        select i.s, i.x, i.n, i.v, %s
+          from jsonb_to_recordset($1) as i(s integer, x integer, k jsonb, t jsonb, n text, a jsonb, v bigint)%s%s$s$,
+      (select string_agg(e, ', ')
+         from (select format('(i.k #>> %L)::%s as %I',
+                             case when jsonb_typeof(definition -> 'key') = 'array' then array[c] else '{}'::text[] end,
+                             change_column_type(v_rel, c), 'k.' || c) as e
+                 from unnest(v_keys) as c
+               union all
+               select format('ea.%I as %I, i.t ? %L as %I', c, 'e.' || c, c, 'e?' || c) from unnest(v_expect) as c
+               union all
+               select format('wa.%I as %I', c, 'w.' || c) from unnest(v_written) as c) as l),
+      case when cardinality(v_expect) > 0 then
+        format(E'\n          cross join lateral jsonb_to_record(i.t) as ea(%s)',
+               (select string_agg(format('%I %s', c, change_column_type(v_rel, c)), ', ') from unnest(v_expect) as c))
+      else '' end,
+      case when cardinality(v_written) > 0 then
+        format(E'\n          cross join lateral jsonb_to_record(i.a) as wa(%s)',
+               (select string_agg(format('%I %s', c, change_column_type(v_rel, c)), ', ') from unnest(v_written) as c))
+      else '' end);
+  end if;
   return format($q$
-    select coalesce(jsonb_agg(jsonb_build_array(x.o, case when r.%1$I is null then 'missing'
-                                                          when %2$s %3$s %4$s then 'matching'
-                                                          else 'drifted' end)), '[]')
-      from jsonb_to_recordset($1) as x(o integer, k jsonb, a jsonb, v bigint)
-      left join %5$s as r on %6$s$q$,
-    v_keys[1],
-    (select string_agg(format('r.%I is not distinct from %s', c, typed_field_sql('x.a', c, change_column_type(v_rel, c))), ' and ')
-       from unnest(v_written) as c),
-    case when definition ? 'version' then format('and r.%I = x.v', definition ->> 'version') else '' end,
-    case when definition ? 'tenant' then format('and ($2 is null or r.%I::text = $2 ->> %L)', definition ->> 'tenant', 'tenant') else '' end,
-    v_rel,
-    -- Each key column as a value of its type: the key itself, or its field.
-    (select string_agg(format('r.%I %s (x.k #>> %L)::%s', c, key_column_equality_sql(definition, c),
-                              case when jsonb_typeof(definition -> 'key') = 'array' then array[c] else '{}'::text[] end,
-                              change_column_type(v_rel, c)), ' and ' order by o)
-       from unnest(v_keys) with ordinality as u(c, o)));
+    select jsonb_build_object(
+             'matching', count(*) filter (where m.ok),
+             'off', coalesce(jsonb_agg(jsonb_build_array(x.s, x.x, case when r.%1$I is null then 'missing' else 'drifted' end, %6$s)
+                                       order by x.s, x.x) filter (where not m.ok), '[]'))
+      from (%2$s) as x
+      left join %3$s as r on %4$s
+     cross join lateral (select r.%1$I is not null%5$s as ok) as m$q$,
+    v_keys[1], v_source, v_rel,
+    (select string_agg(format('r.%I %s x.%I', c, key_column_equality_sql(definition, c), 'k.' || c), ' and ' order by o)
+       from unnest(v_keys) with ordinality as u(c, o)),
+    (select coalesce(string_agg(E'\n                                  and ' || t, ''), '')
+       from (select format('r.%I is not distinct from x.%I', c, 'w.' || c) as t from unnest(v_written) as c
+             union all
+             select format('(not x.%I or r.%I is not distinct from x.%I)', 'e?' || c, c, 'e.' || c) from unnest(v_expect) as c
+             union all
+             select format('r.%I = x.v', definition ->> 'version') where definition ? 'version'
+             union all
+             select format('r.%I::text = x.n', definition ->> 'tenant') where definition ? 'tenant') as w),
+    -- the key as its audit row names it (change_key_of's shape)
+    case when jsonb_typeof(definition -> 'key') = 'array'
+         then format('jsonb_build_object(%s)', (select string_agg(format('%L, x.%I', c, 'k.' || c), ', ' order by o)
+                                                  from unnest(v_keys) with ordinality as u(c, o)))
+         else format('to_jsonb(x.%I)', 'k.' || v_keys[1]) end);
 end
 $$;
 comment on function {{ .schema }}.change_report_sql(jsonb) is
-  'chunks helper (report_change, campaign_change_report, register_change_undo): the statement, run as the writer role, that gives the status (matching, drifted or missing) of committed targets of jobs of the declared change DEFINITION ($1: [{o, k, a, v}], $2: NULL or {"tenant"}), comparing typed values.';
+  'chunks helper (change_status): the statement that gives the status of the committed targets of jobs of the change DEFINITION by their audit ({"matching": n, "off": [[s, x, status, key]]}: drifted or missing), comparing typed values; $1 is change_report_input(jobs) for a user''s table (run as the writer role), the job ids for orders (job_audit).';
 
--- The committed targets of jobs as change_report_sql takes them ($1): each
--- job's targets[0:next_index] with the after values and version its audit
--- holds, "o" numbering them across JOB_IDS in their order, "s" the job's
--- place in JOB_IDS and "x" the target's in its job (both from 1).
+-- The committed targets of jobs of a declared change as change_report_sql
+-- takes them ($1), from their audit (change_audit): "s" the job's place in
+-- JOB_IDS and "x" the target's in its job (both from 1), "k" its key, "t"
+-- the target, "n" its job's tenant, "a" the values its job wrote and "v"
+-- the version it left.
 create or replace function {{ .schema }}.change_report_input(job_ids text[]) returns jsonb
 language sql stable
 set search_path = {{ .schema }}, pg_temp
 as $$
-  select coalesce(jsonb_agg(jsonb_build_object('o', a.n, 's', a.seq, 'x', a.ord, 'k', a.k, 'a', a.after, 'v', a.version_after) order by a.n), '[]')
-    from (select row_number() over (order by p.seq, x.ord) as n, p.seq, x.ord, change_key_of(jc.definition, x.e) as k, au.after, au.version_after
-            from unnest(change_report_input.job_ids) with ordinality as p(job_id, seq)
-            join jobs as j on j.job_id = p.job_id
-            join job_change as c on c.job_id = j.job_id
-            join changes as jc on jc.name = c.change
-           cross join lateral jsonb_array_elements(j.targets) with ordinality as x(e, ord)
-            join change_audit as au on au.job_id = j.job_id and au.ordinal = x.ord - 1
-           where x.ord <= j.next_index) as a
+  select coalesce(jsonb_agg(jsonb_build_object('s', p.seq, 'x', au.ordinal + 1,
+                                               -- (a one-column key read directly: change_key_of is not inlined)
+                                               'k', case when jsonb_typeof(jc.definition -> 'key') = 'string'
+                                                         then x.e -> (jc.definition ->> 'key')
+                                                         else change_key_of(jc.definition, x.e) end,
+                                               't', x.e, 'n', j.tenant, 'a', au.after, 'v', au.version_after)
+                            order by p.seq, au.ordinal), '[]')
+    from unnest(change_report_input.job_ids) with ordinality as p(job_id, seq)
+    join jobs as j on j.job_id = p.job_id
+    join job_change as c on c.job_id = j.job_id
+    join changes as jc on jc.name = c.change
+   cross join lateral jsonb_array_elements(j.targets) with ordinality as x(e, ord)
+    join change_audit as au on au.job_id = j.job_id and au.ordinal = x.ord - 1
 $$;
 comment on function {{ .schema }}.change_report_input(text[]) is
-  'chunks helper: the committed targets of the jobs JOB_IDS (of one declared change) with their audit''s after values and version, numbered "o" in the jobs'' order then the targets'', as change_report_sql reads them.';
+  'chunks helper: the committed targets of the jobs JOB_IDS (of one declared change), from their audit (change_audit), as change_report_sql reads them: {s, x, k, t, n, a, v}.';
+
+-- change_report_sql's answer for the jobs JOB_IDS of the change
+-- DEFINITION: a user's table read as the writer role (writer_run), with
+-- the audit's facts handed over (change_report_input); orders read as
+-- chunks' owner, by the job ids (only chunks' owner can put code on
+-- orders, and the writer may not read it).
+create or replace function {{ .schema }}.change_status(definition jsonb, job_ids text[]) returns jsonb
+language plpgsql stable security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_result jsonb;
+begin
+  if change_status.definition ->> 'audit' = 'job_audit' then
+    -- As writer_exec: chunks' functions build the statement (identifiers
+    -- by %I, values bound), and plpgsql_check checks them.
+    -- @plpgsql_check_options: security_warnings = false
+    execute change_report_sql(change_status.definition) into v_result using to_jsonb(change_status.job_ids);
+    return v_result;
+  end if;
+  return writer_run(change_report_sql(change_status.definition), change_report_input(change_status.job_ids), null);
+end
+$$;
+comment on function {{ .schema }}.change_status(jsonb, text[]) is
+  'chunks helper: change_report_sql''s {"matching", "off": [[s, x, status, key]]} for the jobs JOB_IDS of the change DEFINITION: a user''s table read as the writer role, orders as chunks'' owner.';

@@ -4,7 +4,36 @@ create or replace function {{ .schema }}.job_rows(after_job_id text, max_jobs in
 language sql stable security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
-  with running as materialized (select * from running_chunks())
+  with running as materialized (select * from running_chunks()),
+  page as materialized (
+    select j.job_id, j.tenant, j.next_index, j.chunk_size, c.n, q.visible_at, q.pause_reason,
+           q.paused_at, q.paused_by, q.pause_after,
+           coalesce(k.kind, case when jc.job_id is not null then 'change' else 'cancel' end) as kind, jc.change,
+           k.undoes, u.job_id as undone_by,
+           coalesce(nullif(r.application_name, ''), 'pid ' || r.pid) as running_in,
+           job_state(j.next_index, c.n, r.pid is not null, q.job_id is not null, q.paused) as state,
+           -- The recent rate in ids per second, from the oldest to the
+           -- newest point of the job's progress row (record_progress).
+           -- A row ahead of the job is of an older job of the same id.
+           p.at as progressed_at,
+           case when p.at > p.base_at
+                then (p.next_index - p.base_next_index) / extract(epoch from p.at - p.base_at)::float8 end as rate
+      from jobs as j
+      left join job_queue as q on q.job_id = j.job_id
+      left join job_kind as k on k.job_id = j.job_id
+      left join job_kind as u on u.undoes = j.job_id
+      left join job_change as jc on jc.job_id = j.job_id
+      left join running as r on r.key = run_lock_key(j.job_id)
+      left join job_progress as p on p.job_id = j.job_id and p.next_index <= j.next_index
+     cross join lateral (select case when jsonb_typeof(j.targets) = 'array'
+                                     then jsonb_array_length(j.targets) end as n) as c
+     where job_rows.after_job_id is null or j.job_id > job_rows.after_job_id
+     order by j.job_id
+     limit job_rows.max_jobs),
+  -- report's rules (jobs_drift): how many committed targets are drifted or
+  -- missing; NULL when report would refuse the job. Only for the page, one
+  -- read of a table per change definition.
+  drift as (select d.job_id, d.drift from jobs_drift(array(select p.job_id from page as p)) as d)
   select jsonb_build_object(
            'job_id', s.job_id,
            'tenant', s.tenant,
@@ -24,46 +53,9 @@ as $$
            'undone_by', s.undone_by,
            'progressed_at', s.progressed_at,
            'rate', s.rate,
-           -- report's rules: a committed target that is not matching is
-           -- drifted or missing (a declared change's: change_job_drift, its
-           -- table read as the writer). NULL when the stored targets or
-           -- next_index cannot be read (report refuses such a job). Only for
-           -- the jobs of the page.
-           'drift', case
-                      when s.change is not null then change_job_drift(s.job_id)
-                      when targets_look_normal(s.targets) and s.next_index <= s.n then
-                        (select count(*)
-                           from jsonb_array_elements(s.targets) with ordinality as x(e, ord)
-                           left join orders as o on o.id = (x.e -> 'id')::bigint
-                          where x.ord <= s.next_index
-                            and (o.id is null
-                                 or not order_matches(o.tenant, o.qty, o.state, o.revision, s.tenant, (x.e -> 'revision')::bigint,
-                                                      (x.e -> 'qty')::bigint, s.kind)))
-                    end)
-    from (select j.job_id, j.tenant, j.targets, j.next_index, j.chunk_size, c.n, q.visible_at, q.pause_reason,
-                 q.paused_at, q.paused_by, q.pause_after,
-                 coalesce(k.kind, case when jc.job_id is not null then 'change' else 'cancel' end) as kind, jc.change,
-                 k.undoes, u.job_id as undone_by,
-                 coalesce(nullif(r.application_name, ''), 'pid ' || r.pid) as running_in,
-                 job_state(j.next_index, c.n, r.pid is not null, q.job_id is not null, q.paused) as state,
-                 -- The recent rate in ids per second, from the oldest to the
-                 -- newest point of the job's progress row (record_progress).
-                 -- A row ahead of the job is of an older job of the same id.
-                 p.at as progressed_at,
-                 case when p.at > p.base_at
-                      then (p.next_index - p.base_next_index) / extract(epoch from p.at - p.base_at)::float8 end as rate
-            from jobs as j
-            left join job_queue as q on q.job_id = j.job_id
-            left join job_kind as k on k.job_id = j.job_id
-            left join job_kind as u on u.undoes = j.job_id
-            left join job_change as jc on jc.job_id = j.job_id
-            left join running as r on r.key = run_lock_key(j.job_id)
-            left join job_progress as p on p.job_id = j.job_id and p.next_index <= j.next_index
-           cross join lateral (select case when jsonb_typeof(j.targets) = 'array'
-                                           then jsonb_array_length(j.targets) end as n) as c
-           where job_rows.after_job_id is null or j.job_id > job_rows.after_job_id
-           order by j.job_id
-           limit job_rows.max_jobs) as s
+           'drift', d.drift)
+    from page as s
+    left join drift as d on d.job_id = s.job_id
    order by s.job_id
 $$;
 comment on function {{ .schema }}.job_rows(text, integer) is
@@ -73,5 +65,5 @@ one jsonb object each: {"job_id", "tenant", "next_index", "n", "chunk_size", "st
 "progressed_at", "rate", "drift"}, as job_status describes them. progressed_at is when a fleet worker last saw the job move forward, and
 rate its recent rate in ids per second (NULL until two points of progress are known); both come
 from job_progress. kind is 'change' for a job of a declared change (register_change) and
-'restore' for its undo, as for an orders job's; their drift is report's, counted by change_job_drift;
+'restore' for its undo, as for an orders job's; drift is report's, counted by jobs_drift;
 change is that change's name (job_change), NULL for other jobs. Read-only: it locks nothing.$c$;

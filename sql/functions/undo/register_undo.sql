@@ -6,8 +6,8 @@
 -- revision + 1. Drifted and missing orders are listed and left alone. The
 -- undo is a job like any other: kind 'restore' in job_kind, queued for the
 -- fleet, run by run_chunk and reported by report with its own matching.
--- A job of a declared change follows the same rules, and its undo is built
--- by register_change_undo: a job of the same change, run by its inverse.
+-- A job of a declared change follows the same rules: its undo is a job of
+-- the same change, run by its inverse. register_undo_job builds either.
 create or replace function {{ .schema }}.register_undo(job_id text, new_job_id text default null) returns jsonb
 language plpgsql volatile security definer
 set search_path = {{ .schema }}, pg_temp
@@ -22,9 +22,6 @@ declare
   v_paused boolean;
   v_problem text;
   v_stored jsonb;
-  v_targets jsonb;
-  v_lists jsonb;
-  v_created boolean := false;
 begin
   perform check_name(register_undo.job_id, 'job_id');
   if v_new is null then
@@ -85,11 +82,13 @@ begin
       raise exception 'job %: already undone by %', v_job.job_id, v_undone_by using errcode = 'CH409';
     end if;
     -- CONTRACT §4: the undo is built from the job's audit and progress, so
-    -- they must be sound (a change's job: register_change_undo checks its audit).
-    if v_job.change is null then
-      v_problem := coalesce(job_shape_problem(v_job.job_id, v_job.tenant, v_job.targets, v_job.chunk_size, v_job.next_index),
-                            job_problem(v_job.job_id, v_job.targets, v_job.next_index));
-    end if;
+    -- they must be sound.
+    v_problem := case when v_job.change is null
+                      then coalesce(job_shape_problem(v_job.job_id, v_job.tenant, v_job.targets, v_job.chunk_size, v_job.next_index),
+                                    job_problem(v_job.job_id, v_job.targets, v_job.next_index))
+                      -- (a change redefined since: register_undo_job says so)
+                      else (select change_audit_problem(v_job.job_id, c.definition, v_job.targets, v_job.next_index)
+                              from changes as c where c.name = v_job.change and c.digest = v_job.digest) end;
     if v_problem is not null then
       raise exception 'job %: %', v_job.job_id, v_problem using errcode = 'CH409';
     end if;
@@ -103,68 +102,9 @@ begin
     end if;
   end if;
 
-  -- A job of a declared change: its own table, audit and inverse.
-  if v_job.change is not null then
-    return register_change_undo(v_job.job_id, v_new, v_job.tenant, v_job.targets, v_job.chunk_size, v_job.next_index,
-                                v_job.change, v_job.digest, v_stored);
-  end if;
-
-  -- One SELECT reads the committed targets and their orders: each is
-  -- restored (matching, or a target of the stored undo), drifted or missing.
-  select jsonb_agg(jsonb_build_object('id', c.id, 'revision', c.revision + 1, 'qty', c.qty) order by c.id)
-           filter (where c.status = 'restore'),
-         jsonb_build_object(
-           'targets', coalesce(jsonb_agg(c.id order by c.id) filter (where c.status = 'restore'), '[]'),
-           'drifted', coalesce(jsonb_agg(c.id order by c.id) filter (where c.status = 'drifted'), '[]'),
-           'missing', coalesce(jsonb_agg(c.id order by c.id) filter (where c.status = 'missing'), '[]'))
-    into v_targets, v_lists
-    from (select x.id, x.revision, x.qty,
-                 case
-                   when v_stored is not null and v_stored @> jsonb_build_array(jsonb_build_object('id', x.id)) then 'restore'
-                   when o.id is null then 'missing'
-                   when v_stored is null
-                        and order_matches(o.tenant, o.qty, o.state, o.revision, v_job.tenant, x.revision, x.qty, v_job.kind)
-                     then 'restore'
-                   else 'drifted'
-                 end as status
-            from rows from (jsonb_to_recordset(v_job.targets) as (id bigint, qty bigint, revision bigint))
-                 with ordinality as x(id, qty, revision, ord)
-            left join orders as o on o.id = x.id
-           where x.ord <= v_job.next_index) as c;
-
-  if v_stored is null then
-    if v_job.next_index = 0 then
-      raise exception 'job %: nothing to undo: no chunk of it is committed', v_job.job_id using errcode = 'CH409';
-    end if;
-    if v_targets is null then
-      raise exception 'job %: nothing to undo: none of its % committed orders is as it left it (drifted %, missing %)',
-        v_job.job_id, v_job.next_index, v_lists -> 'drifted', v_lists -> 'missing' using errcode = 'CH409';
-    end if;
-    -- An order at the largest revision an integer holds cannot change again.
-    select format('order %s: revision is %s, the largest an order can have: it cannot be restored', t.id, t.revision)
-      into v_problem
-      from jsonb_to_recordset(v_targets) as t(id bigint, revision bigint)
-     where t.revision > limit_of('revision_max')
-     order by t.id
-     limit 1;
-    if v_problem is not null then
-      raise exception 'job %: %', v_job.job_id, v_problem using errcode = 'CH409';
-    end if;
-    insert into jobs (job_id, tenant, targets, chunk_size, next_index)
-    values (v_new, v_job.tenant, v_targets, v_job.chunk_size, 0)
-    on conflict do nothing;
-    if not found then
-      raise exception 'job %: already registered, and not as the undo of %', v_new, v_job.job_id using errcode = 'CH409';
-    end if;
-    insert into job_kind (job_id, kind, undoes) values (v_new, 'restore', v_job.job_id);
-    insert into job_approval (job_id, kind, tenant, chunk_size, targets_sha256, recorded_from)
-    values (v_new, 'restore', v_job.tenant, v_job.chunk_size, targets_sha256(v_targets), 'register_undo');
-    -- Queued for the fleet like a registered job, in the same commit.
-    insert into job_queue (job_id, visible_at) values (v_new, clock_timestamp());
-    perform pg_notify(queue_channel(), v_new);
-    v_created := true;
-  end if;
-  return jsonb_build_object('job_id', v_new, 'undoes', v_job.job_id, 'created', v_created) || v_lists;
+  -- The undo itself, for a job of any change (orders: change NULL).
+  return register_undo_job(v_job.job_id, v_new, v_job.tenant, v_job.targets, v_job.chunk_size, v_job.next_index,
+                           v_job.change, v_job.digest, v_stored);
 end
 $$;
 comment on function {{ .schema }}.register_undo(text, text) is
@@ -180,7 +120,7 @@ when NEW_JOB_ID already is the undo of JOB_ID (nothing changes; the lists descri
 committed orders now). Lock waits are bounded at 5 s.
 A job of a declared change (register_change) is undone by the same rules: its undo is a job of
 the same change that restores the before values of its committed rows still as it left them
-(register_change_undo; change_audit), with version + 1; the lists hold the change's keys,
+(register_undo_job; change_audit), with version + 1; the lists hold the change's keys,
 and the answer names the change ("change").
 Errors: 22023 bad ids, or a default id that would not fit; CH409 an unknown job, an undo
 (an undo is not undone), a job already undone by another id, NEW_JOB_ID taken by another
