@@ -263,10 +263,10 @@ func TestCampaignStatusReportPause(t *testing.T) {
 	}
 }
 
-// campaign_committed_state reads orders by one id range, guessed from the
-// campaign's first and last job with committed targets; an audit row
-// outside that range (here: tampered, in the middle job) still gets its
-// order: one that still matches, one that drifted, one that is missing.
+// A campaign's report and status judge its committed targets by their audit
+// rows (report's rule for every change): an audit row tampered with to name
+// other orders is judged by the order it names, one that still matches,
+// one that drifted, one that is missing.
 func TestCampaignReportAuditOutsideTheRange(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
@@ -294,6 +294,37 @@ func TestCampaignReportAuditOutsideTheRange(t *testing.T) {
 	}
 	if st.Committed != 180 || st.Drift != 2 {
 		t.Fatalf("status %+v", st)
+	}
+}
+
+// A campaign's report and status check each job as report does: a job of
+// the campaign that is no longer its approval is a conflict, in report's
+// words, and chunks status shows no drift for it (report would refuse it).
+func TestCampaignReportRefusesAJobNotItsApproval(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	seedOrders(t, s, "acme", 1, 200)
+	spec := driver.CampaignSpec{Name: "c", Tenant: "acme", ChunkSize: 10, QueueWindow: 3}
+	if _, err := driver.CreateCampaign(ctx, s.Conn, spec, readTargets(t, campaignLines(1, 180))); err != nil {
+		t.Fatal(err)
+	}
+	runWholeCampaign(t, s, "c")
+	job := queryString(t, s, "select job_id from campaign_jobs where campaign = 'c' and seq = 1")
+	s.Exec(t, "update orders set qty = 9 where id = 1")
+	if got := queryString(t, s, "select e ->> 'drift' from jsonb_array_elements(job_status()) as e where e ->> 'job_id' = $1", job); got != "0" {
+		t.Fatalf("drift of %s before: %s", job, got)
+	}
+	s.Exec(t, "update jobs set chunk_size = 5 where job_id = $1", job)
+	want := "job " + job + ": the stored job is no longer the registered approval: its chunk_size is 5, registered 10"
+	refuse(t, s, "CH409", want, "select campaign_report('c')")
+	refuse(t, s, "CH409", want, "select campaign_status('c')")
+	if got := queryString(t, s, "select (e -> 'drift')::text from jsonb_array_elements(job_status()) as e where e ->> 'job_id' = $1", job); got != "null" {
+		t.Fatalf("drift of %s, which report refuses: %s", job, got)
+	}
+	// The other jobs' drift is still counted, one statement for all of them.
+	first := queryString(t, s, "select job_id from campaign_jobs where campaign = 'c' and seq = 0")
+	if got := queryString(t, s, "select e ->> 'drift' from jsonb_array_elements(job_status()) as e where e ->> 'job_id' = $1", first); got != "1" {
+		t.Fatalf("drift of %s: %s", first, got)
 	}
 }
 

@@ -117,6 +117,19 @@ func TestChangePayments(t *testing.T) {
 	s.Exec(t, "delete from "+shop+".payments where payment_id = 4")
 	sameJSON(t, "report after drift", pgtest.MustString(t, s.Conn, "select report('7', 'p1')::text"),
 		`{"approved": [1, 2, 3, 4], "committed": [1, 2, 3, 4], "remaining": [], "matching": [3], "drifted": [1, 2], "missing": [4]}`)
+	// The row is as the job left it only with its approved expect values and
+	// its job's tenant too (report's one rule, as for an order's qty).
+	for _, edit := range []string{
+		"update " + shop + ".payments set amount_cents = 301 where payment_id = 3",
+		"update " + shop + ".payments set amount_cents = 300, merchant_id = 8 where payment_id = 3",
+	} {
+		s.Exec(t, edit)
+		sameJSON(t, edit, pgtest.MustString(t, s.Conn, "select report('7', 'p1')::text"),
+			`{"approved": [1, 2, 3, 4], "committed": [1, 2, 3, 4], "remaining": [], "matching": [], "drifted": [1, 2, 3], "missing": [4]}`)
+	}
+	s.Exec(t, "update "+shop+".payments set merchant_id = 7 where payment_id = 3")
+	sameJSON(t, "report with row 3 as the job left it", pgtest.MustString(t, s.Conn, "select report('7', 'p1')::text"),
+		`{"approved": [1, 2, 3, 4], "committed": [1, 2, 3, 4], "remaining": [], "matching": [3], "drifted": [1, 2], "missing": [4]}`)
 	// register of its id is a conflict (its undo: TestChangeUndoPayments).
 	_, err = pgtest.TryString(s.Conn, "select register($1)::text", plan("p1", "7", 1, 2, 1))
 	pgtest.WantPgError(t, err, "CH409", "job p1: already registered as a job of a declared change (register_change)")

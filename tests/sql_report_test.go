@@ -130,6 +130,12 @@ func TestSQLReportCorruptJob(t *testing.T) {
 			"job j: stored targets is not a list of 1 to 64 targets"},
 		{"next_index beyond the targets", `update jobs set next_index = 7`,
 			"job j: next_index 7 is beyond the 3 targets"},
+		// report judges each committed target by its audit row, so the audit
+		// must be exactly targets[0:next_index], as run_chunk proves it.
+		{"an audit row missing", `select run_chunk('j'); delete from job_audit where ordinal = 0`,
+			"job j: audit row 0 is missing (next_index is 1)"},
+		{"an audit row of another order", `select run_chunk('j'); update job_audit set id = 3 where ordinal = 0`,
+			"job j: audit row 0 is (id 3, revision 3 -> 4, qty 2), approved (id 1, revision 3 -> 4, qty 2)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
