@@ -21,6 +21,7 @@
 {{ template "contract/job_shape_problem.sql" . }}
 {{ template "contract/valid_plan.sql" . }}
 {{ template "contract/registration_problem.sql" . }}
+{{ template "contract/job_identity_problem.sql" . }}
 {{ template "contract/record_job.sql" . }}
 {{ template "contract/register.sql" . }}
 {{ template "contract/check_plan.sql" . }}
@@ -101,7 +102,6 @@
 {{ template "campaigns/campaign_change.sql" . }}
 {{ template "campaigns/campaign_change_difference.sql" . }}
 {{ template "campaigns/campaign_create_change.sql" . }}
-{{ template "changes/change_job_problem.sql" . }}
 {{ template "changes/register_change.sql" . }}
 {{ template "changes/check_change.sql" . }}
 {{ template "changes/run_change_chunk.sql" . }}
@@ -111,6 +111,9 @@
 {{ template "campaigns/campaign_report_lists.sql" . }}
 {{ template "campaigns/campaign_change_check.sql" . }}
 {{ template "roles/grant_access.sql" . }}
+
+-- The generated code of the contract's cancellation (orders_preview).
+select {{ .schema }}.install_orders_functions();
 
 -- Least privilege (README "Roles"): no function of chunks is executable by
 -- PUBLIC, not even one a DBA opened to PUBLIC by hand; grant_access grants

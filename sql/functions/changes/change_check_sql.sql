@@ -5,23 +5,29 @@
 -- [{"key", "problem"}, ...] in the targets' order, problem NULL when the
 -- row would take the change. check_change calls it. Built as
 -- change_function_sql builds the change: identifiers by %I, the body one
--- quoted literal, no EXECUTE in it, run as the writer role.
+-- quoted literal, no EXECUTE in it, run as the writer role; for the
+-- contract's cancellation (orders_change(), WRITER NULL) it is chunks'
+-- owner's orders_preview, run as its caller, in the contract's words.
 drop function if exists {{ .schema }}.change_check_sql(jsonb);
 create or replace function {{ .schema }}.change_check_sql(definition jsonb, writer text) returns text
 language plpgsql stable security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare
-  v_fn text := (change_function_names(change_check_sql.definition ->> 'name')).preview;
+  -- The contract's cancellation (orders_change(), WRITER NULL): chunks'
+  -- owner's orders_preview, run as its caller (chunks' functions).
+  v_owner constant boolean := change_check_sql.writer is null;
+  v_fn text := case when v_owner then 'orders_preview' else (change_function_names(change_check_sql.definition ->> 'name')).preview end;
   v_parts record;
 begin
   select * into v_parts
     from change_sql_parts(change_check_sql.definition, format('%I.targets', v_fn), format('%I.tenant', v_fn));
   return format($f$create or replace function {{ .schema }}.%I(tenant text, targets jsonb)
 returns jsonb
-language plpgsql stable security definer
+language plpgsql stable %s
 %s
-as %L$f$, v_fn, writer_set_clauses(), format($b$
+as %L$f$, v_fn, case when v_owner then 'security invoker' else 'security definer' end,
+     case when v_owner then 'set search_path = {{ .schema }}, pg_temp' else writer_set_clauses() end, format($b$
 begin%6$s
   -- Each target against its row now, in its chunk's words; nothing locked.
   return (with %1$s,
@@ -31,7 +37,7 @@ begin%6$s
 end
 $b$, v_parts.targets_cte, v_parts.compared, (change_check_sql.definition ->> 'table')::regclass,
      change_key_any_sql(change_check_sql.definition, 'r', 'from t'), v_parts.problem,
-     writer_guard_sql(change_check_sql.writer, null), (change_key_sql(change_check_sql.definition, 't')).as_json,
+     case when v_owner then '' else writer_guard_sql(change_check_sql.writer, null) end, (change_key_sql(change_check_sql.definition, 't')).as_json,
      change_key_equal_sql(change_check_sql.definition, 'l', 't')));
 end
 $$;

@@ -64,15 +64,19 @@ comment on function {{ .schema }}.change_key_sql(jsonb, text) is
 
 -- SQL text naming the key of ALIAS in a message: "id 3", or for a
 -- composite key "tenant_id 7, order_no 12" (each value as its type prints).
+-- The contract's cancellation (orders_change(), "words": "order") names an
+-- order as order_problem does: "order 3".
 create or replace function {{ .schema }}.change_key_words_sql(definition jsonb, alias text) returns text
 language sql immutable parallel safe
 set search_path = {{ .schema }}, pg_temp
 as $$
-  select format('format(%L, %s)', string_agg('%s %s', ', ' order by o), string_agg(format('%L, %s.%I', c, alias, c), ', ' order by o))
-    from unnest(change_key_columns(definition)) with ordinality as x(c, o)
+  select case when definition ->> 'words' = 'order'
+              then format('format(%L, %s.%I)', 'order %s', alias, (change_key_columns(definition))[1])
+              else (select format('format(%L, %s)', string_agg('%s %s', ', ' order by o), string_agg(format('%L, %s.%I', c, alias, c), ', ' order by o))
+                      from unnest(change_key_columns(definition)) with ordinality as x(c, o)) end
 $$;
 comment on function {{ .schema }}.change_key_words_sql(jsonb, text) is
-  'chunks helper: SQL text naming the key of ALIAS of the declared change DEFINITION in a message ("id 3"; "tenant_id 7, order_no 12").';
+  'chunks helper: SQL text naming the key of ALIAS of the declared change DEFINITION in a message ("id 3"; "tenant_id 7, order_no 12"; the contract''s "order 3" for orders_change()).';
 
 -- SQL text: A's key equals B's ("a.k = b.k", column by column).
 create or replace function {{ .schema }}.change_key_equal_sql(definition jsonb, a text, b text) returns text

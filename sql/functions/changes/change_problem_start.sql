@@ -3,7 +3,8 @@
 -- inverse's (change_restore_parts), as text over t (the target) and l (its
 -- row, all NULL when missing): missing, then another tenant (the text
 -- expression TENANT) when the change has one, naming the key. The callers
--- add their own WHENs and the END. DEFINITION was validated by define_change.
+-- add their own WHENs and the END. DEFINITION was validated by define_change
+-- (or is orders_change(), whose words are the contract's).
 create or replace function {{ .schema }}.change_problem_start(definition jsonb, tenant text) returns text
 language plpgsql stable security invoker
 set search_path = {{ .schema }}, pg_temp
@@ -17,7 +18,11 @@ declare
 begin
   -- l.<first key column> is NULL only when the row is missing (a key
   -- column is NOT NULL).
-  if v_tenant is null then
+  if change_problem_start.definition ->> 'words' = 'order' then
+    -- The contract's words (order_problem): the tenant is the caller's own.
+    v_start := 'case' || format(E'\n               when l.%1$I is null then format(%3$L, %4$s)\n               when l.%2$I::text is distinct from %5$s then format(%6$L, %4$s)',
+                                v_first, v_tenant, '%s: missing', v_words, change_problem_start.tenant, '%s: belongs to another tenant');
+  elsif v_tenant is null then
     v_start := 'case' || format(E'\n               when l.%I is null then format(%L, %s)', v_first, '%s: missing', v_words);
   else
     -- Missing and another tenant's are told apart only to a session whose

@@ -26,6 +26,9 @@ declare
   v_k text;
   v_v jsonb;
   v_type text;
+  -- The contract's words for orders_change() (order_problem's): a value as
+  -- it is, and no "the change requires".
+  v_contract constant boolean := v_def ->> 'words' = 'order';
 begin
   select array_agg(f.field order by f.ord), array_agg(f.type order by f.ord) into v_fields, v_types
     from change_fields(v_def) as f;
@@ -43,30 +46,34 @@ begin
   -- A when constant, one of a list's (IN) or NULL (IS NULL).
   for v_k, v_v in select e.key, e.value from jsonb_each(coalesce(v_def -> 'when', '{}')) as e order by e.key loop
     v_type := change_column_type(v_rel, v_k);
-    problem := problem || format(E'\n               when %s then format(%L, %s, %L, %s, %L)',
+    problem := problem || format(E'\n               when %s then format(%L, %s, %L, %s%s)',
                                    case jsonb_typeof(v_v)
                                      when 'null' then format('l.%I is not null', v_k)
                                      when 'array' then format('l.%1$I is null or l.%1$I <> all (array[%2$s])', v_k,
                                                               (select string_agg(format('%L::%s', e #>> '{}', v_type), ', ' order by o)
                                                                  from jsonb_array_elements(v_v) with ordinality as x(e, o)))
                                      else format('l.%I is distinct from %L::%s', v_k, v_v #>> '{}', v_type) end,
-                                   '%s: %s is %s, the change requires %s', v_words, v_k,
-                                   shown_sql(v_rel::text, v_k, excerpt_sql(format('l.%I::text', v_k))),
-                                   case jsonb_typeof(v_v)
+                                   case when v_contract then '%s: %s is %s' else '%s: %s is %s, the change requires %s' end, v_words, v_k,
+                                   case when v_contract then format('l.%I::text', v_k)
+                                        else shown_sql(v_rel::text, v_k, excerpt_sql(format('l.%I::text', v_k))) end,
+                                   case when v_contract then '' else ', ' || quote_literal(case jsonb_typeof(v_v)
                                      when 'null' then 'null'
                                      when 'array' then 'one of ' || excerpt((select string_agg(e #>> '{}', ', ' order by o)
                                                                                from jsonb_array_elements(v_v) with ordinality as x(e, o)), false)
-                                     else v_v #>> '{}' end);
+                                     else v_v #>> '{}' end) end);
   end loop;
   if v_version is not null then
     problem := problem || format(E'\n               when l.%I is distinct from t.%I then format(%L, %s, %L, %s, t.%I)',
                                    v_version, v_version, '%s: %s is %s, approved %s', v_words, v_version,
-                                   shown_sql(v_rel::text, v_version, format('l.%I::text', v_version)), v_version);
+                                   case when v_contract then format('l.%I::text', v_version)
+                                        else shown_sql(v_rel::text, v_version, format('l.%I::text', v_version)) end, v_version);
   end if;
   for v_k in select jsonb_array_elements_text(coalesce(v_def -> 'expect', '[]')) loop
     problem := problem || format(E'\n               when l.%1$I is distinct from t.%1$I then format(%2$L, %3$s, %1$L, %4$s, %5$s)',
                                    v_k, '%s: %s is %s, approved %s', v_words,
-                                   shown_sql(v_rel::text, v_k, excerpt_sql(format('l.%I::text', v_k))), excerpt_sql(format('t.%I::text', v_k)));
+                                   case when v_contract then format('l.%I::text', v_k)
+                                        else shown_sql(v_rel::text, v_k, excerpt_sql(format('l.%I::text', v_k))) end,
+                                   case when v_contract then format('t.%I::text', v_k) else excerpt_sql(format('t.%I::text', v_k)) end);
   end loop;
   problem := problem || E'\n                 end';
 end

@@ -32,8 +32,8 @@ begin
     raise exception 'change %: cannot check: % (chunks migrate says why and makes it again)', v_change.name, v_problem
       using errcode = 'CH409';
   end if;
-  v_problem := change_job_problem(v_job_id, v_change.name, v_change.digest, v_plan ->> 'tenant', v_plan -> 'targets',
-                                  (v_plan -> 'chunk_size')::integer);
+  v_problem := job_identity_problem(v_job_id, v_change.name, v_change.digest, v_plan ->> 'tenant', v_plan -> 'targets',
+                                    (v_plan -> 'chunk_size')::integer);
   v_warning := change_code_warning(to_regclass(v_change.definition ->> 'table'));
   if v_warning is not null then
     raise notice '%', v_warning;
@@ -41,17 +41,7 @@ begin
   -- The change's generated check (define_change): one call, planned once.
   execute format('select %I.%I($1, $2)', '{{ .schema }}', v_function)
     into v_targets using v_plan ->> 'tenant', v_plan -> 'targets';
-  return (select jsonb_build_object(
-                   'job_id', v_job_id,
-                   'ok', v_problem is null and bool_and(c.committed or x.e ->> 'problem' is null),
-                   'job', case when v_next_index is null then 'free' when v_problem is null then 'registered' else 'conflict' end,
-                   'job_problem', coalesce(v_problem, ''),
-                   'targets', jsonb_agg(jsonb_build_object('key', x.e -> 'key', 'ok', c.committed or x.e ->> 'problem' is null,
-                                                           'problem', case when c.committed then '' else coalesce(x.e ->> 'problem', '') end,
-                                                           'committed', c.committed)
-                                        order by x.ord))
-            from jsonb_array_elements(v_targets) with ordinality as x(e, ord)
-           cross join lateral (select v_next_index is not null and v_problem is null and x.ord <= v_next_index as committed) as c);
+  return check_answer(v_job_id, v_next_index is not null, v_next_index, v_problem, v_targets, 'key');
 end
 $$;
 comment on function {{ .schema }}.check_change(text, jsonb) is

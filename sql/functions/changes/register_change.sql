@@ -9,31 +9,11 @@ set search_path = {{ .schema }}, pg_temp
 as $$
 declare
   v_change record;
-  v_plan jsonb;
-  v_job_id text;
-  v_problem text;
 begin
-  select p.name, p.definition, p.digest, p.approval into v_change  -- 22023 naming the field
+  select p.name, p.digest, p.approval into v_change  -- 22023 naming the field
     from valid_change_plan(register_change.change, register_change.plan) as p;
-  v_plan := v_change.approval;
-  v_job_id := v_plan ->> 'job_id';
-
-  if record_job(v_job_id, v_plan ->> 'tenant', v_plan -> 'targets', (v_plan -> 'chunk_size')::integer, 'change', 'register_change') then
-    insert into job_change (job_id, change, digest) values (v_job_id, v_change.name, v_change.digest);
-    return true;
-  end if;
-
-  -- The id is taken: the same approval of the same change again is not an
-  -- error, anything else is.
-  v_problem := change_job_problem(v_job_id, v_change.name, v_change.digest, v_plan ->> 'tenant', v_plan -> 'targets',
-                                  (v_plan -> 'chunk_size')::integer);
-  if v_problem is null and not exists (select from jobs as j where j.job_id = v_job_id) then
-    raise exception 'job %: was removed while registering', v_job_id using errcode = 'CH409';
-  end if;
-  if v_problem is not null then
-    raise exception '%', v_problem using errcode = 'CH409';
-  end if;
-  return false;
+  -- register's path (register_job), with the change and its digest.
+  return register_job(v_change.name, v_change.digest, v_change.approval);
 end
 $$;
 comment on function {{ .schema }}.register_change(text, jsonb) is

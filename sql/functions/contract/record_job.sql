@@ -30,3 +30,42 @@ end
 $$;
 comment on function {{ .schema }}.record_job(text, text, jsonb, integer, text, text) is
   'chunks helper: records a new job (jobs, job_approval of KIND from RECORDED_FROM, job_queue, notify queue_channel()) for register and register_change; false, writing nothing, when JOB_ID is taken.';
+
+-- register and register_change, in one place, for an approval already
+-- validated (PLAN: job_id, tenant, normalized targets, chunk_size) of
+-- change CHANGE (its definition's DIGEST; both NULL for the contract's
+-- cancellation of orders): a new job is recorded (record_job; a job of a
+-- declared change also records its change, job_change) and true returned;
+-- the same approval again is false, changing nothing (progress is never
+-- touched); anything else under the id is CH409 in register's words
+-- (job_identity_problem).
+create or replace function {{ .schema }}.register_job(change text, digest text, plan jsonb) returns boolean
+language plpgsql volatile security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_job_id text := register_job.plan ->> 'job_id';
+  v_problem text;
+begin
+  if record_job(v_job_id, register_job.plan ->> 'tenant', register_job.plan -> 'targets', (register_job.plan -> 'chunk_size')::integer,
+                case when register_job.change is null then 'cancel' else 'change' end,
+                case when register_job.change is null then 'register' else 'register_change' end) then
+    if register_job.change is not null then
+      insert into job_change (job_id, change, digest) values (v_job_id, register_job.change, register_job.digest);
+    end if;
+    return true;
+  end if;
+  -- The id is taken: the same approval again is not an error, anything else is.
+  v_problem := job_identity_problem(v_job_id, register_job.change, register_job.digest, register_job.plan ->> 'tenant',
+                                    register_job.plan -> 'targets', (register_job.plan -> 'chunk_size')::integer);
+  if v_problem is not null then
+    raise exception '%', v_problem using errcode = 'CH409';
+  end if;
+  if not exists (select from jobs as j where j.job_id = v_job_id) then
+    raise exception 'job %: was removed while registering', v_job_id using errcode = 'CH409';
+  end if;
+  return false;
+end
+$$;
+comment on function {{ .schema }}.register_job(text, text, jsonb) is
+  'chunks helper (register, register_change): records the validated approval PLAN of change CHANGE (DIGEST; both NULL for orders): true when new, false when the same approval is already there, CH409 for anything else under its id.';
