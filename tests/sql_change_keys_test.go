@@ -117,7 +117,7 @@ func TestChangeCitextAndNumericKeys(t *testing.T) {
 	s.Exec(t, "revoke usage on schema "+ext+" from "+writer)
 	_, err := pgtest.TryString(s.Conn, "select define_change($1)::text", deactivate)
 	pgtest.WantPgError(t, err, "22023", "table: the writer "+writer+" may not use schema "+ext+", where the operator "+ext+".=("+ext+".citext,"+ext+
-		".citext) compares key column email; its owner ("+pgtest.MustString(t, s.Conn, "select nspowner::regrole::text from pg_namespace where nspname = $1", ext)+
+		".citext) compares column email; its owner ("+pgtest.MustString(t, s.Conn, "select nspowner::regrole::text from pg_namespace where nspname = $1", ext)+
 		") grants it: grant usage on schema "+ext+" to "+writer)
 	s.Exec(t, "grant usage on schema "+ext+" to "+writer)
 	s.Exec(t, "select define_change($1)", deactivate)
@@ -138,5 +138,30 @@ func TestChangeCitextAndNumericKeys(t *testing.T) {
 	s.Exec(t, "select run_chunk('l1-undo')")
 	if got := pgtest.MustString(t, s.Conn, "select string_agg(state, ' ' order by lot) from "+w+".lots"); got != "open open" {
 		t.Fatalf("lots after the undo: %s", got)
+	}
+
+	// Every compared column, not only the key, by its type's own equality:
+	// a citext when (a constant and a list), expect and written column
+	// match whatever their case, at the chunk, in check, report and undo.
+	s.Exec(t, `create table `+w+`.tickets(id integer primary key, status `+ext+`.citext not null, tag `+ext+`.citext not null);
+	  insert into `+w+`.tickets values (1, 'OPEN', 'Red'), (2, 'Pending', 'BLUE'), (3, 'held', 'red');
+	  grant select, update on `+w+`.tickets to `+writer)
+	s.Exec(t, "select define_change($1)", `{"name": "close_ticket", "table": "`+w+`.tickets", "key": "id", "expect": ["tag"],
+	  "when": {"status": ["open", "pending"]}, "set": {"status": "closed"}}`)
+	plan := changePlan("k1", "t", `[{"id": 1, "tag": "red"}, {"id": 2, "tag": "blue"}, {"id": 3, "tag": "RED"}]`, 3)
+	sameJSON(t, "tickets check", pgtest.MustString(t, s.Conn, "select check_change('close_ticket', $1) -> 'targets'", plan),
+		`[{"key": 1, "ok": true, "problem": "", "committed": false}, {"key": 2, "ok": true, "problem": "", "committed": false},
+		  {"key": 3, "ok": false, "problem": "id 3: status is held, the change requires one of open, pending", "committed": false}]`)
+	s.Exec(t, "update "+w+".tickets set status = 'Open' where id = 3")
+	s.Exec(t, "select register_change('close_ticket', $1)", plan)
+	sameJSON(t, "tickets chunk", pgtest.MustString(t, s.Conn, "select run_chunk('k1')::text"), `{"processed": [1, 2, 3], "next_index": 3, "done": true}`)
+	s.Exec(t, "update "+w+".tickets set status = 'CLOSED', tag = 'RED' where id = 1") // the same values, by citext
+	s.Exec(t, "update "+w+".tickets set tag = 'green' where id = 2")
+	sameJSON(t, "tickets report", pgtest.MustString(t, s.Conn, "select report('k1')::text"),
+		`{"approved": [1, 2, 3], "committed": [1, 2, 3], "remaining": [], "matching": [1, 3], "drifted": [2], "missing": []}`)
+	sameJSON(t, "tickets undo", pgtest.MustString(t, s.Conn, "select (register_undo('k1') -> 'targets')::text"), `[1, 3]`)
+	s.Exec(t, "select run_chunk('k1-undo')")
+	if got := pgtest.MustString(t, s.Conn, "select string_agg(status::text, ' ' order by id) from "+w+".tickets"); got != "OPEN closed Open" {
+		t.Fatalf("tickets after the undo: %s", got)
 	}
 }

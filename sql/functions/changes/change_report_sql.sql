@@ -86,9 +86,11 @@ begin
     (select string_agg(format('r.%I %s x.%I', c, key_column_equality_sql(definition, c), 'k.' || c), ' and ' order by o)
        from unnest(v_keys) with ordinality as u(c, o)),
     (select coalesce(string_agg(E'\n                                  and ' || t, ''), '')
-       from (select format('r.%I is not distinct from x.%I', c, 'w.' || c) as t from unnest(v_written) as c
+       from (select format('not %s', column_distinct_sql(definition, c, format('r.%I', c), format('x.%I', 'w.' || c))) as t
+               from unnest(v_written) as c
              union all
-             select format('(not x.%I or r.%I is not distinct from x.%I)', 'e?' || c, c, 'e.' || c) from unnest(v_expect) as c
+             select format('(not x.%I or not %s)', 'e?' || c, column_distinct_sql(definition, c, format('r.%I', c), format('x.%I', 'e.' || c)))
+               from unnest(v_expect) as c
              union all
              select format('r.%I = x.v', definition ->> 'version') where definition ? 'version'
              union all

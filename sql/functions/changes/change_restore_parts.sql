@@ -43,8 +43,9 @@ begin
   -- its type (change_audit keeps it as jsonb), never as text: a
   -- timestamptz's text depends on the session's TimeZone.
   foreach v_c in array change_restore_parts.written loop
-    problem := problem || format(E'\n               when l.%1$I is distinct from %2$s then format(%3$L, %4$s, %1$L, %5$s, %6$s)',
-                                   v_c, typed_field_sql('t."?after"', v_c, change_column_type(v_rel, v_c)),
+    problem := problem || format(E'\n               when %2$s then format(%3$L, %4$s, %1$L, %5$s, %6$s)',
+                                   v_c, column_distinct_sql(v_def, v_c, format('l.%I', v_c),
+                                                            typed_field_sql('t."?after"', v_c, change_column_type(v_rel, v_c))),
                                    '%s: %s is %s, the undone job left %s', v_words,
                                    shown_sql(v_rel::text, v_c, excerpt_sql(format('l.%I::text', v_c))), excerpt_sql(format('t."?after" ->> %L', v_c)));
   end loop;

@@ -49,10 +49,11 @@ begin
     problem := problem || format(E'\n               when %s then format(%L, %s, %L, %s%s)',
                                    case jsonb_typeof(v_v)
                                      when 'null' then format('l.%I is not null', v_k)
-                                     when 'array' then format('l.%1$I is null or l.%1$I <> all (array[%2$s])', v_k,
+                                     when 'array' then format('l.%1$I is null or not (l.%1$I %3$s any (array[%2$s]))', v_k,
                                                               (select string_agg(format('%L::%s', e #>> '{}', v_type), ', ' order by o)
-                                                                 from jsonb_array_elements(v_v) with ordinality as x(e, o)))
-                                     else format('l.%I is distinct from %L::%s', v_k, v_v #>> '{}', v_type) end,
+                                                                 from jsonb_array_elements(v_v) with ordinality as x(e, o)),
+                                                              coalesce(key_column_equality_sql(v_def, v_k), '='))
+                                     else column_distinct_sql(v_def, v_k, format('l.%I', v_k), format('%L::%s', v_v #>> '{}', v_type)) end,
                                    case when v_contract then '%s: %s is %s' else '%s: %s is %s, the change requires %s' end, v_words, v_k,
                                    case when v_contract then format('l.%I::text', v_k)
                                         else shown_sql(v_rel::text, v_k, excerpt_sql(format('l.%I::text', v_k))) end,
@@ -69,11 +70,12 @@ begin
                                         else shown_sql(v_rel::text, v_version, format('l.%I::text', v_version)) end, v_version);
   end if;
   for v_k in select jsonb_array_elements_text(coalesce(v_def -> 'expect', '[]')) loop
-    problem := problem || format(E'\n               when l.%1$I is distinct from t.%1$I then format(%2$L, %3$s, %1$L, %4$s, %5$s)',
+    problem := problem || format(E'\n               when %6$s then format(%2$L, %3$s, %1$L, %4$s, %5$s)',
                                    v_k, '%s: %s is %s, approved %s', v_words,
                                    case when v_contract then format('l.%I::text', v_k)
                                         else shown_sql(v_rel::text, v_k, excerpt_sql(format('l.%I::text', v_k))) end,
-                                   case when v_contract then format('t.%I::text', v_k) else excerpt_sql(format('t.%I::text', v_k)) end);
+                                   case when v_contract then format('t.%I::text', v_k) else excerpt_sql(format('t.%I::text', v_k)) end,
+                                   column_distinct_sql(v_def, v_k, format('l.%I', v_k), format('t.%I', v_k)));
   end loop;
   problem := problem || E'\n                 end';
 end

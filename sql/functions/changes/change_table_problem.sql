@@ -60,16 +60,22 @@ begin
                   change_table_problem.writer, quote_ident(v_nsp), (select n.nspowner::regrole from pg_namespace as n where n.nspname = v_nsp),
                   quote_ident(v_nsp), change_table_problem.writer);
   end if;
-  -- A key column compared with an extension's operator (citext's, key_equality_sql).
-  select format('the writer %s may not use schema %s, where the operator %s compares key column %s; its owner (%s) grants it: grant usage on schema %s to %s',
+  -- A column compared with an extension's operator (citext's,
+  -- key_equality_sql): a key, when, version or expect column, or one the
+  -- change writes (report compares it).
+  select format('the writer %s may not use schema %s, where the operator %s compares column %s; its owner (%s) grants it: grant usage on schema %s to %s',
                 change_table_problem.writer, quote_ident(n.nspname), o.oid::regoperator, quote_ident(a.attname), n.nspowner::regrole,
                 quote_ident(n.nspname), change_table_problem.writer)
     into v_col
-    from unnest(change_key_columns(v_def)) as k(c)
+    from unnest(change_key_columns(v_def)
+                || array(select jsonb_object_keys(coalesce(v_def -> 'when', '{}')))
+                || array(select jsonb_array_elements_text(coalesce(v_def -> 'expect', '[]')))
+                || change_written(v_def) || array[v_def ->> 'version']) with ordinality as k(c, ord)
     join pg_attribute as a on a.attrelid = v_rel and a.attname = k.c
     join pg_operator as o on o.oid = key_equality_operator(a.atttypid)
     join pg_namespace as n on n.oid = o.oprnamespace
    where n.nspname <> 'pg_catalog' and not has_schema_privilege(change_table_problem.writer, n.oid, 'USAGE')
+   order by k.ord
    limit 1;
   if v_col is not null then
     return v_col;
