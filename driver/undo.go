@@ -3,7 +3,6 @@ package driver
 import (
 	"context"
 	"encoding/json"
-	"slices"
 )
 
 // The kinds of change a job applies (the tables job_kind and job_change).
@@ -21,49 +20,14 @@ type Undo struct {
 	// Change is the declared change of the undone job ([RegisterChange]),
 	// whose undo is a job of the same change; empty for an orders job.
 	Change string `json:"change,omitempty"`
-	// Targets are the ids the undo restores: the undone job's committed
-	// orders that were still exactly as it left them. Drifted and Missing
-	// are its other committed orders (changed since, or gone), left alone.
-	// For a job of a declared change they are its rows' keys when the key
-	// is an integer, as for an orders job.
-	Targets []int64 `json:"targets"`
-	Drifted []int64 `json:"drifted"`
-	Missing []int64 `json:"missing"`
-	// Keys holds the three lists instead for a job of a declared change
-	// whose key is not an integer (the int lists are then empty).
-	Keys *UndoKeys `json:"keys,omitempty" sql:"-"`
-}
-
-// UndoKeys is an [Undo]'s three lists for a job of a declared change whose
-// key is not an integer, as the server wrote the keys (strings).
-type UndoKeys struct {
+	// Targets are the keys the undo restores: the undone job's committed
+	// targets that were still exactly as it left them (order ids for an
+	// orders job; a declared change's keys, numbers for integer keys,
+	// strings otherwise, objects for a composite key). Drifted and Missing
+	// are its other committed targets (changed since, or gone), left alone.
 	Targets []Key `json:"targets"`
 	Drifted []Key `json:"drifted"`
 	Missing []Key `json:"missing"`
-}
-
-// AllKeys is the undo's three lists as keys, whatever their type: Keys,
-// or the int lists as keys.
-func (u Undo) AllKeys() UndoKeys {
-	if u.Keys != nil {
-		return *u.Keys
-	}
-	return UndoKeys{keysOf(u.Targets, nil), keysOf(u.Drifted, nil), keysOf(u.Missing, nil)}
-}
-
-// undoOf is register_undo's reply as an [Undo]: its lists hold keys of one
-// type, all integers (the int lists) or none (Keys).
-func undoOf(jobID, undoes string, created bool, change string, keys UndoKeys) Undo {
-	u := Undo{JobID: jobID, Undoes: undoes, Created: created, Change: change}
-	if _, rest := splitKeys(slices.Concat(keys.Targets, keys.Drifted, keys.Missing)); rest != nil {
-		u.Targets, u.Drifted, u.Missing = []int64{}, []int64{}, []int64{}
-		u.Keys = &UndoKeys{nonNil(keys.Targets), nonNil(keys.Drifted), nonNil(keys.Missing)}
-		return u
-	}
-	u.Targets, _ = splitKeys(keys.Targets)
-	u.Drifted, _ = splitKeys(keys.Drifted)
-	u.Missing, _ = splitKeys(keys.Missing)
-	return u
 }
 
 // MarshalJSON writes every list as [] when empty, never null.
@@ -121,19 +85,12 @@ func (j JobRef) RegisterUndo(ctx context.Context, db DB, newJobID string) (Undo,
 		}
 		newID = &newJobID
 	}
-	var wire struct {
-		JobID   string `json:"job_id"`
-		Undoes  string `json:"undoes"`
-		Created bool   `json:"created"`
-		Change  string `json:"change,omitempty"`
-		Targets []Key  `json:"targets"`
-		Drifted []Key  `json:"drifted"`
-		Missing []Key  `json:"missing"`
-	}
-	if _, err := QueryJSON(ctx, db, &wire, "register_undo", j.Args(newID)...); err != nil {
+	var u Undo
+	if _, err := QueryJSON(ctx, db, &u, "register_undo", j.Args(newID)...); err != nil {
 		return Undo{}, err
 	}
-	return undoOf(wire.JobID, wire.Undoes, wire.Created, wire.Change, UndoKeys{wire.Targets, wire.Drifted, wire.Missing}), nil
+	u.Targets, u.Drifted, u.Missing = nonNil(u.Targets), nonNil(u.Drifted), nonNil(u.Missing)
+	return u, nil
 }
 
 // Lineage returns the job's kind and its undo, or nil (and no error) when

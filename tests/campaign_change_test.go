@@ -17,7 +17,7 @@ func campaignPayments(t *testing.T, n int) (*pgtest.Schema, string) {
 	s := pgtest.NewSchema(t)
 	shop := s.UserSchema(t, paymentsSQL)
 	s.Exec(t, fmt.Sprintf("insert into %s.payments select g, 7, 'captured', 100 * g, null, 3, 'r' || g, g from generate_series(6, %d) g", shop, n))
-	if !pgtest.MustBool(t, s.Conn, "select define_change($1)", holdPayment(shop)) {
+	if !pgtest.MustBool(t, s.Conn, "select define_change($1)", pgtest.HoldPayment(shop)) {
 		t.Fatal("define_change: false for a new change")
 	}
 	return s, shop

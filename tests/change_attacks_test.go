@@ -168,7 +168,7 @@ func TestDefaultPrivilegesLeakNoExecute(t *testing.T) {
 			t.Errorf("alter default privileges: %v", err)
 		}
 	})
-	s.Exec(t, "select define_change($1)", holdPayment(shop))
+	s.Exec(t, "select define_change($1)", pgtest.HoldPayment(shop))
 	leaked := `select coalesce(string_agg(p.oid::regprocedure::text, ', ' order by p.oid::regprocedure::text), 'none')
 	  from pg_proc as p where p.pronamespace = $1::regnamespace and has_function_privilege($2, p.oid, 'EXECUTE')
 	   and p.proname in ('apply_hold_payment', 'restore_hold_payment', 'preview_hold_payment', 'writer_exec', 'record_job', 'change_orders')`
@@ -202,7 +202,7 @@ func TestCheckShowsValuesOnlyToWhoMayReadThem(t *testing.T) {
 	p := shop + ".payments"
 	r.Schema.Exec(t, "grant usage on schema "+shop+" to "+r.owner.Name)
 	owner, op := r.connect(t, r.owner), r.connect(t, r.operator)
-	pgtest.MustBool(t, owner, "select define_change($1)", holdPayment(shop))
+	pgtest.MustBool(t, owner, "select define_change($1)", pgtest.HoldPayment(shop))
 	r.Schema.Exec(t, "update "+p+" set amount_cents = 999 where payment_id = 2")
 	r.Schema.Exec(t, "update "+p+" set merchant_id = 8 where payment_id = 3")
 	plan := changePlan("c1", "7", paymentTargets(2, 3, 9), 3)
@@ -315,7 +315,7 @@ func TestAlteredWriterFunctionRunsOnlyAsTheWriter(t *testing.T) {
 	s := pgtest.NewSchema(t)
 	shop := s.UserSchema(t, paymentsSQL)
 	writer := writerOf(t, s)
-	s.Exec(t, "select define_change($1)", holdPayment(shop))
+	s.Exec(t, "select define_change($1)", pgtest.HoldPayment(shop))
 	s.Exec(t, "select register_change('hold_payment', $1)", changePlan("p1", "7", paymentTargets(1, 2), 1))
 	admin := pgtest.Connect(t, pgtest.DSN())
 	_, err := admin.Exec(ctx, "set role "+writer+"; alter function "+s.Name+".apply_hold_payment(text, text, integer, jsonb) security invoker")

@@ -38,7 +38,7 @@ func TestChangeRoles(t *testing.T) {
 		{"table: the writer " + w + " may not UPDATE column lock_version of " + p + "; its owner (" + appOwner + ") grants it: grant select, update on " + p + " to " + w,
 			"grant update (lock_version) on " + p + " to " + w},
 	} {
-		_, err := pgtest.TryString(owner, "select define_change($1)::text", holdPayment(shop))
+		_, err := pgtest.TryString(owner, "select define_change($1)::text", pgtest.HoldPayment(shop))
 		pgtest.WantPgError(t, err, "22023", step.want)
 		nothingDefined(t, r.Schema)
 		r.Schema.Exec(t, step.grant)
@@ -51,20 +51,20 @@ func TestChangeRoles(t *testing.T) {
 		t.Fatalf("the owner holds %s grants on %s", got, p)
 	}
 	var err error
-	_, err = pgtest.TryString(op, "select define_change($1)::text", holdPayment(shop))
+	_, err = pgtest.TryString(op, "select define_change($1)::text", pgtest.HoldPayment(shop))
 	pgtest.WantPgError(t, err, "42501", "permission denied for function define_change")
-	_, err = pgtest.TryString(viewer, "select define_change($1)::text", holdPayment(shop))
+	_, err = pgtest.TryString(viewer, "select define_change($1)::text", pgtest.HoldPayment(shop))
 	pgtest.WantPgError(t, err, "42501", "permission denied for function define_change")
 	// Even with EXECUTE granted by hand, a role that is not the owner is
 	// refused: it may not run the helpers either (the first is the owner check).
 	r.Schema.Exec(t, "grant execute on function define_change(jsonb), define_change(text) to "+r.operator.Name)
 	for _, call := range []string{"select define_change($1::jsonb)::text", "select define_change($1::text)::text"} {
-		_, err = pgtest.TryString(op, call, holdPayment(shop))
+		_, err = pgtest.TryString(op, call, pgtest.HoldPayment(shop))
 		pgtest.WantPgError(t, err, "42501", "permission denied for function check_change_owner")
 	}
 	r.Schema.Exec(t, "revoke execute on function define_change(jsonb), define_change(text) from "+r.operator.Name)
 	nothingDefined(t, r.Schema)
-	if !pgtest.MustBool(t, owner, "select define_change($1)", holdPayment(shop)) {
+	if !pgtest.MustBool(t, owner, "select define_change($1)", pgtest.HoldPayment(shop)) {
 		t.Fatal("define_change by the owner: false")
 	}
 	if got := pgtest.MustString(t, r.Schema.Conn, "select string_agg(p.oid::regprocedure::text || ' ' || p.proowner::regrole::text || ' ' || p.prosecdef, ', ' order by p.proname) from pg_proc p where p.pronamespace = $1::regnamespace and p.proname like '%\\_hold\\_payment'", r.Name); got != "apply_hold_payment(text,text,integer,jsonb) "+w+" true, preview_hold_payment(text,jsonb) "+w+" true, restore_hold_payment(text,text,integer,jsonb) "+w+" true" {

@@ -92,7 +92,7 @@ func TestDriverChangeInputRefusals(t *testing.T) {
 	r.Schema.Exec(t, "grant usage on schema "+shop+" to "+r.owner.Name)
 	r.Schema.Exec(t, "grant select, update on "+shop+".payments to "+r.owner.Name)
 	owner, op, viewer := r.connect(t, r.owner), r.connect(t, r.operator), r.connect(t, r.viewer)
-	def, err := driver.ParseChange(strings.NewReader(holdPayment(shop)))
+	def, err := driver.ParseChange(strings.NewReader(pgtest.HoldPayment(shop)))
 	if err != nil {
 		t.Fatal(err)
 	}

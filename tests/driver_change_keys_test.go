@@ -49,7 +49,7 @@ func TestDriverChangeKeys(t *testing.T) {
 	shop := s.UserSchema(t, paymentsSQL)
 	s.Exec(t, "select define_change($1)", fmt.Sprintf(`{"name": "opt_out", "table": "%s.contacts", "key": "id", "expect": ["email"], "set": {"opted_out": true}}`, crm))
 	s.Exec(t, "select define_change($1)", fmt.Sprintf(`{"name": "reprice", "table": "%s.prices", "key": "sku", "expect": ["price"], "set_from_target": {"price": "new_price"}}`, cat))
-	s.Exec(t, "select define_change($1)", holdPayment(shop))
+	s.Exec(t, "select define_change($1)", pgtest.HoldPayment(shop))
 	s.Exec(t, "select register_change('opt_out', $1)", changePlan("c1", "crm", `[
 	  {"id": "00000000-0000-0000-0000-00000000000c", "email": "c@example.com"},
 	  {"id": "00000000-0000-0000-0000-00000000000a", "email": "a@example.com"},

@@ -25,7 +25,7 @@ func TestDriverChange(t *testing.T) {
 	if !errors.Is(err, driver.ErrInvalid) || err.Error() != "invalid: definition: must be a single JSON value, found more after it" {
 		t.Fatalf("ParseChange with two values: %v", err)
 	}
-	def, err := driver.ParseChange(strings.NewReader(holdPayment(shop)))
+	def, err := driver.ParseChange(strings.NewReader(pgtest.HoldPayment(shop)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestDriverChange(t *testing.T) {
 		}
 	}
 	// The same definition from SQL with an empty list is the same definition.
-	if pgtest.MustBool(t, s.Conn, "select define_change($1::jsonb || '{\"when\": {\"status\": \"captured\"}, \"set_from_target\": {\"hold_reason\": \"reason\"}}')", holdPayment(shop)) {
+	if pgtest.MustBool(t, s.Conn, "select define_change($1::jsonb || '{\"when\": {\"status\": \"captured\"}, \"set_from_target\": {\"hold_reason\": \"reason\"}}')", pgtest.HoldPayment(shop)) {
 		t.Fatal("define_change of the same definition: true")
 	}
 	other := def
@@ -130,7 +130,7 @@ func TestDriverChangeCrashPoints(t *testing.T) {
 			t.Parallel()
 			s := pgtest.NewSchema(t)
 			shop := s.UserSchema(t, paymentsSQL)
-			s.Exec(t, "select define_change($1)", holdPayment(shop))
+			s.Exec(t, "select define_change($1)", pgtest.HoldPayment(shop))
 			s.Exec(t, "select register_change('hold_payment', $1)", changePlan("p1", "7", paymentTargets(1, 2, 3), 2))
 			crash := errors.New("crash at " + point)
 			_, err := driver.JobRef{ID: "p1"}.RunChunk(ctx, s.Conn, func(p string) error {

@@ -182,13 +182,13 @@ func TestChangeDefineConcurrently(t *testing.T) {
 		name, second string
 		want         string // "false", or the CH409 message
 	}{
-		{"the same definition", holdPayment(shop), "false"},
+		{"the same definition", pgtest.HoldPayment(shop), "false"},
 		{"another definition", definitionWith(t, shop, map[string]any{"set": map[string]any{"status": "held"}}),
 			"change hold_payment: already defined with a different definition (chunks change show hold_payment)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s.Exec(t, "select drop_change('hold_payment')")
-			_, got, err := defineBehind(t, s, holdPayment(shop), "", c.second)
+			_, got, err := defineBehind(t, s, pgtest.HoldPayment(shop), "", c.second)
 			if c.want == "false" && (got != "false" || err != nil) {
 				t.Fatalf("the second define: %s, %v; want false", got, err)
 			}
@@ -209,12 +209,12 @@ func TestChangeDefineConcurrentlyRepeatableRead(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
 	shop := s.UserSchema(t, paymentsSQL)
-	second, _, err := defineBehind(t, s, holdPayment(shop), "begin isolation level repeatable read", holdPayment(shop))
+	second, _, err := defineBehind(t, s, pgtest.HoldPayment(shop), "begin isolation level repeatable read", pgtest.HoldPayment(shop))
 	pgtest.WantPgError(t, err, "40001", "change hold_payment: defined by another transaction that this one's snapshot cannot see; run define_change again")
 	if _, err := second.Exec(ctx, "rollback"); err != nil {
 		t.Fatal(err)
 	}
-	if pgtest.MustBool(t, second, "select define_change($1)", holdPayment(shop)) {
+	if pgtest.MustBool(t, second, "select define_change($1)", pgtest.HoldPayment(shop)) {
 		t.Fatal("the retry: true, want false (already defined)")
 	}
 }

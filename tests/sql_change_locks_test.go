@@ -23,7 +23,7 @@ func TestChangeChunkLocksRowsInKeyOrder(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
 	shop := s.UserSchema(t, paymentsSQL)
-	s.Exec(t, "select define_change($1)", holdPayment(shop))
+	s.Exec(t, "select define_change($1)", pgtest.HoldPayment(shop))
 	s.Exec(t, "select register_change('hold_payment', $1)", changePlan("j", "7", paymentTargets(1, 2, 3, 4, 5), 5))
 	tx := holding(t, s, "update "+shop+".payments set hold_reason = 'another session''s' where payment_id = 3")
 	// As run_chunk does: the writer's function changes the rows and returns their audit rows, written here.

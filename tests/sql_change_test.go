@@ -41,13 +41,6 @@ $t$;
 create trigger counted after update on %[1]s.payments for each row execute function %[1]s.count_update();
 insert into %[1]s.payments select g, 7, 'captured', 100 * g, null, 3, 'r' || g, g from generate_series(1, 5) g;`
 
-// holdPayment is the issue's definition on shop.payments.
-func holdPayment(shop string) string {
-	return fmt.Sprintf(`{"name": "hold_payment", "table": "%s.payments", "key": "payment_id", "tenant": "merchant_id",
-	  "version": "lock_version", "expect": ["amount_cents"], "when": {"status": "captured"},
-	  "set": {"status": "on_hold"}, "set_from_target": {"hold_reason": "reason"}}`, shop)
-}
-
 // paymentTargets are targets of hold_payment for payments ids (lock_version 3).
 func paymentTargets(ids ...int) string {
 	parts := make([]string, len(ids))
@@ -70,13 +63,13 @@ func TestChangePayments(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
 	shop := s.UserSchema(t, paymentsSQL)
-	if !pgtest.MustBool(t, s.Conn, "select define_change($1)", holdPayment(shop)) {
+	if !pgtest.MustBool(t, s.Conn, "select define_change($1)", pgtest.HoldPayment(shop)) {
 		t.Fatal("define_change: false for a new change")
 	}
-	if pgtest.MustBool(t, s.Conn, "select define_change($1)", holdPayment(shop)) {
+	if pgtest.MustBool(t, s.Conn, "select define_change($1)", pgtest.HoldPayment(shop)) {
 		t.Fatal("define_change: true for the same definition again")
 	}
-	_, err := pgtest.TryString(s.Conn, "select define_change($1)::text", strings.Replace(holdPayment(shop), "on_hold", "held", 1))
+	_, err := pgtest.TryString(s.Conn, "select define_change($1)::text", strings.Replace(pgtest.HoldPayment(shop), "on_hold", "held", 1))
 	pgtest.WantPgError(t, err, "CH409", "change hold_payment: already defined with a different definition (chunks change show hold_payment)")
 
 	p1 := changePlan("p1", "7", paymentTargets(4, 2, 1, 3), 2)
@@ -154,7 +147,7 @@ func nothingDefined(t testing.TB, s *pgtest.Schema) {
 func definitionWith(t testing.TB, shop string, set map[string]any) string {
 	t.Helper()
 	var def map[string]any
-	if err := json.Unmarshal([]byte(holdPayment(shop)), &def); err != nil {
+	if err := json.Unmarshal([]byte(pgtest.HoldPayment(shop)), &def); err != nil {
 		t.Fatal(err)
 	}
 	for k, v := range set {
@@ -270,7 +263,7 @@ func TestChangeDriftAndTampering(t *testing.T) {
 	s := pgtest.NewSchema(t)
 	shop := s.UserSchema(t, paymentsSQL)
 	p := shop + ".payments"
-	s.Exec(t, "select define_change($1)", holdPayment(shop))
+	s.Exec(t, "select define_change($1)", pgtest.HoldPayment(shop))
 	s.Exec(t, "select register_change('hold_payment', $1)", changePlan("p1", "7", paymentTargets(1, 2, 3, 4, 5), 2))
 	sameJSON(t, "first chunk", pgtest.MustString(t, s.Conn, "select run_chunk('p1')::text"), `{"processed": [1, 2], "next_index": 2, "done": false}`)
 	audit := func() string {
@@ -408,7 +401,7 @@ func TestChangeRegisterRefusals(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
 	shop := s.UserSchema(t, paymentsSQL)
-	s.Exec(t, "select define_change($1)", holdPayment(shop))
+	s.Exec(t, "select define_change($1)", pgtest.HoldPayment(shop))
 	one := `{"payment_id": 1, "lock_version": 3, "amount_cents": 100, "reason": "r"}`
 	for _, c := range []struct{ change, plan, msg string }{
 		{"nope", changePlan("j", "7", "["+one+"]", 1), "change: there is no change nope (chunks change list)"},
@@ -467,7 +460,7 @@ func TestChangeCheck(t *testing.T) {
 	s := pgtest.NewSchema(t)
 	shop := s.UserSchema(t, paymentsSQL)
 	p := shop + ".payments"
-	s.Exec(t, "select define_change($1)", holdPayment(shop))
+	s.Exec(t, "select define_change($1)", pgtest.HoldPayment(shop))
 	s.Exec(t, "update "+p+" set amount_cents = 1 where payment_id = 2")
 	s.Exec(t, "update "+p+" set status = 'refunded' where payment_id = 3")
 	s.Exec(t, "delete from "+p+" where payment_id = 5")

@@ -20,7 +20,7 @@ func TestChangeUndoPayments(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
 	shop := s.UserSchema(t, paymentsSQL)
-	s.Exec(t, "select define_change($1)", holdPayment(shop))
+	s.Exec(t, "select define_change($1)", pgtest.HoldPayment(shop))
 	s.Exec(t, "select register_change('hold_payment', $1)", changePlan("p1", "7", paymentTargets(1, 2, 3, 4), 2))
 
 	_, err := pgtest.TryString(s.Conn, "select register_undo('p1')::text")
@@ -158,7 +158,7 @@ func TestChangeRegeneratedByMigrate(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
 	shop := s.UserSchema(t, paymentsSQL)
-	s.Exec(t, "select define_change($1)", holdPayment(shop))
+	s.Exec(t, "select define_change($1)", pgtest.HoldPayment(shop))
 	const source = `select string_agg(pg_get_functiondef(p.oid), E'\n' order by p.oid::regprocedure::text)
 	  from pg_proc as p where p.pronamespace = current_schema()::regnamespace and p.proname like '%\_hold\_payment'`
 	before := pgtest.MustString(t, s.Conn, source)

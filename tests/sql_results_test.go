@@ -38,7 +38,7 @@ func resultSchema(t *testing.T) *pgtest.Schema {
 	// A campaign of a declared change, one chunk run, a row drifted and one
 	// that cannot take its change.
 	shop := s.UserSchema(t, paymentsSQL)
-	s.Exec(t, "select define_change($1)", holdPayment(shop))
+	s.Exec(t, "select define_change($1)", pgtest.HoldPayment(shop))
 	s.Exec(t, "select campaign_create_change('h', 'hold_payment', '7', 2, $1)", paymentTargets(1, 2, 3, 4))
 	s.Exec(t, "select run_chunk('h-000001')")
 	s.Exec(t, "update "+shop+".payments set hold_reason = 'x' where payment_id = 1")

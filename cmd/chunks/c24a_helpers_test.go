@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/testkit/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // writeFile writes content to a new file named name in the test's own
@@ -59,16 +61,17 @@ func wantExitOut(t testing.TB, r clitest.Result, code int, want string, parts ..
 	}
 }
 
-// waitFor waits up to 10 s until o holds part, and returns what it holds.
-func waitFor(t testing.TB, o *clitest.Output, part string) string {
+// outputHolding waits (pgtest.WaitFor, up to 10 s) until o holds part, and
+// returns what it holds.
+func outputHolding(t testing.TB, o *clitest.Output, part string) string {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if got := o.String(); strings.Contains(got, part) {
-			return got
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the output: %q", o.String())
 		}
-	}
-	t.Fatalf("no %q within 10 s in %q", part, o.String())
-	return ""
+	})
+	pgtest.WaitFor(t, 10*time.Second, fmt.Sprintf("%q in the output", part), func() bool { return strings.Contains(o.String(), part) })
+	return o.String()
 }
 
 // wantRunOut fails unless run, on options that pass Validate, returned no

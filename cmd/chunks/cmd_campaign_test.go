@@ -7,6 +7,7 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/testkit/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 func TestCampaignOptions(t *testing.T) {
@@ -188,7 +189,7 @@ func TestCampaignOfAChangeRun(t *testing.T) {
 	l := clitest.NewLab(t)
 	shop := userTables(t, l)
 	d := labDeps(l)
-	if r := chunksIn(t, l, holdPayment(shop), "change", "define", "-"); r.Code != 0 {
+	if r := chunksIn(t, l, pgtest.HoldPayment(shop), "change", "define", "-"); r.Code != 0 {
 		t.Fatalf("change define: %v", r)
 	}
 	create := []string{"campaign", "create", "--change", "hold_payment", "--tenant", "7", "--chunk-size", "2", "--allow-partial"}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/testkit/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // userTables creates a schema of the user's own (not chunks') for one
@@ -24,13 +25,6 @@ func userTables(t testing.TB, l *clitest.Lab) string {
 	                                    ('00000000-0000-0000-0000-00000000000b', 'b@example.com', false);`)
 }
 
-// holdPayment is the issue's definition on payments of schema shop.
-func holdPayment(shop string) string {
-	return fmt.Sprintf(`{"name": "hold_payment", "table": "%s.payments", "key": "payment_id", "tenant": "merchant_id",
-	  "version": "lock_version", "expect": ["amount_cents"], "when": {"status": "captured"},
-	  "set": {"status": "on_hold"}, "set_from_target": {"hold_reason": "reason"}}`, shop)
-}
-
 // holdPlan is job jobID of hold_payment over payments ids (lock_version 3).
 func holdPlan(jobID string, size int, ids ...int) string {
 	parts := make([]string, len(ids))
@@ -41,7 +35,7 @@ func holdPlan(jobID string, size int, ids ...int) string {
 }
 
 func TestChangeOptions(t *testing.T) {
-	def := parsed(t, parseChangeDefine, "change", "define", writeFile(t, "d.json", holdPayment("shop")))
+	def := parsed(t, parseChangeDefine, "change", "define", writeFile(t, "d.json", pgtest.HoldPayment("shop")))
 	if def.Definition.Name != "hold_payment" || def.Definition.Table != "shop.payments" || def.Definition.SetFromTarget["hold_reason"] != "reason" {
 		t.Fatalf("change define: %+v", def)
 	}
@@ -100,14 +94,14 @@ func TestChangeRun(t *testing.T) {
 	l := clitest.NewLab(t)
 	shop := userTables(t, l)
 	d := labDeps(l)
-	defFile := writeFile(t, "hold.json", holdPayment(shop))
+	defFile := writeFile(t, "hold.json", pgtest.HoldPayment(shop))
 	def := parsed(t, parseChangeDefine, "change", "define", defFile)
 	wantRunOut(t, runChangeDefine, d, def, "defined change hold_payment on "+shop+".payments (its function: apply_hold_payment; chunks change show hold_payment prints it)\n")
 	wantRunOut(t, runChangeDefine, d, def, "change hold_payment was already defined with this definition; nothing changed\n")
 	wantOut(t, chunksIn(t, l, "", "change", "define", "--json", defFile), `{"created":false,"name":"hold_payment"}`+"\n")
-	other := strings.Replace(holdPayment(shop), `"on_hold"`, `"held"`, 1)
+	other := strings.Replace(pgtest.HoldPayment(shop), `"on_hold"`, `"held"`, 1)
 	wantExit(t, chunksIn(t, l, other, "change", "define", "-"), 3, "hold_payment")
-	wantExit(t, chunksIn(t, l, strings.NewReplacer(`"hold_payment"`, `"other"`, `"amount_cents"`, `"amount"`).Replace(holdPayment(shop)), "change", "define", "-"), 2, "amount", shop+".payments")
+	wantExit(t, chunksIn(t, l, strings.NewReplacer(`"hold_payment"`, `"other"`, `"amount_cents"`, `"amount"`).Replace(pgtest.HoldPayment(shop)), "change", "define", "-"), 2, "amount", shop+".payments")
 	l.Exec(t, fmt.Sprintf(`select define_change('{"name": "opt_out", "table": "%s.contacts", "key": "id", "expect": ["email"], "set": {"opted_out": true}}')`, shop))
 
 	list := wantRun(t, runChangeList, d, &noArgs{})

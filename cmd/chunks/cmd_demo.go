@@ -318,7 +318,7 @@ func (d *demo) undo() error {
 		return err
 	}
 	d.note("registered job %s: it restores the %s still as the job left them", u.JobID, plural(len(u.Targets), "order"))
-	d.note("left alone, since they changed after the job: drifted %s; missing %s", ids(u.Drifted), ids(u.Missing))
+	d.note("left alone, since they changed after the job: drifted %s; missing %s", keyList(u.Drifted), keyList(u.Missing))
 
 	d.step("Draining the undo like any other job")
 	cmd := d.child("drain", "--json", u.JobID)

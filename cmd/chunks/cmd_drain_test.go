@@ -70,7 +70,7 @@ func TestDrainProgress(t *testing.T) {
 	stderr := &clitest.Output{}
 	d.stderr = stderr
 	stop := showProgress(ctx, d, driver.JobRef{ID: "j1"}, nil)
-	got := waitFor(t, stderr, "(2/4)")
+	got := outputHolding(t, stderr, "(2/4)")
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

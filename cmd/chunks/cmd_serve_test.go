@@ -56,7 +56,7 @@ func TestServeRun(t *testing.T) {
 	var out strings.Builder
 	done := make(chan error, 1)
 	go func() { done <- runServe(sctx, d, o, &out) }()
-	url := regexp.MustCompile(`url=(http://\S+)`).FindStringSubmatch(waitFor(t, stderr, "url="))[1]
+	url := regexp.MustCompile(`url=(http://\S+)`).FindStringSubmatch(outputHolding(t, stderr, "url="))[1]
 	get := func(path string) (int, string) {
 		res, err := http.Get(url + path)
 		if err != nil {

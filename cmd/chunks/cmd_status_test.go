@@ -7,6 +7,7 @@ import (
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
 	"github.com/chunks-dev/chunks/internal/testkit/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 func TestStatusOptions(t *testing.T) {
@@ -63,7 +64,7 @@ func TestStatusShowsTheChange(t *testing.T) {
 	l := clitest.NewLab(t)
 	shop := userTables(t, l)
 	d := labDeps(l)
-	l.Exec(t, "select define_change($1)", holdPayment(shop))
+	l.Exec(t, "select define_change($1)", pgtest.HoldPayment(shop))
 	l.Exec(t, "select register_change('hold_payment', $1)", holdPlan("p1", 2, 1, 2, 3))
 	runChunk(t, l, "p1")
 	newJob(t, l, "j1", "acme", 2, 2)

@@ -84,7 +84,7 @@ func runUndo(ctx context.Context, d deps, o *undoOptions, out io.Writer) error {
 		return err
 	}
 	if d.json {
-		return printJSON(out, undoJSONOf(u))
+		return printJSON(out, u)
 	}
 	// An orders job's undo restores orders to pending; a declared change's
 	// gives its rows (by key) the values they had before the job.
@@ -92,16 +92,15 @@ func runUndo(ctx context.Context, d deps, o *undoOptions, out io.Writer) error {
 	if u.Change != "" {
 		noun, to = "row", "to the values from before "+u.Undoes
 	}
-	k := u.AllKeys()
 	if u.Created {
 		say(out, "registered job %s, the undo of %s: it restores %s %s, %s",
-			u.JobID, u.Undoes, plural(len(k.Targets), noun), to, keyList(k.Targets))
+			u.JobID, u.Undoes, plural(len(u.Targets), noun), to, keyList(u.Targets))
 	} else {
 		say(out, "job %s was already registered as the undo of %s; nothing changed (it restores %s)",
-			u.JobID, u.Undoes, plural(len(k.Targets), noun))
+			u.JobID, u.Undoes, plural(len(u.Targets), noun))
 	}
-	if len(k.Drifted)+len(k.Missing) > 0 {
-		say(out, "left alone (changed since %s, or gone): drifted %s; missing %s", u.Undoes, keyList(k.Drifted), keyList(k.Missing))
+	if len(u.Drifted)+len(u.Missing) > 0 {
+		say(out, "left alone (changed since %s, or gone): drifted %s; missing %s", u.Undoes, keyList(u.Drifted), keyList(u.Missing))
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/testkit/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 func TestUndoOptions(t *testing.T) {
@@ -60,7 +61,7 @@ func TestUndoChange(t *testing.T) {
 	l := clitest.NewLab(t)
 	shop := userTables(t, l)
 	d := labDeps(l)
-	l.Exec(t, "select define_change($1)", holdPayment(shop))
+	l.Exec(t, "select define_change($1)", pgtest.HoldPayment(shop))
 	l.Exec(t, fmt.Sprintf(`select define_change('{"name": "opt_out", "table": "%s.contacts", "key": "id", "expect": ["email"], "set": {"opted_out": true}}')`, shop))
 	l.Exec(t, "select register_change('hold_payment', $1)", holdPlan("p1", 2, 1, 2, 3, 4))
 	wantRunErr(t, runUndo, d, &undoOptions{Job: driver.JobRef{ID: "p1"}}, driver.ErrConflict,

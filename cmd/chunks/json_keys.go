@@ -23,27 +23,10 @@ type drainJSON struct {
 	Done      bool         `json:"done"`
 }
 
-// undoJSON is chunks undo --json.
-type undoJSON struct {
-	JobID   string       `json:"job_id"`
-	Undoes  string       `json:"undoes"`
-	Created bool         `json:"created"`
-	Change  string       `json:"change,omitempty"`
-	Targets []driver.Key `json:"targets"`
-	Drifted []driver.Key `json:"drifted"`
-	Missing []driver.Key `json:"missing"`
-}
-
 func chunkJSONOf(r driver.ChunkResult) chunkJSON {
 	return chunkJSON{Processed: r.AllKeys(), NextIndex: r.NextIndex, Done: r.Done}
 }
 
 func drainJSONOf(r driver.DrainResult) drainJSON {
 	return drainJSON{Calls: r.Calls, Processed: r.AllKeys(), NextIndex: r.NextIndex, Done: r.Done}
-}
-
-func undoJSONOf(u driver.Undo) undoJSON {
-	k := u.AllKeys()
-	return undoJSON{JobID: u.JobID, Undoes: u.Undoes, Created: u.Created, Change: u.Change,
-		Targets: k.Targets, Drifted: k.Drifted, Missing: k.Missing}
 }

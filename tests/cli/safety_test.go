@@ -44,7 +44,14 @@ func seedUndo(t testing.TB, l *lab, n, chunkSize int) *job {
 			restored = append(restored, target.ID)
 		}
 	}
-	wantJSON(t, l.Chunks(t, "undo", "--json", "festival"), driver.Undo{JobID: "festival-undo", Undoes: "festival", Created: true,
+	// An orders job's undo lists order ids (driver.Undo's keys are numbers).
+	type ordersUndo struct {
+		JobID                     string `json:"job_id"`
+		Undoes                    string `json:"undoes"`
+		Created                   bool   `json:"created"`
+		Targets, Drifted, Missing []int64
+	}
+	wantJSON(t, l.Chunks(t, "undo", "--json", "festival"), ordersUndo{JobID: "festival-undo", Undoes: "festival", Created: true,
 		Targets: restored, Drifted: drifted[:2], Missing: drifted[2:]})
 	u.orders = u.state(t).Orders
 	u.wantState(t, 0)

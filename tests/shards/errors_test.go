@@ -11,6 +11,7 @@ import (
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
 	"github.com/chunks-dev/chunks/internal/testkit/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // A shard's error comes back through the router as the shard raised it:
@@ -116,11 +117,11 @@ func TestRouterTransactionAndCancel(t *testing.T) {
 	if !errors.As(err, &pgErr) || pgErr.Code != "57014" {
 		t.Fatalf("run_chunk past the router's statement_timeout: %v; want 57014", err)
 	}
-	waitFor(t, 10*time.Second, "the shard's chunk to stop", func() (bool, error) {
+	pgtest.WaitFor(t, 10*time.Second, "the shard's chunk to stop", untilOK(t, func() (bool, error) {
 		var sleeping bool
 		err := sh.conn.QueryRow(ctx, "select exists (select from pg_stat_activity where query like '%run_chunk%' and wait_event = 'PgSleep')").Scan(&sleeping)
 		return err == nil && !sleeping, err
-	})
+	}))
 	var state string
 	if err := sh.conn.QueryRow(ctx, "select (select next_index from jobs where job_id = 'b') || ' ' || state from orders where id = 3").Scan(&state); err != nil || state != "0 pending" {
 		t.Fatalf("after the cancel: job b's next_index and order 3's state are %q, %v; want 0 pending", state, err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chunks-dev/chunks/fleet"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 // 200 jobs of 40 tenants, registered through the router, drained by a
@@ -23,24 +24,24 @@ func TestExactlyOnceWorkersOnEveryShard(t *testing.T) {
 	c.startWorkers(t, 2, 0)
 
 	var workers []fleet.WorkerStatus
-	waitFor(t, 30*time.Second, "a live worker on every shard, seen through the router", func() (bool, error) {
+	pgtest.WaitFor(t, 30*time.Second, "a live worker on every shard, seen through the router", untilOK(t, func() (bool, error) {
 		var err error
 		workers, err = fleet.Workers(ctx, c.router)
 		return len(workers) == 4, err
-	})
+	}))
 	for i, w := range workers {
 		if want := fmt.Sprint("p", i); w.Shard != want || w.WorkerID != "worker-"+want {
 			t.Errorf("worker %d through the router: shard %q, id %q; want %s, worker-%s", i, w.Shard, w.WorkerID, want, want)
 		}
 	}
-	waitFor(t, 60*time.Second, "every shard's jobs done", func() (bool, error) {
+	pgtest.WaitFor(t, 60*time.Second, "every shard's jobs done", untilOK(t, func() (bool, error) {
 		for _, sh := range c.shards {
 			if done, err := sh.allDone(); !done {
 				return false, err
 			}
 		}
 		return true, nil
-	})
+	}))
 	c.checkExactlyOnce(t, list)
 
 	status, err := fleet.Status(ctx, c.router)

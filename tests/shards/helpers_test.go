@@ -356,23 +356,18 @@ func (c *cluster) startWorkers(t *testing.T, concurrency int, rate float64) []*w
 
 func (w *worker) logText() string { return w.log.String() }
 
-// waitFor polls cond every 20 ms until it holds; the test fails after
-// timeout (a bound on a hung test, not a measurement), saying what it
-// waited for and the last error.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last error
-	for {
+// untilOK turns cond, which may fail to find out, into pgtest.WaitFor's
+// test: each new error is logged, so that a wait that runs out says what
+// stood in the way.
+func untilOK(t *testing.T, cond func() (bool, error)) func() bool {
+	var last string
+	return func() bool {
 		ok, err := cond()
-		if ok {
-			return
+		if err != nil && err.Error() != last {
+			last = err.Error()
+			t.Logf("waiting: %v", err)
 		}
-		last = err
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s; last error: %v", timeout, what, last)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return ok
 	}
 }
 

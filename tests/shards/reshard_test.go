@@ -118,13 +118,13 @@ func TestReshardByPowersOfTwo(t *testing.T) {
 	if err := c.shards[0].conn.QueryRow(ctx, "select pg_current_wal_lsn()::text").Scan(&lsn); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the standby to replay p0's server", func() (bool, error) {
+	pgtest.WaitFor(t, 30*time.Second, "the standby to replay p0's server", untilOK(t, func() (bool, error) {
 		var caught bool
 		err := pgtest.WithConn(sb.DSN(), func(conn *pgx.Conn) error {
 			return conn.QueryRow(ctx, "select pg_last_wal_replay_lsn() >= $1::pg_lsn", lsn).Scan(&caught)
 		})
 		return err == nil && caught, err
-	})
+	}))
 	if err := sb.Promote(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package shards
 
 import (
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 	"io"
 	"net"
 	"net/http"
@@ -41,10 +42,10 @@ func TestServeThroughRouter(t *testing.T) {
 		body, err := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body), err
 	}
-	waitFor(t, 30*time.Second, "chunks serve listening", func() (bool, error) {
+	pgtest.WaitFor(t, 30*time.Second, "chunks serve listening", untilOK(t, func() (bool, error) {
 		code, _, err := get("/healthz")
 		return code == http.StatusOK, err
-	})
+	}))
 	code, body, err := get("/api/status")
 	if err != nil || code != http.StatusOK || !clitest.ContainsAll(body, `"acme-1"`, `"initech-1"`) {
 		t.Fatalf("GET /api/status through the router: %d, %v\n%s\n%s", code, err, body, strings.Join(p.Lines(), "\n"))

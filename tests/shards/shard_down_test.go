@@ -40,19 +40,19 @@ func TestShardKilledMidDrain(t *testing.T) {
 	}
 	c.startWorkers(t, 2, 5) // a job rests 200 ms after each chunk: the drain takes a while
 
-	waitFor(t, 30*time.Second, "some but not all of the doomed shard's chunks committed", func() (bool, error) {
+	pgtest.WaitFor(t, 30*time.Second, "some but not all of the doomed shard's chunks committed", untilOK(t, func() (bool, error) {
 		var done, all int
 		err := pgtest.WithConn(dead.dsn, func(conn *pgx.Conn) error {
 			return conn.QueryRow(ctx, "select sum(next_index), sum(jsonb_array_length(targets)) from jobs").Scan(&done, &all)
 		})
 		return err == nil && done > 0 && done < all, err
-	})
+	}))
 	if err := dead.server.Kill(); err != nil {
 		t.Fatalf("kill shard %s: %v", dead.name, err)
 	}
 
 	for _, sh := range c.shards[:3] {
-		waitFor(t, 30*time.Second, "shard "+sh.name+"'s jobs done with "+dead.name+" down", sh.allDone)
+		pgtest.WaitFor(t, 30*time.Second, "shard "+sh.name+"'s jobs done with "+dead.name+" down", untilOK(t, sh.allDone))
 	}
 	unavailable := func(what string, err error) {
 		t.Helper()
@@ -77,7 +77,7 @@ func TestShardKilledMidDrain(t *testing.T) {
 		t.Fatalf("restart shard %s: %v", dead.name, err)
 	}
 	dead.conn = pgtest.Connect(t, dead.dsn)
-	waitFor(t, 30*time.Second, "every job done, seen through the router", func() (bool, error) {
+	pgtest.WaitFor(t, 30*time.Second, "every job done, seen through the router", untilOK(t, func() (bool, error) {
 		list, err := fleet.Status(ctx, c.router) // the router's old connection to the shard fails once
 		for _, j := range list {
 			if j.State != fleet.StateDone {
@@ -85,7 +85,7 @@ func TestShardKilledMidDrain(t *testing.T) {
 			}
 		}
 		return err == nil && len(list) == 80, err
-	})
+	}))
 	c.checkExactlyOnce(t, list)
 	res, err := driver.JobRef{Tenant: deadTenant.tenant, ID: deadTenant.id}.RunChunk(ctx, c.router, nil)
 	if err != nil || !res.Done || len(res.Processed) != 0 || res.NextIndex != 8 {
