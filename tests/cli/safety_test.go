@@ -46,10 +46,12 @@ func seedUndo(t testing.TB, l *lab, n, chunkSize int) *job {
 	}
 	// An orders job's undo lists order ids (driver.Undo's keys are numbers).
 	type ordersUndo struct {
-		JobID                     string `json:"job_id"`
-		Undoes                    string `json:"undoes"`
-		Created                   bool   `json:"created"`
-		Targets, Drifted, Missing []int64
+		JobID   string  `json:"job_id"`
+		Undoes  string  `json:"undoes"`
+		Created bool    `json:"created"`
+		Targets []int64 `json:"targets"`
+		Drifted []int64 `json:"drifted"`
+		Missing []int64 `json:"missing"`
 	}
 	wantJSON(t, l.Chunks(t, "undo", "--json", "festival"), ordersUndo{JobID: "festival-undo", Undoes: "festival", Created: true,
 		Targets: restored, Drifted: drifted[:2], Missing: drifted[2:]})
