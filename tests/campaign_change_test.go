@@ -155,6 +155,15 @@ func undoChangeCampaign(t *testing.T, s *pgtest.Schema, shop string) {
 	    count(*) filter (where a.kind = 'restore' and a.recorded_from = 'register_undo'), count(q.job_id), min(cj.job_id), max(cj.job_id))::text
 	  from campaign_jobs cj join job_kind k using (job_id) join job_change jc using (job_id) join job_approval a using (job_id)
 	  left join job_queue q using (job_id) where cj.campaign = 'holds-undo'`), `[167, 167, 167, 16, "holds-undo-000001", "holds-undo-000167"]`)
+	// Its preflight judges the undo's targets as the change's inverse will,
+	// in its words, in one call of the generated check for the campaign.
+	s.Exec(t, "update "+shop+".payments set hold_reason = 'late' where payment_id = 3")
+	if c, err := driver.CheckCampaign(ctx, s.Conn, "holds-undo", 10); err != nil || c.Remaining != 9997 || c.OK != 9996 || c.Problems != 1 ||
+		len(c.Listed) != 1 || c.Listed[0].Key.String() != "3" || c.Listed[0].Problem != "payment_id 3: hold_reason is late, the undone job left chargeback #3" {
+		t.Fatalf("check of the undo campaign: %+v, %v", c, err)
+	}
+	s.Exec(t, "update "+shop+".payments set hold_reason = 'chargeback #3' where payment_id = 3")
+	s.Exec(t, "delete from "+shop+".payment_updates") // (the two edits above fired its trigger)
 	if n := drainFleet(t, s); n != 1000 {
 		t.Fatalf("the fleet ran %d chunks of the undo, want 1000", n)
 	}

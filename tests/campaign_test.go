@@ -422,6 +422,14 @@ func TestCampaignUndo(t *testing.T) {
 	if got := queryString(t, s, "select string_agg(k.job_id || '>' || k.undoes, ',' order by k.job_id) from job_kind k"); got != "c-undo-000001>c-000001,c-undo-000002>c-000002,c-undo-000003>c-000003" {
 		t.Fatalf("undo jobs %s", got)
 	}
+	// The undo campaign's preflight judges its targets as its chunks will:
+	// each order must still be cancelled, at the revision the undone job left.
+	s.Exec(t, "update orders set state = 'paid', revision = revision + 1 where id = 8")
+	if c, err := driver.CheckCampaign(ctx, s.Conn, "c-undo", 10); err != nil || c.Remaining != 129 || c.OK != 128 || c.Problems != 1 ||
+		len(c.Listed) != 1 || c.Listed[0].ID != 8 || c.Listed[0].Problem != "order 8: state is paid" {
+		t.Fatalf("check of the undo campaign: %+v, %v", c, err)
+	}
+	s.Exec(t, "update orders set state = 'cancelled', revision = revision - 1 where id = 8")
 	for range 40 {
 		queryString(t, s, "select coalesce(run_next_chunk('w')::text, '')")
 	}

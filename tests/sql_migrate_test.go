@@ -67,7 +67,7 @@ func publicObjects(t testing.TB, conn *pgx.Conn) string {
 }
 
 // shippedFunctions is the sorted names of the functions that the code package
-// (sql/functions/*.sql) creates, the generated orders_preview included.
+// (sql/functions/*.sql) creates, the generated orders_preview and orders_undo_preview included.
 func shippedFunctions(t testing.TB) []string {
 	t.Helper()
 	// The code package as migrate installs it: templates (tenant_call.sql)
@@ -87,7 +87,7 @@ func shippedFunctions(t testing.TB) []string {
 	}
 	// The generated code of the contract's cancellation, which every install
 	// makes from orders_change() (install_orders_functions).
-	names = append(names, "orders_preview")
+	names = append(names, "orders_preview", "orders_undo_preview")
 	slices.Sort(names)
 	for _, public := range []string{"cancel_chunk", "inspect_job", "register", "report", "run_chunk"} {
 		if !slices.Contains(names, public) {

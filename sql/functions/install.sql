@@ -109,7 +109,6 @@
 {{ template "changes/change_report_sql.sql" . }}
 {{ template "changes/report_lists.sql" . }}
 {{ template "campaigns/campaign_report_lists.sql" . }}
-{{ template "campaigns/campaign_change_check.sql" . }}
 {{ template "roles/grant_access.sql" . }}
 
 -- The generated code of the contract's cancellation (orders_preview).

@@ -14,7 +14,6 @@ declare
   v_job_id text;
   v_next_index integer;
   v_problem text;
-  v_function text;
   v_targets jsonb;
   v_warning text;
 begin
@@ -23,24 +22,15 @@ begin
   v_plan := v_change.approval;
   v_job_id := v_plan ->> 'job_id';
   select j.next_index into v_next_index from jobs as j where j.job_id = v_job_id;
-  select f.preview into v_function from changes as c, change_function_names(c.name) as f where c.name = v_change.name;
-  -- Its check must still be the writer's as chunks made it, and no
-  -- temporary object may stand in for what code on the table reads.
-  v_problem := coalesce((select f from writer_function_problem(format('%I.%I(text, jsonb)', '{{ .schema }}', v_function)) as f),
-                        (select t from temp_objects_problem() as t));
-  if v_problem is not null then
-    raise exception 'change %: cannot check: % (chunks migrate says why and makes it again)', v_change.name, v_problem
-      using errcode = 'CH409';
-  end if;
   v_problem := job_identity_problem(v_job_id, v_change.name, v_change.digest, v_plan ->> 'tenant', v_plan -> 'targets',
                                     (v_plan -> 'chunk_size')::integer);
   v_warning := change_code_warning(to_regclass(v_change.definition ->> 'table'));
   if v_warning is not null then
     raise notice '%', v_warning;
   end if;
-  -- The change's generated check (define_change): one call, planned once.
-  execute format('select %I.%I($1, $2)', '{{ .schema }}', v_function)
-    into v_targets using v_plan ->> 'tenant', v_plan -> 'targets';
+  -- The change's generated check (change_judge: its preview_<name>, as
+  -- chunks made it): one call, planned once.
+  v_targets := change_judge(v_change.definition, false, v_plan ->> 'tenant', v_plan -> 'targets');
   return check_answer(v_job_id, v_next_index is not null, v_next_index, v_problem, v_targets, 'key');
 end
 $$;

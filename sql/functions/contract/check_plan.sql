@@ -23,7 +23,7 @@ begin
   -- (orders_preview: order_problem's words), as check_change judges a
   -- declared change's; the answer is check_answer's, for both.
   return check_answer(v_plan ->> 'job_id', v_job.registered, v_job.next_index, v_job.problem,
-                      orders_preview(v_plan ->> 'tenant', v_plan -> 'targets'), 'id');
+                      change_judge(orders_change(), false, v_plan ->> 'tenant', v_plan -> 'targets'), 'id');
 end
 $$;
 comment on function {{ .schema }}.check_plan(jsonb) is
