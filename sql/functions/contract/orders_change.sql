@@ -6,10 +6,11 @@
 -- parameters of the generated code are the contract's: its audit target
 -- is job_audit ("audit"), whose rows keep no column values (what a job
 -- wrote is the definition's constants), and its messages are
--- order_problem's ("words": "order 3: revision is 4, approved 3"). orders is chunks' own
--- table, so what reads it runs as chunks' owner (change_status), never as
--- the writer role, which may not read chunks' schema.
--- (It replaced order_matches: report's matching is now change_report_sql's, for every change.)
+-- order_problem's ("words": "order", as in "order 3: revision is 4,
+-- approved 3"). orders is chunks' own table, so what reads it runs as
+-- chunks' owner (change_status), never as the writer role, which may not
+-- read chunks' schema. (It replaced order_matches: report's matching is
+-- change_report_sql's now, for every change.)
 drop function if exists {{ .schema }}.order_matches(text, integer, text, integer, text, bigint, bigint, text);
 create or replace function {{ .schema }}.orders_change() returns jsonb
 language sql immutable parallel safe

@@ -1,11 +1,11 @@
 -- How many committed targets of each of JOB_IDS report would call
 -- matching, and how many drifted or missing, by report's rules for every
 -- change (change_status), for job_rows (status, the status page and the
--- metrics) and campaign_undo. One read of a table
--- per change definition the jobs were approved under, not one per job. A
--- job report would refuse (CH409: not sound, not its approval, its change
--- redefined or dropped, or this session may not run code on the table) is
--- left out: its drift is unknown.
+-- metrics) and campaign_undo: one read of a table per change definition
+-- the jobs were approved under, not one per job. A job that is no longer
+-- its approval, or whose change was redefined or dropped
+-- (report_definitions), is left out, and so are the jobs of a table this
+-- session may not run code on (CH409): their drift is unknown.
 drop function if exists {{ .schema }}.change_job_drift(text);
 create or replace function {{ .schema }}.jobs_drift(job_ids text[]) returns table(job_id text, matching bigint, drift bigint)
 language plpgsql stable security invoker
@@ -46,7 +46,6 @@ comment on function {{ .schema }}.jobs_drift(text[]) is
 -- (approval_problem, which also covers unreadable targets), or its change
 -- was redefined or dropped. One statement; the audit is read by
 -- change_status, target by target.
-drop function if exists {{ .schema }}.report_definition_or_null(text);
 create or replace function {{ .schema }}.report_definitions(job_ids text[])
 returns table(job_id text, seq integer, definition jsonb, problem text)
 language sql stable
