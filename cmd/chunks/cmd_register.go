@@ -104,56 +104,38 @@ func readPlanTargets(ctx context.Context, conn *pgx.Conn, o *planOptions) error 
 	return nil
 }
 
-// runRegister registers the plan, saying whether it was new.
+// runRegister registers the plan (of orders, or with --change of a declared
+// change), saying whether it was new.
 func runRegister(ctx context.Context, d deps, o *planOptions, out io.Writer) error {
+	var created bool
+	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
+		if err := readPlanTargets(ctx, conn, o); err != nil {
+			return err
+		}
+		if o.Change == "" {
+			created, err = driver.Register(ctx, conn, o.Plan)
+		} else {
+			created, err = driver.RegisterChange(ctx, conn, o.Change, o.ChangePlan)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	jobID, tenant, chunkSize, targets, of := o.Plan.JobID, o.Plan.Tenant, o.Plan.ChunkSize, plural(len(o.Plan.Targets), "order"), ""
+	reply := map[string]any{"job_id": jobID, "created": created}
 	if o.Change != "" {
-		return runRegisterChange(ctx, d, o, out)
-	}
-	var created bool
-	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
-		if err := readPlanTargets(ctx, conn, o); err != nil {
-			return err
-		}
-		created, err = driver.Register(ctx, conn, o.Plan)
-		return err
-	})
-	plan := o.Plan
-	if err != nil {
-		return err
+		p := o.ChangePlan
+		jobID, tenant, chunkSize, targets, of = p.JobID, p.Tenant, p.ChunkSize, plural(len(p.Targets), "target"), " of change "+o.Change
+		reply = map[string]any{"job_id": jobID, "change": o.Change, "created": created}
 	}
 	if d.json {
-		return printJSON(out, map[string]any{"job_id": plan.JobID, "created": created})
+		return printJSON(out, reply)
 	}
 	if created {
-		say(out, "registered job %s: %s of %s, %d per chunk", plan.JobID, plural(len(plan.Targets), "order"), plan.Tenant, plan.ChunkSize)
+		say(out, "registered job %s%s: %s of %s, %d per chunk", jobID, of, targets, tenant, chunkSize)
 	} else {
-		say(out, "job %s was already registered with this approval; nothing changed", plan.JobID)
-	}
-	return nil
-}
-
-// runRegisterChange registers the job of a declared change, saying whether
-// it was new.
-func runRegisterChange(ctx context.Context, d deps, o *planOptions, out io.Writer) error {
-	var created bool
-	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
-		if err := readPlanTargets(ctx, conn, o); err != nil {
-			return err
-		}
-		created, err = driver.RegisterChange(ctx, conn, o.Change, o.ChangePlan)
-		return err
-	})
-	plan := o.ChangePlan
-	if err != nil {
-		return err
-	}
-	if d.json {
-		return printJSON(out, map[string]any{"job_id": plan.JobID, "change": o.Change, "created": created})
-	}
-	if created {
-		say(out, "registered job %s of change %s: %s of %s, %d per chunk", plan.JobID, o.Change, plural(len(plan.Targets), "target"), plan.Tenant, plan.ChunkSize)
-	} else {
-		say(out, "job %s was already registered with this approval; nothing changed", plan.JobID)
+		say(out, "job %s was already registered with this approval; nothing changed", jobID)
 	}
 	return nil
 }
