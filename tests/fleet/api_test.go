@@ -210,13 +210,20 @@ func TestWorkerStopAndCancelRollsBackTheChunkInFlight(t *testing.T) {
 	if n := pgtest.MustInt(t, l.Conn, "select count(*) from orders where state = 'cancelled'"); n != 0 {
 		t.Fatalf("%d orders cancelled after StopAndCancel, want 0", n)
 	}
-	if st := w.Stats(); st.Chunks != 0 || st.Failures != 1 {
-		t.Fatalf("stats %+v, want no chunk and the cancelled one failed", st)
-	}
 	// The cancel request ends the chunk's statement (57014): its orders roll
-	// back and its job rests the retry delay, in the same transaction.
-	if out := logs.String(); !strings.Contains(out, "sqlstate=57014") || !strings.Contains(out, "msg=aborted") {
-		t.Fatalf("log:\n%s", out)
+	// back. Either the server's answer reaches the worker first (the job
+	// rests the retry delay, in the same transaction: one failure), or the
+	// cancelled context ends the call before it does (the pass's
+	// transaction rolls back, nothing recorded: "pass cancelled"). Which one
+	// is a race between the server and the driver (1 run in 10 on
+	// PostgreSQL 13 went the second way); nothing is committed either way.
+	st, out := w.Stats(), logs.String()
+	if st.Chunks != 0 || st.Failures > 1 || !strings.Contains(out, "msg=aborted") {
+		t.Fatalf("stats %+v, want no chunk and at most the cancelled one failed; log:\n%s", st, out)
+	}
+	if answered := st.Failures == 1; answered && !strings.Contains(out, "sqlstate=57014") ||
+		!answered && !strings.Contains(out, "pass cancelled: its chunk rolled back") {
+		t.Fatalf("stats %+v, and the log does not say why:\n%s", st, out)
 	}
 }
 
