@@ -17,10 +17,12 @@ id-ordered list. A committed order is matching when it still has the job's tenan
 approved qty, the state the job left it in ('cancelled'; 'pending' for an undo made by
 register_undo) and the approved revision + 1; missing when no order has its id; drifted
 otherwise. Read in one snapshot; changes nothing. Errors: 22023 bad job_id; CH409
-unknown job, a stored job whose targets or next_index cannot be read, or one that is no longer
-the approval register recorded (job_approval) or was never registered through chunks.
-A job of a declared change (register_change) lists its targets' keys instead, in key order
-(report_change: matching when the row still has every value the change wrote).$c$;
+unknown job, a stored job whose targets or next_index cannot be read or whose audit is not
+exactly targets[0:next_index], or one that is no longer the approval register recorded
+(job_approval) or was never registered through chunks.
+A job of a declared change (register_change) lists its targets' keys instead, in key order, by
+the same rule (report_lists: matching when the row still has every value the change wrote, the
+version it left, the approved expect values and the job's tenant).$c$;
 
 -- The signature of a router (the template is tenant_call.sql): the job of one tenant.
 {{ template "common/tenant_call.sql" (merge (dict "name" "report" "returns" "jsonb" "volatility" "stable" "missing" "conflict"
