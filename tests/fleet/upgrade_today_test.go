@@ -12,9 +12,10 @@ import (
 
 // schema10Mains are the builds of main at schema version 10 (the writer)
 // whose fleets this build upgrades: the first landed one (4c9e349, before
-// issue 35's last fixes changed run_change_chunk's signature) and the last
-// one before issue 36 (keys of any shape) began.
-var schema10Mains = []string{"4c9e349", "bf757d6"}
+// issue 35's last fixes changed run_change_chunk's signature), the last
+// one before issue 36 (keys of any shape) began, and the last before the
+// one path (report, check, undo and campaign check on orders_change()).
+var schema10Mains = []string{"4c9e349", "bf757d6", "ca42209"}
 
 // Issue 36's upgrade: an install made by the previous build, with orders
 // jobs and a declared change's campaign in flight, one job paused and its
