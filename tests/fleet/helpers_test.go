@@ -399,3 +399,24 @@ func (l *lab) wantConsistent(t testing.TB, jobs []job) map[string]int {
 	}
 	return progress
 }
+
+// explainOnFailure logs, if the test fails, every job's progress and queue
+// row and all that each worker printed: what a timeout alone does not say.
+// Register it after the workers start, so that it runs before they are killed.
+func explainOnFailure(t testing.TB, conn *pgx.Conn, workers ...*clitest.Proc) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		state, err := pgtest.TryString(conn, `select string_agg(format('%s next_index %s of %s, queue %s', j.job_id, j.next_index,
+		    jsonb_array_length(j.targets), coalesce(to_jsonb(q)::text, 'none')), e'\n' order by j.job_id)
+		  from jobs as j left join job_queue as q using (job_id)`)
+		if err != nil {
+			state = "(could not read the jobs: " + err.Error() + ")"
+		}
+		t.Logf("jobs at the failure:\n%s", state)
+		for _, w := range workers {
+			t.Logf("%s printed:\n%s", w.Name, strings.Join(w.Lines(), "\n"))
+		}
+	})
+}

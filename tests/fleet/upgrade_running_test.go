@@ -17,6 +17,11 @@ import (
 // writer role (version 10): the build a running fleet upgrades from.
 const previousMain = "515db4c"
 
+// workerLife bounds each worker process of an upgrade test: longer than
+// every wait of the test together, so that a slow machine fails a wait,
+// which says what it waited for, and never kills a worker first.
+const workerLife = 4 * time.Minute
+
 // buildChunksAt builds cmd/chunks as it was at commit rev of this
 // repository (git archive, then go build) and returns the binary's path.
 // Without git, or without that commit in the clone's history, the test is
@@ -109,7 +114,7 @@ func TestUpgradeARunningFleetFromThePreviousBuild(t *testing.T) {
 	s.Exec(t, "select run_chunk('u1')")
 
 	// The old fleet at work: two chunks a second per job.
-	oldWorker := clitest.Start(t, clitest.Options{Name: "old worker", Binary: old},
+	oldWorker := clitest.Start(t, clitest.Options{Name: "old worker", Binary: old, Timeout: workerLife},
 		append(globals, "worker", "--id", "old", "--verbose", "--concurrency", "2", "--rate", "2")...)
 	oldWorker.WaitLine(t, 0, 20*time.Second, "msg=ready")
 	progress := func() int {
@@ -138,8 +143,9 @@ func TestUpgradeARunningFleetFromThePreviousBuild(t *testing.T) {
 	// are replaced one by one.
 	at := progress()
 	pgtest.WaitFor(t, 20*time.Second, "a chunk of the old worker after migrate", func() bool { return progress() > at })
-	newWorker := clitest.Start(t, clitest.Options{Name: "new worker"}, append(globals, "worker", "--id", "new", "--verbose", "--concurrency", "2")...)
+	newWorker := clitest.Start(t, clitest.Options{Name: "new worker", Timeout: workerLife}, append(globals, "worker", "--id", "new", "--verbose", "--concurrency", "2")...)
 	newWorker.WaitLine(t, 0, 20*time.Second, "msg=ready")
+	explainOnFailure(t, conn, oldWorker, newWorker)
 	stopWorkers(t, oldWorker)
 	pgtest.WaitFor(t, 60*time.Second, "every job done", func() bool {
 		return pgtest.MustInt(t, conn, "select count(*)::int from jobs where next_index < jsonb_array_length(targets)") == 0
