@@ -1,7 +1,7 @@
 // Package pgtest gives tests a real PostgreSQL: $CHUNKS_TEST_DSN when set,
 // otherwise a throwaway local cluster started once per test binary. Each test
-// gets its own freshly migrated schema, installed by the same code as
-// chunks migrate, and dropped when the test ends.
+// gets its own chunks schema, installed by the same code as chunks migrate,
+// or one a test before it left exactly as that migrate made it (pool.go).
 package pgtest
 
 import (
@@ -17,7 +17,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/localpg"
 	"github.com/chunks-dev/chunks/internal/wire"
 )
@@ -52,6 +51,7 @@ func run(m *testing.M) int {
 	}
 	code := m.Run()
 	ReportSkipped()
+	reportPool()
 	if server != nil {
 		if err := server.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "pgtest: stop:", err)
@@ -103,23 +103,21 @@ type Schema struct {
 	Conn *pgx.Conn // a connection on DSN, closed when the test ends
 }
 
-// NewSchema installs chunks into a new schema and drops it when the test ends.
+// NewSchema gives the test a schema with chunks installed, exactly as a
+// migrate leaves it, and takes it back when the test ends: it is reused
+// when the test left nothing in it but rows and the functions of its
+// changes, and dropped otherwise (pool.go).
 func NewSchema(t testing.TB) *Schema {
 	t.Helper()
-	ctx := context.Background()
-	name := NewSchemaName(t)
 	admin := Connect(t, baseDSN)
-	if err := driver.Migrate(ctx, admin, name, driver.MigrateOptions{}); err != nil {
-		t.Fatalf("migrate %s: %v", name, err)
-	}
+	p := takeSchema(t, admin)
 	t.Cleanup(func() {
-		// if exists: a test may drop it itself.
-		if _, err := admin.Exec(ctx, "drop schema if exists "+name+" cascade"); err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
+		if err := giveBack(context.Background(), admin, p); err != nil {
+			t.Error(err)
 		}
 	})
-	dsn := WithSearchPath(baseDSN, name)
-	return &Schema{Name: name, DSN: dsn, Conn: Connect(t, dsn)}
+	dsn := WithSearchPath(baseDSN, p.name)
+	return &Schema{Name: p.name, DSN: dsn, Conn: Connect(t, dsn)}
 }
 
 // Exec runs sql on the schema's connection and fails the test on error.
