@@ -20,28 +20,31 @@ func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "bench",
 		Usage:     "measure chunk throughput and latency against the commit ceiling and a client-side baseline",
-		UsageText: "chunks bench [--duration 3s] [--delay 1ms] [--scale=false] [--dsn DSN] [--json]",
+		UsageText: "chunks bench [--duration 3s] [--delay 1ms] [--scale=false] [--scenario NAME]... [--dsn DSN] [--json]",
 		Description: "Every figure comes from one run on one server, so the ratios hold on a noisy machine.\n" +
 			"Without --dsn it starts a throwaway local server with Postgres' default durability\n" +
 			"(fsync and synchronous_commit on). Only a --dsn typed on this command line picks a server\n" +
 			"of yours ($CHUNKS_DSN and $DATABASE_URL are ignored). It works in new schemas and drops them\n" +
 			"at the end.\n" +
 			"BENCHMARKS.md explains each scenario.\n\n" +
-			"Example:\n  chunks bench\n  chunks bench --dsn 'postgres://me@db.internal/scratch' --duration 5s --json > bench.json",
+			"Example:\n  chunks bench\n  chunks bench --dsn 'postgres://me@db.internal/scratch' --duration 5s --json > bench.json\n" +
+			"  chunks bench --scenario ceiling --scenario pacing",
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "duration", Value: 3 * time.Second, Usage: "how long each scenario runs (under 1s: a smoke run, the fleet drains 100 jobs instead of 1,000)"},
 			&cli.DurationFlag{Name: "delay", Value: time.Millisecond, Usage: "the network scenario's added delay, each way"},
 			&cli.BoolFlag{Name: "scale", Value: true, Usage: "run the scale scenario (seeds 1,000,000 orders and 10,000 jobs)"},
+			&cli.StringSliceFlag{Name: "scenario", Usage: "run only this scenario (repeat for more): " + strings.Join(bench.Scenarios, ", ")},
 		},
 		Action: action(parseBench, runBench),
 	}
 }
 
-// benchOptions is chunks bench [--duration D] [--delay D] [--scale=false].
+// benchOptions is chunks bench [--duration D] [--delay D] [--scale=false] [--scenario NAME]...
 type benchOptions struct {
-	Duration time.Duration // each scenario's
-	Delay    time.Duration // the network scenario's added delay, each way
-	Scale    bool          // run the scale scenario
+	Duration  time.Duration // each scenario's
+	Delay     time.Duration // the network scenario's added delay, each way
+	Scale     bool          // run the scale scenario
+	Scenarios []string      // the scenarios to run; empty: all
 	// DSN is a --dsn typed on this command line: only that picks the
 	// server ($CHUNKS_DSN, the demo's, say, is not what "without --dsn, a
 	// throwaway durable server" promises); "" starts a throwaway one.
@@ -51,17 +54,17 @@ type benchOptions struct {
 // parseBench fills the flags and a --dsn typed here; it takes no arguments.
 func parseBench(c *cli.Context) (*benchOptions, error) {
 	dsn, _ := typed(c, "dsn")
-	o := &benchOptions{Duration: c.Duration("duration"), Delay: c.Duration("delay"), Scale: c.Bool("scale"), DSN: dsn}
+	o := &benchOptions{Duration: c.Duration("duration"), Delay: c.Duration("delay"), Scale: c.Bool("scale"), Scenarios: c.StringSlice("scenario"), DSN: dsn}
 	_, err := positional(c)
 	return o, err
 }
 
-// Validate checks the durations.
+// Validate checks the durations and the scenarios' names.
 func (o *benchOptions) Validate() error {
 	if o.Duration <= 0 || o.Delay < 0 {
 		return driver.Invalidf("duration: must be positive, and delay not negative")
 	}
-	return nil
+	return bench.ValidScenarios(o.Scenarios)
 }
 
 // runBench runs the scenarios (their log on d.stderr) and prints the
@@ -102,7 +105,7 @@ func runBench(ctx context.Context, d deps, o *benchOptions, out io.Writer) (err 
 	}
 	report, err := bench.Run(ctx, bench.Options{
 		Conn: cfg, Duration: o.Duration, Delay: o.Delay,
-		Scale: o.Scale, Chunks: self, Log: d.stderr, StartStandby: startStandby, Checkpoint: own,
+		Scale: o.Scale, Scenarios: o.Scenarios, Chunks: self, Log: d.stderr, StartStandby: startStandby, Checkpoint: own,
 	})
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"reflect"
 	"testing"
 	"time"
 )
@@ -9,12 +10,15 @@ import (
 // runs it (a smoke run); here its options and validation.
 func TestBenchOptions(t *testing.T) {
 	t.Setenv("CHUNKS_DSN", "host=elsewhere")
-	if got := *parsed(t, parseBench, "bench"); got != (benchOptions{Duration: 3 * time.Second, Delay: time.Millisecond, Scale: true}) {
+	if got := *parsed(t, parseBench, "bench"); !reflect.DeepEqual(got, benchOptions{Duration: 3 * time.Second, Delay: time.Millisecond, Scale: true}) {
 		t.Errorf("bench (the environment's DSN ignored): got %+v", got)
 	}
-	if got := *parsed(t, parseBench, "bench", "--dsn", "dbname=x", "--duration", "5s", "--delay", "0s", "--scale=false"); got != (benchOptions{Duration: 5 * time.Second, DSN: "dbname=x"}) {
+	if got := *parsed(t, parseBench, "bench", "--dsn", "dbname=x", "--duration", "5s", "--delay", "0s", "--scale=false", "--scenario", "ceiling", "--scenario", "declared change"); !reflect.DeepEqual(got,
+		benchOptions{Duration: 5 * time.Second, DSN: "dbname=x", Scenarios: []string{"ceiling", "declared change"}}) {
 		t.Errorf("bench with flags: got %+v", got)
 	}
+	wantInvalid(t, &benchOptions{Duration: time.Second, Scenarios: []string{"ceiling", "fleeet"}},
+		`scenario: no scenario is called "fleeet"; the scenarios are ceiling, chunks, floor, declared change, baseline, side by side, network, parallel, campaign, fleet, pacing, scale, memory`)
 	wantInvalid(t, &benchOptions{Duration: 0}, "duration: must be positive, and delay not negative")
 	wantInvalid(t, &benchOptions{Duration: time.Second, Delay: -time.Millisecond}, "duration: must be positive, and delay not negative")
 	wantExit(t, chunksIn(t, nil, "", "bench", "x"), 2, `chunks: usage: bench takes no arguments, got ["x"]`)

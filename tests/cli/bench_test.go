@@ -12,12 +12,15 @@ import (
 )
 
 // benchExamples are the lines of chunks bench --help's example, as
-// TestHelpExamples rewrites them: TestBenchTypedDSNOnly runs the first and
-// TestBenchSmoke the second, each with --duration 100ms --scale=false (a
-// smoke run; the second's --json output decoded instead of redirected).
+// TestHelpExamples rewrites them: TestBenchSmoke runs the second, and
+// TestBenchTypedDSNOnly the first with the third's scenarios (a server of
+// its own, and pacing, which only such a server has), each with --duration
+// 100ms --scale=false (a smoke run; --json output decoded instead of
+// redirected).
 var benchExamples = []string{
 	`chunks bench`,
 	`chunks bench --dsn "$CHUNKS_DSN" --duration 5s --json > bench.json`,
+	`chunks bench --scenario ceiling --scenario pacing`,
 }
 
 // TestBenchSmoke runs chunks bench very briefly on the test database: it
@@ -172,10 +175,19 @@ func TestBenchSmoke(t *testing.T) {
 func TestBenchTypedDSNOnly(t *testing.T) {
 	t.Parallel()
 	r := clitest.RunWith(t, clitest.Options{Timeout: 3 * time.Minute, Env: []string{"CHUNKS_DSN=" + unreachableDSN, "DATABASE_URL=" + unreachableDSN}},
-		"bench", "--duration", "100ms", "--scale=false", "--json")
+		"bench", "--duration", "100ms", "--scale=false", "--scenario", "ceiling", "--scenario", "pacing", "--json")
 	report := decode[bench.Report](t, r)
 	if s := report.Settings; s["fsync"] != "on" || s["synchronous_commit"] != "on" || s["full_page_writes"] != "on" || s["checkpoint_timeout"] != "1h" || !report.Equivalent {
 		t.Fatalf("bench without --dsn: settings %v, equivalent %t; want its own durable server", s, report.Equivalent)
+	}
+	var ran []string
+	for _, x := range report.Results {
+		if !slices.Contains(ran, x.Scenario) {
+			ran = append(ran, x.Scenario)
+		}
+	}
+	if !slices.Equal(ran, []string{"ceiling", "pacing"}) || len(report.Pairs) != 1 {
+		t.Errorf("bench --scenario ceiling --scenario pacing ran %v and %d side-by-side pairs; want ceiling and pacing (with its pair) only", ran, len(report.Pairs))
 	}
 	r = clitest.Run(t, "bench", "--dsn", "host=h password = TopSecret port=abc")
 	wantFailure(t, r, 2, "dsn: ", "the connection string is not shown")

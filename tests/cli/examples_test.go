@@ -254,14 +254,14 @@ func (w *exampleWorld) prepare(t *testing.T, routed bool) {
 	fresh := func(db string) {
 		t.Helper()
 		err := pgtest.WithConn(w.dsn(db), func(conn *pgx.Conn) error {
+			if db != "router" {
+				return pgtest.Fresh(ctx, conn, "lab")
+			}
 			if _, err := conn.Exec(ctx, "drop schema if exists lab cascade"); err != nil {
 				return err
 			}
-			if db == "router" {
-				_, err := conn.Exec(ctx, "drop server if exists "+router.Cluster("lab")+" cascade")
-				return err
-			}
-			return driver.Migrate(ctx, conn, "lab", driver.MigrateOptions{})
+			_, err := conn.Exec(ctx, "drop server if exists "+router.Cluster("lab")+" cascade")
+			return err
 		})
 		if err != nil {
 			t.Fatalf("fresh lab in %s: %v", db, err)

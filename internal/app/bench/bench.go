@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,8 +27,11 @@ type Options struct {
 	Duration time.Duration   // how long each scenario runs
 	Delay    time.Duration   // the network scenario's added delay, each way
 	Scale    bool            // run the scale scenario (1,000,000 orders, 10,000 jobs)
-	Chunks   string          // the chunks binary, for drain's peak memory ("" skips it)
-	Log      io.Writer       // progress lines
+	// Scenarios names the scenarios to run, from [Scenarios]; empty: all.
+	// The check that the baseline and the floor are equivalent always runs.
+	Scenarios []string
+	Chunks    string    // the chunks binary, for drain's peak memory ("" skips it)
+	Log       io.Writer // progress lines
 	// StartStandby, when set, starts a streaming standby of the server (no
 	// apply delay) for the pacing scenario and returns its stop.
 	StartStandby func(ctx context.Context) (stop func() error, err error)
@@ -38,6 +42,20 @@ type Options struct {
 	Checkpoint bool
 }
 
+// Scenarios are the names Options.Scenarios may hold, in the order they run.
+var Scenarios = []string{"ceiling", "chunks", "floor", "declared change", "baseline", "side by side", "network",
+	"parallel", "campaign", "fleet", "pacing", "scale", "memory"}
+
+// ValidScenarios refuses a name that is not one of [Scenarios], naming the field.
+func ValidScenarios(names []string) error {
+	for _, name := range names {
+		if !slices.Contains(Scenarios, name) {
+			return driver.Invalidf("scenario: no scenario is called %q; the scenarios are %s", name, strings.Join(Scenarios, ", "))
+		}
+	}
+	return nil
+}
+
 // Report is every figure of one run.
 type Report struct {
 	Date            string            `json:"date"`
@@ -45,7 +63,8 @@ type Report struct {
 	Server          string            `json:"server"`
 	Settings        map[string]string `json:"settings"`
 	Equivalent      bool              `json:"baseline_equivalent"`
-	FloorEquivalent bool              `json:"floor_equivalent"` // the floor leaves what RunChunk leaves too
+	FloorEquivalent bool              `json:"floor_equivalent"`    // the floor leaves what RunChunk leaves too
+	Scenarios       []string          `json:"scenarios,omitempty"` // those asked for; empty: all
 	Results         []Result          `json:"results"`
 	Ratios          []Ratio           `json:"ratios"`
 	// Pairs are the goals measured side by side (issue 26): two variants
@@ -64,12 +83,16 @@ type Ratio struct {
 
 // Run measures every scenario.
 func Run(ctx context.Context, o Options) (r Report, err error) {
+	if err := ValidScenarios(o.Scenarios); err != nil {
+		return r, err
+	}
+	runs := func(name string) bool { return len(o.Scenarios) == 0 || slices.Contains(o.Scenarios, name) }
 	admin, err := pgx.ConnectConfig(ctx, o.Conn)
 	if err != nil {
 		return r, err
 	}
 	defer closeConn(ctx, admin, &err)
-	r = Report{Date: time.Now().UTC().Format("2006-01-02 15:04 MST"), CPU: cpuModel(), Settings: map[string]string{}}
+	r = Report{Date: time.Now().UTC().Format("2006-01-02 15:04 MST"), CPU: cpuModel(), Settings: map[string]string{}, Scenarios: o.Scenarios}
 	if err := admin.QueryRow(ctx, "select version()").Scan(&r.Server); err != nil {
 		return r, err
 	}
@@ -155,118 +178,140 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 		})
 	}
 
-	logf("ceiling: single-row UPDATE transactions for %v", d)
-	if err := counted(nil, func() (Result, error) {
-		s, err := ceiling(ctx, cfg, d, ceilingFirst, 10000)
-		return s.result("ceiling", "1 conn", true), err
-	}); err != nil {
-		return r, err
+	steps := []struct {
+		name string
+		run  func() error
+	}{
+		{"ceiling", func() error {
+			logf("ceiling: single-row UPDATE transactions for %v", d)
+			return counted(nil, func() (Result, error) {
+				s, err := ceiling(ctx, cfg, d, ceilingFirst, 10000)
+				return s.result("ceiling", "1 conn", true), err
+			})
+		}},
+		{"chunks", func() error {
+			for _, size := range []int{1, 5, 10} {
+				logf("chunks: RunChunk, chunk size %d, for %v", size, d)
+				if err := drained("chunks", fmt.Sprintf("size %d", size), size, runChunk); err != nil {
+					return err
+				}
+			}
+			logf("chunks: RunChunk with a fault hook that does nothing, chunk size 10, for %v", d)
+			res, err := measureChunks(ctx, cfg, seed, d, 10, 1, runChunkWithHooks)
+			add(res.result("chunks", "size 10, with a fault hook", true))
+			return err
+		}},
+		{"floor", func() error {
+			logf("floor: the writes of a RunChunk of size 10 in one statement, no checks, for %v", d)
+			return drained("floor", "size 10, one statement, no checks", 10, floorChunk)
+		}},
+		{"declared change", func() error {
+			for _, size := range []int{1, 10} {
+				logf("declared change: the built-in cancellation, then a declared change of a table of the same shape, chunk size %d, for %v each", size, d)
+				builtin, err := measureChunks(ctx, cfg, seed, d, size, 1, runChunk)
+				if err != nil {
+					return err
+				}
+				add(builtin.result("declared change", fmt.Sprintf("built-in, size %d", size), true))
+				jobs, err := seed.changeJobs(ctx, jobsFor(d.Seconds(), size, 1), size)
+				if err != nil {
+					return err
+				}
+				declared, err := parallel(ctx, cfg, d, 1, jobs, runChunk)
+				if err != nil {
+					return err
+				}
+				add(declared.result("declared change", fmt.Sprintf("declared, size %d", size), true))
+			}
+			return nil
+		}},
+		{"baseline", func() error {
+			for _, size := range []int{1, 10} {
+				logf("baseline: statement by statement, chunk size %d, for %v", size, d)
+				if err := drained("baseline", fmt.Sprintf("size %d", size), size, baselineChunk); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"side by side", func() error {
+			pairs, err := inProcessPairs(ctx, cfg, seed, d, rounds(d), logf)
+			r.Pairs = append(r.Pairs, pairs...)
+			return err
+		}},
+		{"network", func() error {
+			logf("network: through a proxy adding %v each way", o.Delay)
+			return network(ctx, cfg, seed, o.Delay, d, ceilingFirst, add)
+		}},
+		{"parallel", func() error {
+			for _, n := range []int{1, 2, 4, 8} {
+				logf("parallel: %d workers on distinct jobs, chunk size 10", n)
+				jobs, err := seed.jobs(ctx, jobsFor(d.Seconds(), 10, n), 10)
+				if err != nil {
+					return err
+				}
+				res, err := parallel(ctx, cfg, d, n, jobs, runChunk)
+				if err != nil {
+					return err
+				}
+				add(res.result("parallel", fmt.Sprintf("%d workers, distinct jobs", n), false))
+			}
+			for _, n := range []int{2, 4} {
+				logf("parallel: %d workers on the same job, chunk size 1", n)
+				jobs, err := seed.jobs(ctx, jobsFor(d.Seconds(), 1, 1), 1)
+				if err != nil {
+					return err
+				}
+				res, err := sameJob(ctx, cfg, d, n, jobs)
+				if err != nil {
+					return err
+				}
+				add(res.result("parallel", fmt.Sprintf("%d workers, same job", n), false))
+			}
+			return nil
+		}},
+		{"campaign", func() error {
+			campaignTargets := 100000
+			if d < time.Second {
+				campaignTargets = 2000 // a smoke run
+			}
+			logf("campaign: create, status and report of %d targets, against one register per job", campaignTargets)
+			return campaigns(ctx, cfg, seed, campaignTargets, add)
+		}},
+		{"fleet", func() error {
+			if o.Chunks == "" {
+				return nil
+			}
+			return fleetScenarios(ctx, admin, o, logf, counted, pair)
+		}},
+		{"pacing", func() error {
+			if o.Chunks == "" || o.StartStandby == nil {
+				return nil
+			}
+			return pacingScenario(ctx, admin, o, logf, add, pair)
+		}},
+		{"scale", func() error {
+			if !o.Scale {
+				return nil
+			}
+			return scale(ctx, admin, o.Conn, logf, add)
+		}},
+		{"memory", func() error {
+			if o.Chunks == "" {
+				return nil
+			}
+			logf("drain: peak memory of a chunks drain process")
+			peak, err := drainMemory(ctx, o, schema, seed)
+			r.DrainPeakRSSMB = peak
+			return err
+		}},
 	}
-
-	for _, size := range []int{1, 5, 10} {
-		logf("chunks: RunChunk, chunk size %d, for %v", size, d)
-		if err := drained("chunks", fmt.Sprintf("size %d", size), size, runChunk); err != nil {
-			return r, err
+	for _, step := range steps {
+		if !runs(step.name) {
+			continue
 		}
-	}
-	logf("floor: the writes of a RunChunk of size 10 in one statement, no checks, for %v", d)
-	if err := drained("floor", "size 10, one statement, no checks", 10, floorChunk); err != nil {
-		return r, err
-	}
-	logf("chunks: RunChunk with a fault hook that does nothing, chunk size 10, for %v", d)
-	res, err := measureChunks(ctx, cfg, seed, d, 10, 1, runChunkWithHooks)
-	if err != nil {
-		return r, err
-	}
-	add(res.result("chunks", "size 10, with a fault hook", true))
-	for _, size := range []int{1, 10} {
-		logf("declared change: the built-in cancellation, then a declared change of a table of the same shape, chunk size %d, for %v each", size, d)
-		builtin, err := measureChunks(ctx, cfg, seed, d, size, 1, runChunk)
-		if err != nil {
-			return r, err
-		}
-		add(builtin.result("declared change", fmt.Sprintf("built-in, size %d", size), true))
-		jobs, err := seed.changeJobs(ctx, jobsFor(d.Seconds(), size, 1), size)
-		if err != nil {
-			return r, err
-		}
-		declared, err := parallel(ctx, cfg, d, 1, jobs, runChunk)
-		if err != nil {
-			return r, err
-		}
-		add(declared.result("declared change", fmt.Sprintf("declared, size %d", size), true))
-	}
-	for _, size := range []int{1, 10} {
-		logf("baseline: statement by statement, chunk size %d, for %v", size, d)
-		if err := drained("baseline", fmt.Sprintf("size %d", size), size, baselineChunk); err != nil {
-			return r, err
-		}
-	}
-
-	pairs, err := inProcessPairs(ctx, cfg, seed, d, rounds(d), logf)
-	if err != nil {
-		return r, err
-	}
-	r.Pairs = append(r.Pairs, pairs...)
-
-	logf("network: through a proxy adding %v each way", o.Delay)
-	if err := network(ctx, cfg, seed, o.Delay, d, ceilingFirst, add); err != nil {
-		return r, err
-	}
-
-	for _, n := range []int{1, 2, 4, 8} {
-		logf("parallel: %d workers on distinct jobs, chunk size 10", n)
-		jobs, err := seed.jobs(ctx, jobsFor(d.Seconds(), 10, n), 10)
-		if err != nil {
-			return r, err
-		}
-		res, err := parallel(ctx, cfg, d, n, jobs, runChunk)
-		if err != nil {
-			return r, err
-		}
-		add(res.result("parallel", fmt.Sprintf("%d workers, distinct jobs", n), false))
-	}
-	for _, n := range []int{2, 4} {
-		logf("parallel: %d workers on the same job, chunk size 1", n)
-		jobs, err := seed.jobs(ctx, jobsFor(d.Seconds(), 1, 1), 1)
-		if err != nil {
-			return r, err
-		}
-		res, err := sameJob(ctx, cfg, d, n, jobs)
-		if err != nil {
-			return r, err
-		}
-		add(res.result("parallel", fmt.Sprintf("%d workers, same job", n), false))
-	}
-
-	campaignTargets := 100000
-	if d < time.Second {
-		campaignTargets = 2000 // a smoke run
-	}
-	logf("campaign: create, status and report of %d targets, against one register per job", campaignTargets)
-	if err := campaigns(ctx, cfg, seed, campaignTargets, add); err != nil {
-		return r, err
-	}
-
-	if o.Chunks != "" {
-		if err := fleetScenarios(ctx, admin, o, logf, counted, pair); err != nil {
-			return r, err
-		}
-	}
-	if o.Chunks != "" && o.StartStandby != nil {
-		if err := pacingScenario(ctx, admin, o, logf, add, pair); err != nil {
-			return r, err
-		}
-	}
-	if o.Scale {
-		if err := scale(ctx, admin, o.Conn, logf, add); err != nil {
-			return r, err
-		}
-	}
-	if o.Chunks != "" {
-		logf("drain: peak memory of a chunks drain process")
-		if r.DrainPeakRSSMB, err = drainMemory(ctx, o, schema, seed); err != nil {
-			return r, err
+		if err := step.run(); err != nil {
+			return r, fmt.Errorf("%s: %w", step.name, err)
 		}
 	}
 	r.Ratios = ratios(r)
@@ -588,6 +633,9 @@ func ratios(r Report) []Ratio {
 	}
 	var out []Ratio
 	ratio := func(name string, v float64, goal string, met bool) {
+		if v == 0 && len(r.Scenarios) > 0 {
+			return // a scenario it needs was not asked for
+		}
 		out = append(out, Ratio{Name: name, Value: v, Goal: goal, Met: met})
 	}
 	// side is the median of the named Pair's rounds (0 when it did not run).

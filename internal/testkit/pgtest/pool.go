@@ -244,3 +244,44 @@ func reportPool() {
 			m, pool.reused.Load(), pool.dropped.Load())
 	}
 }
+
+// fresh is what [Fresh] knows of the schemas it made, by database and schema.
+var fresh struct {
+	mu      sync.Mutex
+	schemas map[string]*pooled
+}
+
+// Fresh makes schema, in conn's database, exactly as a migrate leaves it
+// (for a test that needs a chunks schema of a given name, as examples
+// spell out): one that Fresh made before and that was left with nothing
+// but rows and added functions is emptied; any other is dropped and
+// migrated anew. conn must be idle.
+func Fresh(ctx context.Context, conn *pgx.Conn, schema string) error {
+	var db string
+	if err := conn.QueryRow(ctx, "select current_database()").Scan(&db); err != nil {
+		return err
+	}
+	key := db + "/" + schema
+	fresh.mu.Lock()
+	defer fresh.mu.Unlock()
+	if p := fresh.schemas[key]; p != nil {
+		if same, err := reset(ctx, conn, p); err != nil || same {
+			return err
+		}
+	}
+	if _, err := conn.Exec(ctx, "drop schema if exists "+pgx.Identifier{schema}.Sanitize()+" cascade"); err != nil {
+		return err
+	}
+	if err := driver.Migrate(ctx, conn, schema, driver.MigrateOptions{}); err != nil {
+		return err
+	}
+	p, err := pristine(ctx, conn, schema)
+	if err != nil {
+		return err
+	}
+	if fresh.schemas == nil {
+		fresh.schemas = map[string]*pooled{}
+	}
+	fresh.schemas[key] = p
+	return nil
+}
