@@ -44,7 +44,7 @@ type Options struct {
 
 // Scenarios are the names Options.Scenarios may hold, in the order they run.
 var Scenarios = []string{"ceiling", "chunks", "floor", "declared change", "baseline", "side by side", "network",
-	"parallel", "campaign", "fleet", "pacing", "scale", "memory"}
+	"parallel", "campaign", "fleet", "loop", "pacing", "scale", "memory"}
 
 // ValidScenarios refuses a name that is not one of [Scenarios], naming the field.
 func ValidScenarios(names []string) error {
@@ -213,7 +213,7 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 					return err
 				}
 				add(builtin.result("declared change", fmt.Sprintf("built-in, size %d", size), true))
-				jobs, err := seed.changeJobs(ctx, jobsFor(d.Seconds(), size, 1), size)
+				jobs, err := seed.changeJobs(ctx, jobsFor(d.Seconds(), size, 1), size, false)
 				if err != nil {
 					return err
 				}
@@ -283,6 +283,15 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 				return nil
 			}
 			return fleetScenarios(ctx, admin, o, logf, counted, pair)
+		}},
+		{"loop", func() error {
+			if o.Chunks == "" {
+				return nil
+			}
+			logf("loop: a declared change's jobs, 2 worker processes, against the DBA's loop on 2 connections, chunk and batch 10, %d rounds", rounds(d))
+			p, err := loopPair(ctx, admin, o, rounds(d), add)
+			pair(p)
+			return err
 		}},
 		{"pacing", func() error {
 			if o.Chunks == "" || o.StartStandby == nil {
@@ -690,6 +699,9 @@ func ratios(r Report) []Ratio {
 		ratio("fleet: 2 worker processes vs 1", v, ">= 1.6 until the server's CPU is the limit", v >= 1.6)
 		v = div(get("fleet", "4 worker").ChunksPerS, fleet.ChunksPerS)
 		ratio("fleet: 4 worker processes vs 1", v, ">= 1.5", v >= 1.5)
+	}
+	if v = side(loopPairName); v > 0 {
+		ratio("a declared change, 2 worker processes vs the DBA's loop on 2 connections, rows/s (chunk and batch 10)", v, ">= 1.0", v >= 1.0)
 	}
 	if get("pacing", "1 worker process, no check").ChunksPerS > 0 {
 		v = side("the replica lag check, nothing throttling: with it vs without")

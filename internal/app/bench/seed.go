@@ -76,9 +76,61 @@ const changeName = "bench_cancel"
 // changeJobs registers n new jobs of 64 targets with chunkSize of the
 // declared change changeName over new rows of its table (in the schema
 // shop, created with the change on the first call), in one transaction,
-// and returns their ids. Target i is as in register's jobs.
-func (s *seeder) changeJobs(ctx context.Context, n, chunkSize int) (ids []string, err error) {
+// and returns their ids. Target i is as in register's jobs. paused queues
+// them paused, for worker processes to take only once throughput lets them.
+func (s *seeder) changeJobs(ctx context.Context, n, chunkSize int, paused bool) (ids []string, err error) {
 	const size = targetsPerJob
+	table := pgx.Identifier{s.shop, "tickets"}.Sanitize()
+	if err := s.defineChange(ctx); err != nil {
+		return nil, err
+	}
+	first, prefix := s.nextID, fmt.Sprintf("b%d-", s.nextJob)
+	tx, err := s.conn.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = dbutil.RollbackWithoutCancel(ctx, tx, err) }()
+	if _, err := tx.Exec(ctx, fmt.Sprintf(ticketsSQL, table), first, n*size, size); err != nil {
+		return nil, fmt.Errorf("seed the change's rows: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `select count(register_change($7, `+jobSQL+`))
+		from generate_series(0, $2 - 1) as j`, first, n, prefix, chunkSize, s.tenant, size, changeName); err != nil {
+		return nil, fmt.Errorf("register the change's jobs: %w", err)
+	}
+	if paused {
+		if _, err := tx.Exec(ctx, "update job_queue set paused = true where job_id like $1 || '%'", prefix); err != nil {
+			return nil, err
+		}
+	}
+	return s.commit(ctx, tx, n, table+", jobs, change_audit")
+}
+
+// ticketsSQL seeds the declared change's rows: $1 the first id, $2 how
+// many, $3 the group size (row i of a group as target i of a job).
+const ticketsSQL = `insert into %s (id, qty, state, revision)
+	select $1 + g, 1 + mod(mod(g, $3), 7), 'pending', mod(mod(g, $3), 5) from generate_series(0, $2 - 1) as g`
+
+// rows adds n groups of 64 rows to the declared change's table, in no job
+// (for the DBA's loop), and returns the first id.
+func (s *seeder) rows(ctx context.Context, n int) (int64, error) {
+	if err := s.defineChange(ctx); err != nil {
+		return 0, err
+	}
+	first := s.nextID
+	table := pgx.Identifier{s.shop, "tickets"}.Sanitize()
+	if _, err := s.conn.Exec(ctx, fmt.Sprintf(ticketsSQL, table), first, n*targetsPerJob, targetsPerJob); err != nil {
+		return 0, fmt.Errorf("seed the change's rows: %w", err)
+	}
+	if _, err := s.conn.Exec(ctx, "analyze "+table); err != nil {
+		return 0, err
+	}
+	s.nextID += int64(n * targetsPerJob)
+	return first, nil
+}
+
+// defineChange creates the declared change's table and defines the change,
+// once.
+func (s *seeder) defineChange(ctx context.Context) error {
 	table := pgx.Identifier{s.shop, "tickets"}.Sanitize()
 	if !s.changeDefined {
 		if _, err := s.conn.Exec(ctx, "create schema "+pgx.Identifier{s.shop}.Sanitize()+"; create table "+table+
@@ -87,31 +139,16 @@ func (s *seeder) changeJobs(ctx context.Context, n, chunkSize int) (ids []string
 			"do $g$ declare w text := (select quote_ident(role) from change_writer); begin "+
 			"execute format('grant usage on schema %1$I to %2$s; grant select, update on %1$I.tickets to %2$s', "+
 			pgQuote(s.shop)+", w); end $g$"); err != nil {
-			return nil, fmt.Errorf("create the declared change's table: %w", err)
+			return fmt.Errorf("create the declared change's table: %w", err)
 		}
 		def := fmt.Sprintf(`{"name": %q, "table": %q, "key": "id", "version": "revision", "expect": ["qty"], "set": {"state": "cancelled"}}`,
 			changeName, s.shop+".tickets")
 		if _, err := s.conn.Exec(ctx, "select define_change($1)", def); err != nil {
-			return nil, fmt.Errorf("define the bench's change: %w", err)
+			return fmt.Errorf("define the bench's change: %w", err)
 		}
 		s.changeDefined = true
 	}
-	first, prefix := s.nextID, fmt.Sprintf("b%d-", s.nextJob)
-	tx, err := s.conn.Begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { err = dbutil.RollbackWithoutCancel(ctx, tx, err) }()
-	if _, err := tx.Exec(ctx, `insert into `+table+` (id, qty, state, revision)
-		select $1 + g, 1 + (g % $3) % 7, 'pending', (g % $3) % 5 from generate_series(0, $2 - 1) as g`,
-		first, n*size, size); err != nil {
-		return nil, fmt.Errorf("seed the change's rows: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `select count(register_change($7, `+jobSQL+`))
-		from generate_series(0, $2 - 1) as j`, first, n, prefix, chunkSize, s.tenant, size, changeName); err != nil {
-		return nil, fmt.Errorf("register the change's jobs: %w", err)
-	}
-	return s.commit(ctx, tx, n, table+", jobs, change_audit")
+	return nil
 }
 
 // commit commits tx, which registered the n jobs of the next prefix over

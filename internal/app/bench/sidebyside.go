@@ -92,7 +92,7 @@ type drainer struct {
 // newJobs registers n fresh jobs of dr's kind and size.
 func (dr *drainer) newJobs(ctx context.Context, n int) ([]string, error) {
 	if dr.change {
-		return dr.seed.changeJobs(ctx, n, dr.size)
+		return dr.seed.changeJobs(ctx, n, dr.size, false)
 	}
 	return dr.seed.register(ctx, n, dr.size, dr.paused)
 }
