@@ -665,8 +665,8 @@ func ratios(r Report) []Ratio {
 	v = side("RunChunk vs the baseline script, size 10")
 	ratio("chunks vs baseline, chunks/s, no delay, size 10", v, ">= 2", v >= 2)
 	floor := get("floor", "size 10")
-	v = side("RunChunk (size 10) vs the floor")
-	ratio("chunks (size 10) vs the floor (its writes in one statement, no checks), chunks/s", v, ">= 0.8", v >= 0.8)
+	// RunChunk against the floor is a pair with no goal: issue 37 retired
+	// "0.8 x the floor" (the seed contract's per-chunk check costs the rest).
 	v = div(get("chunks", "size 10").WALBytesPerChunk, floor.WALBytesPerChunk)
 	ratio("WAL bytes per chunk, chunks (size 10) vs the floor", v, "<= 1.5", v > 0 && v <= 1.5)
 	v = div(get("network chunks", "").ChunksPerS, get("network baseline", "").ChunksPerS)
