@@ -18,7 +18,7 @@ func TestBenchOptions(t *testing.T) {
 		t.Errorf("bench with flags: got %+v", got)
 	}
 	wantInvalid(t, &benchOptions{Duration: time.Second, Scenarios: []string{"ceiling", "fleeet"}},
-		`scenario: no scenario is called "fleeet"; the scenarios are ceiling, chunks, floor, declared change, baseline, side by side, network, parallel, campaign, fleet, loop, pacing, scale, memory`)
+		`scenario: no scenario is called "fleeet"; the scenarios are ceiling, chunks, floor, declared change, baseline, side by side, network, parallel, campaign, fleet, loop, application, pacing, scale, memory`)
 	wantInvalid(t, &benchOptions{Duration: 0}, "duration: must be positive, and delay not negative")
 	wantInvalid(t, &benchOptions{Duration: time.Second, Delay: -time.Millisecond}, "duration: must be positive, and delay not negative")
 	wantExit(t, chunksIn(t, nil, "", "bench", "x"), 2, `chunks: usage: bench takes no arguments, got ["x"]`)

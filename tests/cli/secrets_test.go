@@ -153,12 +153,19 @@ func watchChildren(t testing.TB, p *clitest.Proc) (clitest.Result, map[int]child
 }
 
 // wantDSNInEnvironment fails unless every child got dsn through its
-// environment (CHUNKS_DSN) and none shows secret in its argv.
+// environment (CHUNKS_DSN; the bench's pgbench, libpq's PG* variables with
+// PGPASSWORD secret) and none shows secret in its argv.
 func wantDSNInEnvironment(t testing.TB, seen map[int]child, dsn, secret string) {
 	t.Helper()
 	for pid, c := range seen {
 		if strings.Contains(c.argv, secret) {
 			t.Errorf("child %d has the password in its argv: %q", pid, c.argv)
+		}
+		if argv := strings.Fields(c.argv); len(argv) > 0 && filepath.Base(argv[0]) == "pgbench" {
+			if !strings.Contains(c.environ, "\x00PGPASSWORD="+secret+"\x00") {
+				t.Errorf("pgbench child %d (%q) does not get the password through its environment", pid, c.argv)
+			}
+			continue
 		}
 		if !strings.Contains(c.environ, "\x00CHUNKS_DSN="+dsn+"\x00") {
 			t.Errorf("child %d (%q) does not get the DSN through its environment", pid, c.argv)

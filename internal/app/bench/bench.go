@@ -44,7 +44,7 @@ type Options struct {
 
 // Scenarios are the names Options.Scenarios may hold, in the order they run.
 var Scenarios = []string{"ceiling", "chunks", "floor", "declared change", "baseline", "side by side", "network",
-	"parallel", "campaign", "fleet", "loop", "pacing", "scale", "memory"}
+	"parallel", "campaign", "fleet", "loop", "application", "pacing", "scale", "memory"}
 
 // ValidScenarios refuses a name that is not one of [Scenarios], naming the field.
 func ValidScenarios(names []string) error {
@@ -292,6 +292,12 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 			p, err := loopPair(ctx, admin, o, rounds(d), add)
 			pair(p)
 			return err
+		}},
+		{"application", func() error {
+			if o.Chunks == "" {
+				return nil
+			}
+			return applicationScenario(ctx, admin, o, rounds(d), logf, add, pair)
 		}},
 		{"pacing", func() error {
 			if o.Chunks == "" || o.StartStandby == nil {
@@ -699,6 +705,12 @@ func ratios(r Report) []Ratio {
 		ratio("fleet: 2 worker processes vs 1", v, ">= 1.6 until the server's CPU is the limit", v >= 1.6)
 		v = div(get("fleet", "4 worker").ChunksPerS, fleet.ChunksPerS)
 		ratio("fleet: 4 worker processes vs 1", v, ">= 1.5", v >= 1.5)
+	}
+	if slices.ContainsFunc(r.Pairs, func(p Pair) bool { return p.Name == appPairName }) {
+		v = side(appPairName) // may be below 0 in a run too short to tell: the application ran faster beside the change
+		ratio("the application's lost TPS per changed row/s, beside chunks vs beside the DBA's loop (chunk and batch 10)", v, "<= 1.0", v <= 1.0)
+		v = div(get("application", "pgbench beside chunks").P99Ms, get("application", "pgbench beside the DBA's loop").P99Ms)
+		ratio("the application's p99, beside chunks vs beside the DBA's loop (chunk and batch 10)", v, "<= 1.0", v <= 1.0)
 	}
 	if v = side(loopPairName); v > 0 {
 		ratio("a declared change, 2 worker processes vs the DBA's loop on 2 connections, rows/s (chunk and batch 10)", v, ">= 1.0", v >= 1.0)
