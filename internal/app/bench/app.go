@@ -166,24 +166,11 @@ func applicationScenario(ctx context.Context, admin *pgx.Conn, o Options, rounds
 			return fmt.Errorf("application: %w", err)
 		}
 	}
-	stop, err := workers(ctx, o, schema, 2, time.Second, "--concurrency", "1")
+	conns, stop, err := bothSides(ctx, o, schema, seed)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, stop()) }()
-	var conns []*pgx.Conn
-	defer func() {
-		for _, c := range conns {
-			closeConn(ctx, c, &err)
-		}
-	}()
-	for range 2 {
-		c, _, err := connect(ctx, seed.conn.Config())
-		if err != nil {
-			return err
-		}
-		conns = append(conns, c)
-	}
 	maxAid := int64(100000) // pgbench: 100,000 accounts a branch
 	if n, err := strconv.Atoi(scale); err == nil {
 		maxAid *= int64(n)

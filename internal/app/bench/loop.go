@@ -90,6 +90,31 @@ func dbaLoop(ctx context.Context, conns []*pgx.Conn, shop string, batches []loop
 	return sample{elapsed: time.Since(start), chunks: len(batches), orders: rows}, errors.Join(errs...)
 }
 
+// bothSides starts what issue 37's references compare: 2 chunks worker
+// processes (concurrency 1) on schema, and 2 connections for the DBA's
+// loop. stop ends the workers and closes the connections.
+func bothSides(ctx context.Context, o Options, schema string, seed *seeder) (conns []*pgx.Conn, stop func() error, err error) {
+	stopWorkers, err := workers(ctx, o, schema, 2, time.Second, "--concurrency", "1")
+	if err != nil {
+		return nil, nil, err
+	}
+	stop = func() error {
+		err := stopWorkers()
+		for _, c := range conns {
+			closeConn(ctx, c, &err)
+		}
+		return err
+	}
+	for range 2 {
+		c, _, err := connect(ctx, seed.conn.Config())
+		if err != nil {
+			return nil, nil, errors.Join(err, stop())
+		}
+		conns = append(conns, c)
+	}
+	return conns, stop, nil
+}
+
 // loopPairName names loopPair's Pair. Its ratio is of chunks per second
 // over batches per second: equal in number and size, so it is rows/s.
 const loopPairName = "a declared change's jobs, 2 worker processes vs the DBA's loop, 2 connections (chunk and batch 10)"
@@ -112,24 +137,11 @@ func loopPair(ctx context.Context, admin *pgx.Conn, o Options, rounds int, add f
 	if _, err := seed.conn.Exec(ctx, fmt.Sprintf(loopAuditSQL, pgx.Identifier{seed.shop}.Sanitize())); err != nil {
 		return p, err
 	}
-	stop, err := workers(ctx, o, schema, 2, time.Second, "--concurrency", "1")
+	conns, stop, err := bothSides(ctx, o, schema, seed)
 	if err != nil {
 		return p, err
 	}
 	defer func() { err = errors.Join(err, stop()) }()
-	var conns []*pgx.Conn
-	defer func() {
-		for _, c := range conns {
-			closeConn(ctx, c, &err)
-		}
-	}()
-	for range 2 {
-		c, _, err := connect(ctx, seed.conn.Config())
-		if err != nil {
-			return p, err
-		}
-		conns = append(conns, c)
-	}
 	// As many rows a round as two workers change in about the scenario's
 	// duration at chunk size 10 (a smoke run: a few jobs).
 	groups := max(4, int(o.Duration.Seconds()*80))
