@@ -145,7 +145,10 @@ func TestBenchSmoke(t *testing.T) {
 		"the application's p99, beside chunks vs beside the DBA's loop (chunk and batch 10)":                        "<= 1.0",
 	}
 	for _, g := range report.Ratios {
-		if goal, ok := want[g.Name]; ok && g.Goal == goal && g.Value > 0 {
+		// The application's toll may be below 0 in a smoke run (it ran
+		// faster beside the change than alone): measured, but not > 0.
+		measured := g.Value > 0 || (strings.HasPrefix(g.Name, "the application's lost TPS") && !math.IsNaN(g.Value) && !math.IsInf(g.Value, 0))
+		if goal, ok := want[g.Name]; ok && g.Goal == goal && measured {
 			delete(want, g.Name)
 		}
 	}

@@ -279,7 +279,14 @@ func applicationScenario(ctx context.Context, admin *pgx.Conn, o Options, rounds
 		if runs[1][i].rows == 0 || runs[2][i].rows == 0 {
 			return fmt.Errorf("application, round %d: a change committed no row (loop %d, chunks %d)", i+1, runs[1][i].rows, runs[2][i].rows)
 		}
-		p.Rounds = append(p.Rounds, toll(2, i)/toll(1, i))
+		// A round where the loop cost the application nothing measurable (a
+		// run too short to tell) has no ratio: 0, never an infinity JSON
+		// cannot carry.
+		ratio := 0.0
+		if loop := toll(1, i); loop > 0 {
+			ratio = toll(2, i) / loop
+		}
+		p.Rounds = append(p.Rounds, ratio)
 	}
 	p.Median = median(p.Rounds)
 	pair(p)
