@@ -155,6 +155,9 @@ func install(ctx context.Context, tx pgx.Tx, schema, owner, writer, versionTable
 		// Its register(jsonb) would be replaced by the one that writes here.
 		return Invalidf("schema: %s holds a chunks router (chunks router install), which keeps no chunks data; migrate the shards instead", schema)
 	}
+	if err := holdChunks(ctx, tx, schema); err != nil {
+		return err
+	}
 	if _, err := tx.Exec(ctx, "create schema if not exists "+pgx.Identifier{schema}.Sanitize()); err != nil {
 		return fmt.Errorf("create schema: %w", err)
 	}
@@ -190,6 +193,33 @@ func install(ctx context.Context, tx pgx.Tx, schema, owner, writer, versionTable
 		return err
 	}
 	return restoreOwner(ctx, tx, schema)
+}
+
+// holdChunks waits for the fleet's passes in flight on schema to end and
+// holds new ones until the migrate commits, so that no pass runs half old
+// code and half new: a pass in flight when the functions change looks up
+// each function it has yet to call anew, and one the new install dropped
+// (an old helper's signature) failed it with 42883 and paused its job.
+// Every pass claims its job with a ROW SHARE lock on job_queue in its first
+// statement; EXCLUSIVE waits for those, holds new claims and lets plain
+// reads (status, the page) through. job_queue only: a register takes jobs
+// and then job_queue, and a migrate that also held jobs could deadlock with
+// it. A chunk run directly (run_chunk, chunks drain) in flight across the
+// commit may still fail with 42883; it leaves nothing half done and runs
+// again (docs/installing-and-upgrading.md).
+func holdChunks(ctx context.Context, tx pgx.Tx, schema string) error {
+	queue := pgx.Identifier{schema, "job_queue"}.Sanitize()
+	var exists bool
+	if err := tx.QueryRow(ctx, "select to_regclass($1) is not null", queue).Scan(&exists); err != nil {
+		return fmt.Errorf("look for job_queue: %w", err)
+	}
+	if !exists {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, "lock table "+queue+" in exclusive mode"); err != nil {
+		return fmt.Errorf("wait for the passes in flight: %w", err)
+	}
+	return nil
 }
 
 // ownerExists refuses an owner ("": none asked for) that is no role,

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/tern/v2/migrate"
@@ -393,5 +394,55 @@ func TestSQLMigrateFailureLeavesNothing(t *testing.T) {
 	}
 	if got, want := installedFunctions(t, admin, name), shippedFunctions(t); !slices.Equal(got, want) {
 		t.Fatalf("functions: %v, want %v", got, want)
+	}
+}
+
+// A migrate on a running fleet waits for the worker's pass in flight and
+// holds new passes until it commits, so that no pass runs half old code and
+// half new: a pass in flight when a migrate dropped a helper it had yet to
+// call failed with 42883, and its job was paused (seen in the upgrade tests,
+// from a build whose run_change_chunk had another signature).
+func TestSQLMigrateWaitsForThePassInFlight(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	// A declared change's chunk of 3 rows takes 3 s: a trigger of the
+	// application on its table sleeps 1 s a row. Nothing a migrate touches is locked by it but chunks' own
+	// rows, which a migrate alone never waits for.
+	shop := s.UserSchema(t, `create table %[1]s.tickets(id bigint primary key, status text not null, lock_version integer not null);
+	  insert into %[1]s.tickets select g, 'open', 0 from generate_series(1, 6) g;
+	  create function %[1]s.slow() returns trigger language plpgsql as $$ begin perform pg_sleep(1); return new; end $$;
+	  create trigger slow before update on %[1]s.tickets for each row execute function %[1]s.slow()`)
+	s.Exec(t, "select define_change($1)", fmt.Sprintf(`{"name": "close", "table": "%s.tickets", "key": "id", "version": "lock_version",
+	  "when": {"status": "open"}, "set": {"status": "closed"}}`, shop))
+	s.Exec(t, `select register_change('close', '{"job_id": "j", "tenant": "t", "chunk_size": 3, "allow_partial": true,
+	  "targets": [{"id": 1, "lock_version": 0}, {"id": 2, "lock_version": 0}, {"id": 3, "lock_version": 0},
+	              {"id": 4, "lock_version": 0}, {"id": 5, "lock_version": 0}, {"id": 6, "lock_version": 0}]}')`)
+	chunk := pgtest.Connect(t, s.DSN)
+	type ended struct {
+		at  time.Time
+		err error
+	}
+	chunkEnded := make(chan ended, 1)
+	go func() {
+		_, err := chunk.Exec(ctx, "select run_next_chunk('w1')") // a worker's pass, as the fleet runs it
+		chunkEnded <- ended{time.Now(), err}
+	}()
+	pgtest.WaitFor(t, 10*time.Second, "the chunk in flight", func() bool {
+		return pgtest.MustBool(t, s.Conn, "select exists (select from pg_stat_activity where wait_event = 'PgSleep')")
+	})
+	admin := pgtest.Connect(t, pgtest.DSN())
+	if err := driver.Migrate(ctx, admin, s.Name, driver.MigrateOptions{}); err != nil {
+		t.Fatalf("migrate beside a chunk in flight: %v", err)
+	}
+	migrated := time.Now()
+	c := <-chunkEnded
+	if c.err != nil {
+		t.Fatalf("the pass in flight: %v", c.err)
+	}
+	if migrated.Before(c.at) {
+		t.Errorf("migrate committed %v before the pass in flight ended; want it to wait for the pass", c.at.Sub(migrated))
+	}
+	if got := queryString(t, s, "select next_index || ' ' || paused from jobs join job_queue using (job_id) where job_id = 'j'"); got != "3 false" {
+		t.Errorf("next_index and paused after the pass: %s", got)
 	}
 }
