@@ -52,6 +52,10 @@ func run(m *testing.M) int {
 	code := m.Run()
 	ReportSkipped()
 	reportPool()
+	if err := dropPool(baseDSN); err != nil {
+		fmt.Fprintln(os.Stderr, "pgtest:", err)
+		code = max(code, 1)
+	}
 	if server != nil {
 		if err := server.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "pgtest: stop:", err)

@@ -285,3 +285,23 @@ func Fresh(ctx context.Context, conn *pgx.Conn, schema string) error {
 	fresh.schemas[key] = p
 	return nil
 }
+
+// dropPool drops the schemas left in the pool when the tests end (on a
+// server of $CHUNKS_TEST_DSN they would outlive the run).
+func dropPool(dsn string) error {
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
+	if len(pool.free) == 0 {
+		return nil
+	}
+	err := WithConn(dsn, func(conn *pgx.Conn) error {
+		for _, p := range pool.free {
+			if _, err := conn.Exec(context.Background(), "drop schema if exists "+pgx.Identifier{p.name}.Sanitize()+" cascade"); err != nil {
+				return fmt.Errorf("drop pooled schema %s: %w", p.name, err)
+			}
+		}
+		return nil
+	})
+	pool.free = nil
+	return err
+}
