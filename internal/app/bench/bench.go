@@ -81,7 +81,7 @@ type Ratio struct {
 	Met   bool    `json:"met"`
 }
 
-// Run measures every scenario.
+// Run measures the scenarios o names (every one when it names none).
 func Run(ctx context.Context, o Options) (r Report, err error) {
 	if err := ValidScenarios(o.Scenarios); err != nil {
 		return r, err
