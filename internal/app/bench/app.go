@@ -79,16 +79,15 @@ func pgEnv(cfg *pgx.ConnConfig, schema string) []string {
 	return env
 }
 
-// runPgbench runs pgbench with args for the application's schema and
-// returns its combined output, or an error holding it.
-func runPgbench(ctx context.Context, bin string, cfg *pgx.ConnConfig, schema, dir string, args ...string) (string, error) {
+// runPgbench runs pgbench with args for the application's schema, in dir
+// (where -l writes its logs); its error holds what pgbench printed.
+func runPgbench(ctx context.Context, bin string, cfg *pgx.ConnConfig, schema, dir string, args ...string) error {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env, cmd.Dir = pgEnv(cfg, schema), dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("pgbench %s: %w\n%s", strings.Join(args, " "), err, out)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("pgbench %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
-	return string(out), nil
+	return nil
 }
 
 // appLatencies reads pgbench's per-transaction logs in dir (-l: each line
@@ -152,7 +151,7 @@ func applicationScenario(ctx context.Context, admin *pgx.Conn, o Options, rounds
 		return err
 	}
 	logf("application: pgbench -i -s %s in %s", scale, app)
-	if _, err := runPgbench(ctx, bin, o.Conn, app, dir, "-i", "-q", "-s", scale); err != nil {
+	if err := runPgbench(ctx, bin, o.Conn, app, dir, "-i", "-q", "-s", scale); err != nil {
 		return err
 	}
 	for _, sql := range []string{
@@ -197,7 +196,7 @@ func applicationScenario(ctx context.Context, admin *pgx.Conn, o Options, rounds
 		} else {
 			close(done)
 		}
-		_, benchErr := runPgbench(ctx, bin, o.Conn, app, dir, "-n", "-c", strconv.Itoa(appClients), "-j", "2", "-T", strconv.Itoa(secs), "-l")
+		benchErr := runPgbench(ctx, bin, o.Conn, app, dir, "-n", "-c", strconv.Itoa(appClients), "-j", "2", "-T", strconv.Itoa(secs), "-l")
 		cancel()
 		<-done
 		if err := errors.Join(benchErr, changeErr); err != nil {
