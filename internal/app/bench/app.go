@@ -303,53 +303,23 @@ func appLoop(ctx context.Context, conns []*pgx.Conn, app string, first, last int
 	statement := fmt.Sprintf(`with t as (select * from unnest($1::integer[], $2::integer[]) as t(aid, bid)),
 		changed as (update %[1]s.pgbench_accounts as a set filler = 'chunks' from t where a.aid = t.aid and a.bid = t.bid returning a.aid, a.bid)
 		insert into %[1]s.loop_audit (aid, bid) select aid, bid from changed`, pgx.Identifier{app}.Sanitize())
-	next := make(chan int64)
+	work := make(chan loopBatch)
 	go func() {
-		defer close(next)
+		defer close(work)
 		for from := first; from+9 <= last; from += 10 {
+			aids, bids := make([]int32, 10), make([]int32, 10)
+			for k := range aids {
+				aid := from + int64(k)
+				aids[k], bids[k] = int32(aid), int32((aid-1)/100000+1) // pgbench: 100,000 accounts a branch
+			}
 			select {
-			case next <- from:
+			case work <- loopBatch{args: []any{aids, bids}, rows: 10}:
 			case <-ctx.Done():
 				return
 			}
 		}
 	}()
-	counts := make([]int, len(conns))
-	errs := make([]error, len(conns))
-	done := make(chan int, len(conns))
-	for i, conn := range conns {
-		go func() {
-			defer func() { done <- i }()
-			for from := range next {
-				aids, bids := make([]int32, 10), make([]int32, 10)
-				for k := range aids {
-					aid := from + int64(k)
-					aids[k], bids[k] = int32(aid), int32((aid-1)/100000+1) // pgbench: 100,000 accounts a branch
-				}
-				// Not cancelled by ctx: a cancelled query would close the connection.
-				err := pgx.BeginFunc(context.WithoutCancel(ctx), conn, func(tx pgx.Tx) error {
-					tag, err := tx.Exec(context.WithoutCancel(ctx), statement, aids, bids)
-					if err == nil && tag.RowsAffected() != 10 {
-						err = fmt.Errorf("the loop changed %d of 10 accounts from %d", tag.RowsAffected(), from)
-					}
-					return err
-				})
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				counts[i] += 10
-			}
-		}()
-	}
-	for range conns {
-		<-done
-	}
-	total := 0
-	for _, c := range counts {
-		total += c
-	}
-	return total, errors.Join(errs...)
+	return runLoop(ctx, conns, statement, work)
 }
 
 // appJobs registers jobs of the change over accounts from aid first (64

@@ -28,8 +28,12 @@ const loopBatchSQL = `with t as (select * from unnest($1::integer[], $2::integer
 	            returning x.id, t.revision as before, x.revision as after)
 	insert into %[1]s.loop_audit (id, revision_before, revision_after) select id, before, after from changed`
 
-// loopBatch is one transaction of the loop.
-type loopBatch struct{ ids, revisions, qtys []int32 }
+// loopBatch is one transaction of the loop: its statement's arguments,
+// and the rows it must change.
+type loopBatch struct {
+	args []any
+	rows int
+}
 
 // batchesOf cuts n groups of targetsPerJob rows, from first, into batches
 // of size, as a job of those rows is cut into chunks (so the loop commits
@@ -39,39 +43,35 @@ func batchesOf(first int64, groups, size int) []loopBatch {
 	var out []loopBatch
 	for g := range groups {
 		for from := 0; from < targetsPerJob; from += size {
-			var b loopBatch
+			var ids, revisions, qtys []int32
 			for i := from; i < min(from+size, targetsPerJob); i++ {
-				b.ids = append(b.ids, int32(first)+int32(g*targetsPerJob+i))
-				b.revisions = append(b.revisions, int32(i%5))
-				b.qtys = append(b.qtys, int32(1+i%7))
+				ids = append(ids, int32(first)+int32(g*targetsPerJob+i))
+				revisions = append(revisions, int32(i%5))
+				qtys = append(qtys, int32(1+i%7))
 			}
-			out = append(out, b)
+			out = append(out, loopBatch{args: []any{ids, revisions, qtys}, rows: len(ids)})
 		}
 	}
 	return out
 }
 
-// dbaLoop runs batches on conns connections at once, each batch a
-// transaction, and returns the sample (one chunk per batch).
-func dbaLoop(ctx context.Context, conns []*pgx.Conn, shop string, batches []loopBatch) (sample, error) {
-	statement := fmt.Sprintf(loopBatchSQL, pgx.Identifier{shop}.Sanitize())
-	work := make(chan loopBatch, len(batches))
-	for _, b := range batches {
-		work <- b
-	}
-	close(work)
+// runLoop is the DBA's loop: the batches of work, on conns at once, each
+// batch one transaction of statement that must change exactly its rows,
+// until work closes. A batch under way when ctx ends still commits (a
+// cancelled query would close its connection). It returns the rows changed.
+func runLoop(ctx context.Context, conns []*pgx.Conn, statement string, work <-chan loopBatch) (int, error) {
 	var wg sync.WaitGroup
+	counts := make([]int, len(conns))
 	errs := make([]error, len(conns))
-	start := time.Now()
 	for i, conn := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for b := range work {
-				err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-					tag, err := tx.Exec(ctx, statement, b.ids, b.revisions, b.qtys)
-					if err == nil && tag.RowsAffected() != int64(len(b.ids)) {
-						err = fmt.Errorf("the loop changed %d rows of a batch of %d", tag.RowsAffected(), len(b.ids))
+				err := pgx.BeginFunc(context.WithoutCancel(ctx), conn, func(tx pgx.Tx) error {
+					tag, err := tx.Exec(context.WithoutCancel(ctx), statement, b.args...)
+					if err == nil && tag.RowsAffected() != int64(b.rows) {
+						err = fmt.Errorf("the loop changed %d rows of a batch of %d", tag.RowsAffected(), b.rows)
 					}
 					return err
 				})
@@ -79,15 +79,29 @@ func dbaLoop(ctx context.Context, conns []*pgx.Conn, shop string, batches []loop
 					errs[i] = err
 					return
 				}
+				counts[i] += b.rows
 			}
 		}()
 	}
 	wg.Wait()
 	rows := 0
-	for _, b := range batches {
-		rows += len(b.ids)
+	for _, n := range counts {
+		rows += n
 	}
-	return sample{elapsed: time.Since(start), chunks: len(batches), orders: rows}, errors.Join(errs...)
+	return rows, errors.Join(errs...)
+}
+
+// dbaLoop runs batches to their end and returns the sample (one chunk per
+// batch).
+func dbaLoop(ctx context.Context, conns []*pgx.Conn, shop string, batches []loopBatch) (sample, error) {
+	work := make(chan loopBatch, len(batches))
+	for _, b := range batches {
+		work <- b
+	}
+	close(work)
+	start := time.Now()
+	rows, err := runLoop(ctx, conns, fmt.Sprintf(loopBatchSQL, pgx.Identifier{shop}.Sanitize()), work)
+	return sample{elapsed: time.Since(start), chunks: len(batches), orders: rows}, err
 }
 
 // bothSides starts what issue 37's references compare: 2 chunks worker
