@@ -363,7 +363,11 @@ func (s CampaignSpec) check() (CampaignSpec, error) {
 	if err := checkName("tenant", s.Tenant); err != nil {
 		return s, err
 	}
-	if err := checkChunkSize(int64(s.ChunkSize)); err != nil {
+	maxChunk := int64(MaxChunkSize)
+	if s.Change != "" {
+		maxChunk = MaxChangeChunkSize
+	}
+	if err := checkChunkSize(int64(s.ChunkSize), maxChunk); err != nil {
 		return s, err
 	}
 	if s.Change != "" {

@@ -369,10 +369,10 @@ func (plan ChangePlan) check(change string) (string, error) {
 	if err := checkName("tenant", plan.Tenant); err != nil {
 		return "", err
 	}
-	if len(plan.Targets) == 0 || len(plan.Targets) > MaxTargets {
-		return "", Invalidf("targets: must be a list of 1 to %d targets, got %d", MaxTargets, len(plan.Targets))
+	if len(plan.Targets) == 0 || len(plan.Targets) > MaxChangeTargets {
+		return "", Invalidf("targets: must be a list of 1 to %d targets, got %d", MaxChangeTargets, len(plan.Targets))
 	}
-	if err := checkChunkSize(int64(plan.ChunkSize)); err != nil {
+	if err := checkChunkSize(int64(plan.ChunkSize), MaxChangeChunkSize); err != nil {
 		return "", err
 	}
 	if !plan.AllowPartial {

@@ -14,6 +14,12 @@ const (
 	MaxChunkSize = 10
 	MaxMaxChunks = 64 // drain's max_chunks is 1 to 64
 
+	// MaxChangeTargets and MaxChangeChunkSize are a declared change's
+	// limits (docs/contract.md "A declared change's chunk"): a job of 1 to
+	// 10,000 targets, chunks of 1 to 1,000 rows.
+	MaxChangeTargets   = 10000
+	MaxChangeChunkSize = 1000
+
 	// MaxInputBytes bounds a plan or a target list as JSON text (1 MiB). 64
 	// targets take a few kilobytes; the bound keeps a hostile input from
 	// costing seconds and gigabytes before it is refused.
@@ -41,6 +47,8 @@ type Limits struct {
 	TargetsMax            int              `json:"targets_max"`              // a target list: 1 to this many entries
 	ChunkSizeMin          int              `json:"chunk_size_min"`           // chunk_size's lower bound
 	ChunkSizeMax          int              `json:"chunk_size_max"`           // chunk_size's upper bound
+	ChangeTargetsMax      int              `json:"change_targets_max"`       // a declared change's job: 1 to this many targets
+	ChangeChunkSizeMax    int              `json:"change_chunk_size_max"`    // a declared change's chunk_size's upper bound
 	MaxChunksMax          int              `json:"max_chunks_max"`           // drain's max_chunks: 1 to this
 	InputMaxBytes         int              `json:"input_max_bytes"`          // a plan or items file, as JSON text
 	CampaignTargetsMax    int              `json:"campaign_targets_max"`     // targets of one campaign
@@ -68,6 +76,8 @@ func ContractLimits() Limits {
 		TargetsMax:            MaxTargets,
 		ChunkSizeMin:          MinChunkSize,
 		ChunkSizeMax:          MaxChunkSize,
+		ChangeTargetsMax:      MaxChangeTargets,
+		ChangeChunkSizeMax:    MaxChangeChunkSize,
 		MaxChunksMax:          MaxMaxChunks,
 		InputMaxBytes:         MaxInputBytes,
 		CampaignTargetsMax:    MaxCampaignTargets,

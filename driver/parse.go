@@ -219,7 +219,7 @@ func ParseTargets(data []byte) ([]Target, error) {
 // docs/contract.md §3 (numbers must be JSON integers, allow_partial exactly true, no
 // duplicate keys). Targets come back normalized.
 func ParsePlan(data []byte) (Plan, error) {
-	obj, p, err := planFields(data)
+	obj, p, err := planFields(data, MaxChunkSize)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -232,20 +232,21 @@ func ParsePlan(data []byte) (Plan, error) {
 
 // ParseChangePlan reads a strict JSON plan of a declared change's job
 // ([RegisterChange]) as [ParsePlan] reads a plan: the same five keys and
-// rules, no duplicate key at any depth; its targets must be a list of 1 to
-// 64 objects, whose fields the server checks against the change. Numbers
-// are kept as written (a bigint key, a numeric price).
+// rules, no duplicate key at any depth, but a declared change's limits:
+// chunk_size 1 to 1,000 and a list of 1 to 10,000 target objects, whose
+// fields the server checks against the change. Numbers are kept as written
+// (a bigint key, a numeric price).
 func ParseChangePlan(data []byte) (ChangePlan, error) {
-	obj, p, err := planFields(data)
+	obj, p, err := planFields(data, MaxChangeChunkSize)
 	if err != nil {
 		return ChangePlan{}, err
 	}
 	list, ok := obj.vals["targets"].([]any)
 	if !ok {
-		return ChangePlan{}, Invalidf("targets: must be a list of 1 to %d targets, got %s", MaxTargets, describe(obj.vals["targets"]))
+		return ChangePlan{}, Invalidf("targets: must be a list of 1 to %d targets, got %s", MaxChangeTargets, describe(obj.vals["targets"]))
 	}
-	if len(list) == 0 || len(list) > MaxTargets {
-		return ChangePlan{}, Invalidf("targets: must be a list of 1 to %d targets, got %d", MaxTargets, len(list))
+	if len(list) == 0 || len(list) > MaxChangeTargets {
+		return ChangePlan{}, Invalidf("targets: must be a list of 1 to %d targets, got %d", MaxChangeTargets, len(list))
 	}
 	p.Targets = make([]map[string]any, len(list))
 	for i, e := range list {
@@ -279,9 +280,9 @@ func plain(v any) any {
 }
 
 // planFields reads a plan's object and its fields but the targets, for
-// ParsePlan and ParseChangePlan: job_id, tenant, chunk_size and
-// allow_partial, checked.
-func planFields(data []byte) (*object, ChangePlan, error) {
+// ParsePlan and ParseChangePlan: job_id, tenant, chunk_size (1 to
+// maxChunkSize) and allow_partial, checked.
+func planFields(data []byte, maxChunkSize int64) (*object, ChangePlan, error) {
 	v, err := decodeStrict("plan", data, planKeys)
 	if err != nil {
 		return nil, ChangePlan{}, err
@@ -309,7 +310,7 @@ func planFields(data []byte) (*object, ChangePlan, error) {
 		}
 		*name.dst = s
 	}
-	size, err := integer("chunk_size", obj.vals["chunk_size"], MinChunkSize, MaxChunkSize)
+	size, err := integer("chunk_size", obj.vals["chunk_size"], MinChunkSize, maxChunkSize)
 	if err != nil {
 		return nil, ChangePlan{}, err
 	}

@@ -33,9 +33,11 @@ func checkName(field, value string) error {
 	return nil
 }
 
-func checkChunkSize(n int64) error {
-	if n < MinChunkSize || n > MaxChunkSize {
-		return Invalidf("chunk_size: must be between %d and %d, got %d", MinChunkSize, MaxChunkSize, n)
+// checkChunkSize checks a chunk_size against 1 to max (MaxChunkSize for
+// orders, MaxChangeChunkSize for a declared change).
+func checkChunkSize(n, max int64) error {
+	if n < MinChunkSize || n > max {
+		return Invalidf("chunk_size: must be between %d and %d, got %d", MinChunkSize, max, n)
 	}
 	return nil
 }
@@ -96,7 +98,7 @@ func Manifest(jobID, tenant string, items []Target, chunkSize int, allowPartial 
 	if err != nil {
 		return Plan{}, err
 	}
-	if err := checkChunkSize(int64(chunkSize)); err != nil {
+	if err := checkChunkSize(int64(chunkSize), MaxChunkSize); err != nil {
 		return Plan{}, err
 	}
 	if !allowPartial {

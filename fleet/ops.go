@@ -203,8 +203,8 @@ func PauseAfter(ctx context.Context, db driver.DB, job driver.JobRef, n int) (bo
 }
 
 // MaxPauseAfter is the most chunks [PauseAfter] lets run: a job has at
-// most 64.
-const MaxPauseAfter = driver.MaxTargets
+// most 10,000 (a declared change's job of 10,000 targets at chunk size 1).
+const MaxPauseAfter = driver.MaxChangeTargets
 
 // Resume queues a paused job again, visible at once, and wakes the workers.
 // An unfinished job with no queue row at all (state idle) is queued too,

@@ -176,7 +176,7 @@ func TestDefaultPrivilegesLeakNoExecute(t *testing.T) {
 		t.Errorf("after define, %s may execute %s", alice.Name, got)
 	}
 	// A grant by hand on a helper, then migrate.
-	s.Exec(t, "grant execute on function record_job(text, text, jsonb, integer, text, text) to "+alice.Name)
+	s.Exec(t, "grant execute on function record_job(text, text, jsonb, integer, text, text, boolean) to "+alice.Name)
 	conn, notices := noticedConn(t)
 	if err := driver.Migrate(ctx, conn, s.Name, driver.MigrateOptions{}); err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func TestDefaultPrivilegesLeakNoExecute(t *testing.T) {
 	if got := pgtest.MustString(t, s.Conn, leaked, s.Name, alice.Name); got != "none" {
 		t.Errorf("after migrate, %s may execute %s", alice.Name, got)
 	}
-	want := "chunks: took back EXECUTE on record_job(text,text,jsonb,integer,text,text), which only chunks' own functions call, from " + alice.Name
+	want := "chunks: took back EXECUTE on record_job(text,text,jsonb,integer,text,text,boolean), which only chunks' own functions call, from " + alice.Name
 	if !slices.Contains(*notices, want) {
 		t.Errorf("migrate's notices %q lack %q", *notices, want)
 	}

@@ -81,8 +81,8 @@ func TestDriverChange(t *testing.T) {
 	}{
 		{func(p *driver.ChangePlan) { p.JobID = "" }, "job_id: must be 1 to 64 ASCII letters, digits, _ or -, got 0 characters"},
 		{func(p *driver.ChangePlan) { p.Tenant = "a b" }, `tenant: must be 1 to 64 ASCII letters, digits, _ or -, got "a b"`},
-		{func(p *driver.ChangePlan) { p.Targets = nil }, "targets: must be a list of 1 to 64 targets, got 0"},
-		{func(p *driver.ChangePlan) { p.ChunkSize = 0 }, "chunk_size: must be between 1 and 10, got 0"},
+		{func(p *driver.ChangePlan) { p.Targets = nil }, "targets: must be a list of 1 to 10000 targets, got 0"},
+		{func(p *driver.ChangePlan) { p.ChunkSize = 0 }, "chunk_size: must be between 1 and 1000, got 0"},
 		{func(p *driver.ChangePlan) { p.AllowPartial = false }, "allow_partial: must be true (each chunk commits on its own), got false"},
 		{func(p *driver.ChangePlan) {
 			p.Targets = p.Targets[:1:1]

@@ -128,7 +128,9 @@ func TestLimits(t *testing.T) {
 		}
 		// The one Go value the SQL face is compared with (TestLimitsSQLIsGo)
 		// holds the same numbers, and the target ranges the edges below use.
+		// A declared change's job: 10,000 targets, chunks of 1,000 (issue 37).
 		want := driver.Limits{NameMaxLength: 64, TargetsMax: 64, ChunkSizeMin: 1, ChunkSizeMax: 10, MaxChunksMax: 64,
+			ChangeTargetsMax: 10000, ChangeChunkSizeMax: 1000,
 			InputMaxBytes: 1 << 20, CampaignTargetsMax: 1000000, CampaignNameMaxLength: 57, QueueWindowMin: 1, QueueWindowMax: 10000,
 			Target: map[string]driver.Range{}}
 		for _, f := range limTargetRanges {

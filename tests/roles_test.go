@@ -251,7 +251,7 @@ func TestRolesGrantAndRevoke(t *testing.T) {
 	// By signature: a job function and its tenant-scoped overload (tenant, job_id, ...) are granted together.
 	viewerFunctions := `["campaign_report(text)", "campaign_status(text)", "change_list()", "change_show(text)", "inspect_job(text)", "inspect_job(text, text)",
 	  "installed_version()", "job_lineage(text)", "job_lineage(text, text)", "job_status()", "queue_channel()", "report(text)", "report(text, text)",
-	  "status_page(text, integer)", "worker_status()"]`
+	  "status_page(text, integer)", "verify_campaign(text)", "verify_job(text)", "worker_status()"]`
 	operatorFunctions := `["campaign_check(text, integer)", "campaign_create(text, text, integer, integer[], integer[], integer[], integer)",
 	  "campaign_create_change(text, text, text, integer, jsonb, text[], integer)",
 	  "campaign_pause(text)", "campaign_report(text)", "campaign_resume(text)", "campaign_status(text)", "campaign_undo(text, text)",
@@ -260,11 +260,12 @@ func TestRolesGrantAndRevoke(t *testing.T) {
 	  "pause_job_after(text, text, integer)", "queue_channel()", "record_progress(jsonb)", "register(jsonb)", "register_change(text, jsonb)",
 	  "register_undo(text, text)", "register_undo(text, text, text)", "report(text)", "report(text, text)", "resume_job(text)",
 	  "resume_job(text, text)", "run_chunk(text)", "run_chunk(text, text)", "run_next_chunk(text, integer, integer)",
-	  "status_page(text, integer)", "worker_gone(text)",
+	  "status_page(text, integer)", "verify_campaign(text)", "verify_job(text)", "worker_gone(text)",
 	  "worker_heartbeat(text, text, integer, timestamp with time zone, bigint, text, text)", "worker_status()"]`
 	tables := `{"jobs": ["SELECT"], "job_audit": ["SELECT"], "job_approval": ["SELECT"], "job_kind": ["SELECT"], "job_queue": ["SELECT"],
 	  "job_progress": ["SELECT"], "workers": ["SELECT"], "campaigns": ["SELECT"], "campaign_jobs": ["SELECT"],
-	  "changes": ["SELECT"], "job_change": ["SELECT"], "change_audit": ["SELECT"]}`
+	  "changes": ["SELECT"], "job_change": ["SELECT"], "change_audit": ["SELECT"],
+	  "change_jobs": ["SELECT"], "change_targets": ["SELECT"], "change_chunks": ["SELECT"]}`
 	sameJSON(t, "operator", privileges(r.operator), `{"usage": true, "create": false, "functions": `+operatorFunctions+`, "tables": `+tables+`}`)
 	sameJSON(t, "viewer", privileges(r.viewer), `{"usage": true, "create": false, "functions": `+viewerFunctions+`, "tables": `+tables+`}`)
 

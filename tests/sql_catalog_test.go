@@ -47,7 +47,8 @@ var inlined = map[string]struct{ call, shows string }{
 	"target_in_range":   {"(i, i, i) from unnest(array[1]) i", "'2147483646'::bigint"},
 	"is_name":           {"(n) from unnest(array['a']) n", "'^[A-Za-z0-9_-]{1,64}$'"},
 	"range_problem":     {"('qty', i) from unnest(array[1]) i", "format("},
-	"campaign_job_size": {"(i) from unnest(array[10]) i", "%"},
+	"campaign_job_size": {"(i, false) from unnest(array[10]) i", "%"},
+	"job_target_rows":   {"count(t.e) from unnest(array['j']) as u(j), %s(u.j) as t", "change_targets"},
 	// What run_chunk asks before every chunk of a declared change (issue 35),
 	// planned once with the rest of its check.
 	"writer_config":           {"() from unnest(array[1]) i", "search_path=pg_catalog"},

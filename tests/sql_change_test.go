@@ -81,7 +81,7 @@ func TestChangePayments(t *testing.T) {
 	}
 	_, err = pgtest.TryString(s.Conn, "select register_change('hold_payment', $1)::text", changePlan("p1", "7", paymentTargets(4, 2, 1), 2))
 	pgtest.WantPgError(t, err, "CH409", "job p1: already registered with different targets")
-	sameJSON(t, "stored targets", pgtest.MustString(t, s.Conn, "select targets::text from jobs where job_id = 'p1'"), paymentTargets(1, 2, 3, 4))
+	sameJSON(t, "stored targets", pgtest.MustString(t, s.Conn, "select job_targets('p1')::text"), paymentTargets(1, 2, 3, 4))
 
 	for i, want := range []string{
 		`{"processed": [1, 2], "next_index": 2, "done": false}`,
@@ -310,21 +310,47 @@ func TestChangeDriftAndTampering(t *testing.T) {
 	_, err = pgtest.TryString(s.Conn, "select run_chunk('p1')::text")
 	pgtest.WantPgError(t, err, "CH409", "job p1: change hold_payment cannot run: function "+s.Name+".apply_hold_payment(text, text, integer, jsonb) is gone")
 	s.Exec(t, "alter function apply_hold_payment_saved(text, text, integer, jsonb) rename to apply_hold_payment")
-	// A job whose targets were rewritten is no longer its approval.
-	s.Exec(t, `update jobs set targets = jsonb_set(targets, '{2,reason}', '"other"') where job_id = 'p1'`)
-	_, err = pgtest.TryString(s.Conn, "select run_chunk('p1')::text")
+	// A job's targets are written once: a rewrite is refused as it is made.
+	rewrite := `update change_targets set target = jsonb_set(target, '{reason}', $1) where job_id = 'p1' and ordinal = 2 returning 'rewritten'`
+	_, err = pgtest.TryString(s.Conn, rewrite, `"other"`)
+	pgtest.WantPgError(t, err, "CH409", "change_targets: an approved job's targets are written once, by register; register a new job instead")
+	// One made past that (the trigger disabled by the owner) is no longer
+	// the approval: verify and report say so (a chunk proves its own range
+	// and the job's progress, not the whole list: docs/contract.md).
+	s.Exec(t, "alter table change_targets disable trigger written_once")
+	pgtest.MustString(t, s.Conn, rewrite, `"other"`)
+	sameJSON(t, "verify of a rewritten job", pgtest.MustString(t, s.Conn, "select verify_job('p1') - 'problem' || jsonb_build_object('says', verify_job('p1') ->> 'problem' like '%its targets were changed after register%')"),
+		`{"job_id": "p1", "sound": false, "says": true, "targets": 5, "chunk_size": 2, "next_index": 2, "chunks": 1}`)
+	_, err = pgtest.TryString(s.Conn, "select report('p1')::text")
 	pgtest.WantPgErrorContaining(t, err, "CH409", "job p1: the stored job is no longer the registered approval: its targets were changed after register")
-	s.Exec(t, `update jobs set targets = jsonb_set(targets, '{2,reason}', '"chargeback''s #3"') where job_id = 'p1'`)
+	pgtest.MustString(t, s.Conn, rewrite, `"chargeback's #3"`)
+	s.Exec(t, "alter table change_targets enable trigger written_once")
+	sameJSON(t, "verify", pgtest.MustString(t, s.Conn, "select verify_job('p1')::text"),
+		`{"job_id": "p1", "sound": true, "problem": null, "targets": 5, "chunk_size": 2, "next_index": 2, "chunks": 1}`)
 	// Restored, the job goes on, each row changed once.
 	sameJSON(t, "second chunk", pgtest.MustString(t, s.Conn, "select run_chunk('p1')::text"), `{"processed": [3, 4], "next_index": 4, "done": false}`)
 	sameJSON(t, "last chunk", pgtest.MustString(t, s.Conn, "select run_chunk('p1')::text"), `{"processed": [5], "next_index": 5, "done": true}`)
 	if got := pgtest.MustString(t, s.Conn, "select count(*)::text || '/' || count(distinct key) from change_audit where job_id = 'p1'"); got != "5/5" {
 		t.Fatalf("audit rows/keys: %s, want 5/5", got)
 	}
-	// An audit row removed by hand makes the stored job unsound.
-	s.Exec(t, "delete from change_audit where job_id = 'p1' and ordinal = 4")
-	_, err = pgtest.TryString(s.Conn, "select run_chunk('p1')::text")
+	// An audit row removed by hand makes the stored job unsound: verify and
+	// report say so.
+	s.Exec(t, "delete from change_audit where job_id = 'p1' and ordinal = 3")
+	sameJSON(t, "verify", pgtest.MustString(t, s.Conn, "select verify_job('p1')::text"),
+		`{"job_id": "p1", "sound": false, "problem": "job p1: the stored job is not sound: its audit (change_audit) is not exactly targets[0:5]",
+		  "targets": 5, "chunk_size": 2, "next_index": 5, "chunks": 3}`)
+	_, err = pgtest.TryString(s.Conn, "select report('p1')::text")
 	pgtest.WantPgError(t, err, "CH409", "job p1: the stored job is not sound: its audit (change_audit) is not exactly targets[0:5]")
+	// A chunk proves the job's progress: next_index moved back by hand is
+	// not where its last chunk ended.
+	s.Exec(t, "update jobs set next_index = 4 where job_id = 'p1'")
+	_, err = pgtest.TryString(s.Conn, "select run_chunk('p1')::text")
+	pgtest.WantPgError(t, err, "CH409", "job p1: the stored job is not sound: next_index is 4, but its last committed chunk ended at 5 and change_audit has rows at or after 4")
+	// ... and an audit row after it is found too.
+	s.Exec(t, "update jobs set next_index = 5 where job_id = 'p1'")
+	s.Exec(t, "delete from change_chunks where job_id = 'p1' and first_ordinal = 4")
+	_, err = pgtest.TryString(s.Conn, "select run_chunk('p1')::text")
+	pgtest.WantPgError(t, err, "CH409", "job p1: the stored job is not sound: next_index is 5, but its last committed chunk ended at 4")
 }
 
 // crm.contacts: a uuid key, no tenant, no version, expect on email; and
@@ -408,8 +434,8 @@ func TestChangeRegisterRefusals(t *testing.T) {
 		{"x'; drop", changePlan("j", "7", "["+one+"]", 1), `change: must be 1 to 40 lower-case ASCII letters, digits or _, starting with a letter, got "x'; drop"`},
 		{"hold_payment", `{"job_id": "j"}`, `plan: missing key "tenant"`},
 		{"hold_payment", changePlan("j k", "7", "["+one+"]", 1), `job_id: ` + nameRule + `, got "j k"`},
-		{"hold_payment", changePlan("j", "7", "["+one+"]", 11), "chunk_size: must be between 1 and 10, got 11"},
-		{"hold_payment", changePlan("j", "7", "[]", 1), "targets: must be a list of 1 to 64 targets, got 0"},
+		{"hold_payment", changePlan("j", "7", "["+one+"]", 1001), "chunk_size: must be between 1 and 1000, got 1001"},
+		{"hold_payment", changePlan("j", "7", "[]", 1), "targets: must be a list of 1 to 10000 targets, got 0"},
 		{"hold_payment", changePlan("j", "7", "[1]", 1), "targets[0]: must be an object with the fields payment_id, lock_version, amount_cents, reason, got number"},
 		{"hold_payment", changePlan("j", "7", `[{"payment_id": 1, "lock_version": 3, "amount_cents": 100}]`, 1), "targets[0]: missing field reason"},
 		{"hold_payment", changePlan("j", "7", `[{"payment_id": 1, "lock_version": 3, "amount_cents": 100, "reason": "r", "status": "x"}]`, 1),

@@ -40,12 +40,12 @@ func TestChangeUndoPayments(t *testing.T) {
 		`{"job_id": "p1-undo", "undoes": "p1", "created": true, "change": "hold_payment", "targets": [2, 3], "drifted": [1], "missing": [4]}`)
 	sameJSON(t, "register_undo again", pgtest.MustString(t, s.Conn, "select register_undo('7', 'p1', null)::text"),
 		`{"job_id": "p1-undo", "undoes": "p1", "created": false, "change": "hold_payment", "targets": [2, 3], "drifted": [1], "missing": [4]}`)
-	sameJSON(t, "the undo's targets", pgtest.MustString(t, s.Conn, "select targets::text from jobs where job_id = 'p1-undo'"),
+	sameJSON(t, "the undo's targets", pgtest.MustString(t, s.Conn, "select job_targets('p1-undo')::text"),
 		`[{"payment_id": 2, "amount_cents": 200, "lock_version": 4, "?after": {"status": "on_hold", "hold_reason": "chargeback's #2"}, "?before": {"status": "captured", "hold_reason": null}},
 		  {"payment_id": 3, "amount_cents": 300, "lock_version": 4, "?after": {"status": "on_hold", "hold_reason": "chargeback's #3"}, "?before": {"status": "captured", "hold_reason": null}}]`)
 	sameJSON(t, "the undo's records", pgtest.MustString(t, s.Conn, `select jsonb_build_array(j.tenant, j.chunk_size, k.kind, k.undoes, jc.change, jc.digest = c.digest,
-	    ap.kind, ap.recorded_from, ap.targets_sha256 = targets_sha256(j.targets), q.job_id is not null)::text
-	  from jobs j join job_kind k using (job_id) join job_change jc using (job_id) join changes c on c.name = jc.change
+	    ap.kind, ap.recorded_from, ap.targets_sha256 = targets_sha256(job_targets(j.job_id)), q.job_id is not null)::text
+	  from job_shapes j join job_kind k using (job_id) join job_change jc using (job_id) join changes c on c.name = jc.change
 	  join job_approval ap using (job_id) left join job_queue q using (job_id) where j.job_id = 'p1-undo'`),
 		`["7", 2, "restore", "p1", "hold_payment", true, "restore", "register_undo", true, true]`)
 	sameJSON(t, "the undo's report before it runs", pgtest.MustString(t, s.Conn, "select report('p1-undo')::text"),
@@ -128,11 +128,17 @@ func TestChangeUndoContacts(t *testing.T) {
 	pgtest.WantPgError(t, err, "CH409", "id 00000000-0000-0000-0000-00000000000a: opted_out is false, the undone job left true")
 	s.Exec(t, "update "+crm+".contacts set opted_out = true where right(id::text, 1) = 'a'")
 
-	// Tampering: the undo's targets changed by hand.
-	s.Exec(t, `update jobs set targets = jsonb_set(targets, '{0,?before,note}', '"x"') where job_id = 'c1-back'`)
-	_, err = pgtest.TryString(s.Conn, "select run_chunk('c1-back')::text")
+	// Tampering: the undo's targets are written once; changed past the
+	// trigger, verify and report refuse them.
+	rewrite := `update change_targets set target = jsonb_set(target, '{?before,note}', $1) where job_id = 'c1-back' and ordinal = 0 returning 'rewritten'`
+	_, err = pgtest.TryString(s.Conn, rewrite, `"x"`)
+	pgtest.WantPgError(t, err, "CH409", "change_targets: an approved job's targets are written once, by register; register a new job instead")
+	s.Exec(t, "alter table change_targets disable trigger written_once")
+	pgtest.MustString(t, s.Conn, rewrite, `"x"`)
+	_, err = pgtest.TryString(s.Conn, "select report('c1-back')::text")
 	pgtest.WantPgErrorContaining(t, err, "CH409", "job c1-back: the stored job is no longer the registered approval: its targets were changed after register")
-	s.Exec(t, `update jobs set targets = jsonb_set(targets, '{0,?before,note}', 'null') where job_id = 'c1-back'`)
+	pgtest.MustString(t, s.Conn, rewrite, `null`)
+	s.Exec(t, "alter table change_targets enable trigger written_once")
 
 	sameJSON(t, "the undo's chunk", pgtest.MustString(t, s.Conn, "select run_chunk('c1-back')::text"),
 		`{"processed": ["00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000b"], "next_index": 2, "done": true}`)

@@ -50,7 +50,7 @@ func TestChangeOptions(t *testing.T) {
 	}
 	wantInvalid(t, &planOptions{Change: "Bad", ChangePlan: reg.ChangePlan}, "change: must be 1 to 40", `"Bad"`)
 	bad := reg.ChangePlan
-	bad.ChunkSize = 11
+	bad.ChunkSize = 1001
 	wantInvalid(t, &planOptions{Change: "hold_payment", ChangePlan: bad}, "chunk_size")
 
 	// change list and show only read: a viewer may run them; define and drop not.
@@ -78,7 +78,7 @@ func TestChangeOptions(t *testing.T) {
 		{"", []string{"change", "drop", "a", "b"}, []string{"change drop takes one NAME argument, got 2"}},
 		{"", []string{"change", "show", "Bad-name"}, []string{`name: must be 1 to 40`, `"Bad-name"`}},
 		{holdPlan("p1", 2, 1), []string{"register", "--change", "", "-"}, []string{`change: must be the name of a declared change, got ""`}},
-		{`{"job_id": "p1", "tenant": "7", "targets": [], "chunk_size": 2, "allow_partial": true}`, []string{"check", "--change", "hold_payment", "-"}, []string{"targets: must be a list of 1 to 64 targets, got 0"}},
+		{`{"job_id": "p1", "tenant": "7", "targets": [], "chunk_size": 2, "allow_partial": true}`, []string{"check", "--change", "hold_payment", "-"}, []string{"targets: must be a list of 1 to 10000 targets, got 0"}},
 		{`{"job_id": "p1", "tenant": "7", "targets": [1], "chunk_size": 2, "allow_partial": true}`, []string{"register", "--change", "hold_payment", "-"}, []string{"targets[0]: must be an object of the change's fields, got 1"}},
 		{`{"job_id": "p1", "tenant": "7", "targets": [{"a": 1, "a": 2}], "chunk_size": 2, "allow_partial": true}`, []string{"register", "--change", "hold_payment", "-"}, []string{`targets[0]: duplicate key "a"`}},
 	} {

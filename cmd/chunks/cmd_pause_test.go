@@ -20,8 +20,8 @@ func TestPauseOptions(t *testing.T) {
 			t.Errorf("%q: got %+v, want %+v", tc.args, got, tc.want)
 		}
 	}
-	wantInvalid(t, &pauseOptions{Job: driver.JobRef{ID: "j1"}, After: ptr(0)}, "after: must be between 1 and 64 chunks, got 0")
-	wantInvalid(t, &pauseOptions{Job: driver.JobRef{ID: "j1"}, After: ptr(65)}, "after: must be between 1 and 64 chunks, got 65")
+	wantInvalid(t, &pauseOptions{Job: driver.JobRef{ID: "j1"}, After: ptr(0)}, "after: must be between 1 and 10000 chunks, got 0")
+	wantInvalid(t, &pauseOptions{Job: driver.JobRef{ID: "j1"}, After: ptr(10001)}, "after: must be between 1 and 10000 chunks, got 10001")
 	wantInvalid(t, &pauseOptions{Job: driver.JobRef{ID: "bad id"}}, "job_id")
 	wantInvalid(t, &pauseOptions{Job: driver.JobRef{ID: "j1", Tenant: "a\x00b"}}, "tenant")
 	wantExit(t, chunksIn(t, nil, "", "pause", "--tenant", "", "j1"), 2, "tenant")

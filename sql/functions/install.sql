@@ -4,6 +4,8 @@
 -- so an upgrade replaces bodies and touches no data.
 {{ template "common/limits.sql" . }}
 {{ template "common/validate.sql" . }}
+{{ template "common/job_targets.sql" . }}
+{{ template "changes/written_once.sql" . }}
 {{ template "roles/writer_config.sql" . }}
 {{ template "roles/writer_role.sql" . }}
 {{ template "roles/writer_own.sql" . }}
@@ -109,6 +111,7 @@
 {{ template "changes/change_report_sql.sql" . }}
 {{ template "changes/report_lists.sql" . }}
 {{ template "campaigns/campaign_report_lists.sql" . }}
+{{ template "verify/verify_job.sql" . }}
 {{ template "roles/grant_access.sql" . }}
 
 -- The generated code of the contract's cancellation (orders_preview).

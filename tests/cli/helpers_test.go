@@ -294,7 +294,7 @@ func (j *job) state(t testing.TB) dbState {
 	audit := `select ordinal, id, previous_revision, new_revision, qty, ''
 		from job_audit where job_id = $1 order by ordinal`
 	if j.change != "" {
-		audit = `select a.ordinal, a.key::bigint, a.version_before, a.version_after, (j.targets -> a.ordinal ->> 'qty')::bigint,
+		audit = `select a.ordinal, a.key::bigint, a.version_before, a.version_after, (job_targets(j.job_id) -> a.ordinal ->> 'qty')::bigint,
 		         a.before::text || ' ' || a.after::text
 		    from change_audit as a join jobs as j using (job_id) where a.job_id = $1 order by a.ordinal`
 	}

@@ -289,7 +289,7 @@ func (l *lab) status(t testing.TB) map[string]fleetapi.JobStatus {
 // allDone says whether every job of the lab is finished.
 func (l *lab) allDone(t testing.TB) bool {
 	t.Helper()
-	return pgtest.MustInt(t, l.Conn, "select count(*) from jobs where next_index < jsonb_array_length(targets)") == 0
+	return pgtest.MustInt(t, l.Conn, "select count(*) from job_shapes where next_index < targets") == 0
 }
 
 // chunkInFlight says whether a session of the lab's processes is inside
@@ -409,7 +409,7 @@ func explainOnFailure(t testing.TB, conn *pgx.Conn, workers ...*clitest.Proc) {
 			return
 		}
 		state, err := pgtest.TryString(conn, `select string_agg(format('%s next_index %s of %s, queue %s', j.job_id, j.next_index,
-		    jsonb_array_length(j.targets), coalesce(to_jsonb(q)::text, 'none')), e'\n' order by j.job_id)
+		    (select s.targets from job_shapes as s where s.job_id = j.job_id), coalesce(to_jsonb(q)::text, 'none')), e'\n' order by j.job_id)
 		  from jobs as j left join job_queue as q using (job_id)`)
 		if err != nil {
 			state = "(could not read the jobs: " + err.Error() + ")"

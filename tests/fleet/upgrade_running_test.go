@@ -148,7 +148,7 @@ func TestUpgradeARunningFleetFromThePreviousBuild(t *testing.T) {
 	explainOnFailure(t, conn, oldWorker, newWorker)
 	stopWorkers(t, oldWorker)
 	pgtest.WaitFor(t, 60*time.Second, "every job done", func() bool {
-		return pgtest.MustInt(t, conn, "select count(*)::int from jobs where next_index < jsonb_array_length(targets)") == 0
+		return pgtest.MustInt(t, conn, "select count(*)::int from job_shapes where next_index < targets") == 0
 	})
 	stopWorkers(t, newWorker)
 

@@ -92,7 +92,7 @@ func upgradeFleetFrom(t *testing.T, rev string) {
 	explainOnFailure(t, conn, oldWorker, newWorker)
 	stopWorkers(t, oldWorker)
 	unfinished := func() int {
-		return pgtest.MustInt(t, conn, "select count(*)::int from jobs where next_index < jsonb_array_length(targets)")
+		return pgtest.MustInt(t, conn, "select count(*)::int from job_shapes where next_index < targets")
 	}
 	pgtest.WaitFor(t, 120*time.Second, "every job but the paused one done", func() bool { return unfinished() == 1 })
 	if got := pgtest.MustInt(t, conn, "select next_index from jobs where job_id = 'o2'"); got != 1 {

@@ -214,7 +214,7 @@ func TestPauseAndResume(t *testing.T) {
 	at := l.nextIndex(t, long.ID)
 
 	pgtest.WaitFor(t, 30*time.Second, "the unpaused jobs to finish", func() bool {
-		return pgtest.MustInt(t, l.Conn, "select count(*) from jobs where job_id like 'other-%' and next_index < jsonb_array_length(targets)") == 0
+		return pgtest.MustInt(t, l.Conn, "select count(*) from job_shapes where job_id like 'other-%' and next_index < targets") == 0
 	})
 	time.Sleep(300 * time.Millisecond) // the workers poll every 100 ms: they had every chance
 	if got := l.nextIndex(t, paused.ID); got != 0 {

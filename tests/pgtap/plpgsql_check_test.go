@@ -78,6 +78,9 @@ func TestPlpgsqlCheck(t *testing.T) {
 		  from pg_proc as p
 		  join pg_language as l on l.oid = p.prolang
 		 cross join lateral `+check+`.plpgsql_check_function_tb(p.oid,
+		         -- a trigger function (refuse_rewrite) is checked on a table it is on
+		         relid => case when p.prorettype = 'trigger'::regtype
+		                       then (select min(t.tgrelid) from pg_trigger as t where t.tgfoid = p.oid) else 0 end,
 		         fatal_errors => false,
 		         other_warnings => true,
 		         extra_warnings => true,

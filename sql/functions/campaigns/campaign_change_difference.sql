@@ -25,7 +25,7 @@ begin
     full join (select x.e, row_number() over (order by cj.seq, x.ord) as rn
                  from campaign_jobs as cj
                  join jobs as j on j.job_id = cj.job_id
-                cross join lateral jsonb_array_elements(j.targets) with ordinality as x(e, ord)
+                cross join lateral job_target_rows(j.job_id) as x(e, ord)
                 where cj.campaign = campaign_change_difference.name) as s on s.rn = n.rn
    where s.e is distinct from n.e
    order by coalesce(n.rn, s.rn) limit 1;

@@ -40,7 +40,7 @@ begin
               left join job_kind as k on k.job_id = j.job_id
               left join job_change as jc on jc.job_id = j.job_id
               left join changes as c on c.name = jc.change
-             cross join lateral jsonb_array_elements(j.targets) with ordinality as x(e, ord)
+             cross join lateral job_target_rows(j.job_id) as x(e, ord)
              where cj.campaign = campaign_check.name and x.ord > j.next_index) as d
      group by d.def, d.restore, d.tenant, d.change
      order by min(d.seq)

@@ -17,7 +17,7 @@ declare
   v_bad record;
   v_result jsonb;
 begin
-  perform check_campaign_spec(campaign_create.name, campaign_create.tenant, campaign_create.chunk_size, campaign_create.queue_window);
+  perform check_campaign_spec(campaign_create.name, campaign_create.tenant, campaign_create.chunk_size, campaign_create.queue_window, false);
   perform check_campaign_targets(v_n);
   if coalesce(cardinality(campaign_create.revisions), 0) <> v_n or coalesce(cardinality(campaign_create.qtys), 0) <> v_n then
     raise exception 'targets: ids, revisions and qtys must have the same length, got %, %, %', v_n,
@@ -45,7 +45,7 @@ begin
       using errcode = '22023';
   end if;
 
-  v_per_job := campaign_job_size(campaign_create.chunk_size);
+  v_per_job := campaign_job_size(campaign_create.chunk_size, false);
   v_jobs := (v_n + v_per_job - 1) / v_per_job;
   select encode(sha256(convert_to(campaign_create.tenant || '/' || campaign_create.chunk_size || '/'
                                   || string_agg(u.id || ':' || u.revision || ':' || u.qty, ',' order by u.id), 'UTF8')), 'hex')

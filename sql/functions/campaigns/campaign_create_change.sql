@@ -28,7 +28,7 @@ declare
   v_result jsonb;
 begin
   perform check_campaign_spec(campaign_create_change.name, campaign_create_change.tenant, campaign_create_change.chunk_size,
-                              campaign_create_change.queue_window);
+                              campaign_create_change.queue_window, true);
   select * into v_change from change_named(campaign_create_change.change, 'change');
   v_def := v_change.definition;
   perform check_change_tenant(v_def, campaign_create_change.tenant);
@@ -57,7 +57,7 @@ begin
       using errcode = '22023';
   end if;
 
-  v_per_job := campaign_job_size(campaign_create_change.chunk_size);
+  v_per_job := campaign_job_size(campaign_create_change.chunk_size, true);
   v_jobs := (v_n + v_per_job - 1) / v_per_job;
   select encode(sha256(convert_to(campaign_create_change.tenant || '/' || campaign_create_change.chunk_size || '/'
                                   || v_change.name || ':' || v_change.digest || '/'
@@ -88,7 +88,7 @@ end
 $$;
 comment on function {{ .schema }}.campaign_create_change(text, text, text, integer, jsonb, text[], integer) is
 $c$Records a campaign of the declared change CHANGE: campaign_create's campaign (name, tenant,
-chunk size, queue window, jobs NAME-000001, ... of at most 64 targets in key order, the first
+chunk size, queue window, jobs NAME-000001, ... of at most 100 chunks and 10,000 targets in key order, the first
 QUEUE_WINDOW queued, queue_channel() notified once) whose TARGETS are objects with exactly the
 change's fields (key, version, expect columns, set_from_target fields), each validated as
 register_change validates a job's and named in errors by LABELS[i] (default targets[i]).

@@ -1,18 +1,23 @@
 -- Campaigns: how many targets a job of a campaign at CHUNK_SIZE holds: a
--- whole number of chunks, at most limits()' targets_max (64; 60 at chunk
--- size 10). Inlined and folded.
-create or replace function {{ .schema }}.campaign_job_size(chunk_size integer) returns integer
+-- whole number of chunks, at most limits()' targets_max for orders (64; 60
+-- at chunk size 10); for a declared CHANGE, at most 100 chunks and
+-- change_targets_max (10,000 at chunk size 100 and more): a job is the
+-- unit a worker claims and the queue window counts, so a campaign of
+-- 1,000,000 targets at chunk size 1,000 is 100 jobs. Inlined and folded.
+drop function if exists {{ .schema }}.campaign_job_size(integer);
+create or replace function {{ .schema }}.campaign_job_size(chunk_size integer, change boolean) returns integer
 language sql immutable parallel safe
 as $$
-  select ({{ .schema }}.limit_of('targets_max') - {{ .schema }}.limit_of('targets_max') % chunk_size)::integer
+  select case when change
+              then least(chunk_size * 100, {{ .schema }}.limit_of('change_targets_max') - {{ .schema }}.limit_of('change_targets_max') % chunk_size)
+              else {{ .schema }}.limit_of('targets_max') - {{ .schema }}.limit_of('targets_max') % chunk_size end::integer
 $$;
-comment on function {{ .schema }}.campaign_job_size(integer) is
-  'chunks helper: the targets of each job of a campaign at CHUNK_SIZE: a whole number of chunks, at most limits()'' targets_max. Inlined.';
+comment on function {{ .schema }}.campaign_job_size(integer, boolean) is
+  'chunks helper: the targets of each job of a campaign at CHUNK_SIZE: a whole number of chunks, at most limits()'' targets_max; of a declared CHANGE, at most 100 chunks and change_targets_max. Inlined.';
 
 -- Campaigns: the jobs of campaign NAME, already recorded in campaigns
 -- (campaign_create, campaign_create_change), written set-based: TARGETS,
--- sorted, go into jobs NAME-000001, ... of a whole number of chunks, at
--- most 64 targets, each with its approval (job_approval of KIND, recorded
+-- sorted, go into jobs NAME-000001, ... of campaign_job_size targets, each with its approval (job_approval of KIND, recorded
 -- from campaign_create) and its membership (campaign_jobs); the first
 -- QUEUE_WINDOW jobs are queued and queue_channel() is notified once.
 -- Returns the number of jobs. Input already validated.
@@ -22,18 +27,37 @@ language plpgsql volatile security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare
-  v_per_job integer := campaign_job_size(campaign_record_jobs.chunk_size);
+  v_change constant boolean := campaign_record_jobs.kind = 'change';
+  v_per_job integer := campaign_job_size(campaign_record_jobs.chunk_size, v_change);
   v_jobs integer := (jsonb_array_length(campaign_record_jobs.targets) + v_per_job - 1) / v_per_job;
+  v_ids text[];
+  v_lists jsonb[];
 begin
-  insert into jobs (job_id, tenant, targets, chunk_size, next_index)
-  select campaign_job_id(campaign_record_jobs.name, g.seq), campaign_record_jobs.tenant, g.targets, campaign_record_jobs.chunk_size, 0
+  -- Each job's approval is of its own targets' list (job_approval), as
+  -- record_job records one; a declared change's job keeps its targets as
+  -- rows (change_jobs, change_targets) behind its registry row in jobs.
+  select array_agg(campaign_job_id(campaign_record_jobs.name, g.seq) order by g.seq), array_agg(g.targets order by g.seq)
+    into v_ids, v_lists
     from (select ((x.ord - 1) / v_per_job)::integer as seq, jsonb_agg(x.o order by x.ord) as targets
             from jsonb_array_elements(campaign_record_jobs.targets) with ordinality as x(o, ord)
            group by (x.ord - 1) / v_per_job) as g;
+  insert into jobs (job_id, tenant, targets, chunk_size, next_index)
+  select g.job_id, campaign_record_jobs.tenant,
+         case when v_change then jsonb_build_object('change_targets', jsonb_array_length(g.targets)) else g.targets end,
+         case when v_change then 1 else campaign_record_jobs.chunk_size end, 0
+    from unnest(v_ids, v_lists) as g(job_id, targets);
+  if v_change then
+    insert into change_jobs (job_id, chunk_size, targets)
+    select g.job_id, campaign_record_jobs.chunk_size, jsonb_array_length(g.targets) from unnest(v_ids, v_lists) as g(job_id, targets);
+    insert into change_targets (job_id, ordinal, target)
+    select g.job_id, (x.ord - 1)::integer, x.e
+      from unnest(v_ids, v_lists) as g(job_id, targets)
+     cross join lateral jsonb_array_elements(g.targets) with ordinality as x(e, ord);
+  end if;
   insert into job_approval (job_id, kind, tenant, chunk_size, targets_sha256, recorded_from)
-  select j.job_id, campaign_record_jobs.kind, j.tenant, j.chunk_size, targets_sha256(j.targets), 'campaign_create'
-    from jobs as j
-   where j.job_id in (select campaign_job_id(campaign_record_jobs.name, s.seq) from generate_series(0, v_jobs - 1) as s(seq));
+  select g.job_id, campaign_record_jobs.kind, campaign_record_jobs.tenant, campaign_record_jobs.chunk_size,
+         targets_sha256(g.targets), 'campaign_create'
+    from unnest(v_ids, v_lists) as g(job_id, targets);
   insert into campaign_jobs (job_id, campaign, seq)
   select campaign_job_id(campaign_record_jobs.name, s.seq), campaign_record_jobs.name, s.seq
     from generate_series(0, v_jobs - 1) as s(seq);
@@ -47,4 +71,4 @@ begin
 end
 $$;
 comment on function {{ .schema }}.campaign_record_jobs(text, text, integer, jsonb, text, integer) is
-  'chunks helper (campaign_create, campaign_create_change): writes the jobs of campaign NAME from TARGETS, sorted (jobs of whole chunks, at most 64 targets; their job_approval of KIND, campaign_jobs, the first QUEUE_WINDOW queued, one notify); returns the number of jobs.';
+  'chunks helper (campaign_create, campaign_create_change): writes the jobs of campaign NAME from TARGETS, sorted (jobs of campaign_job_size targets; a declared change''s in change_jobs and change_targets; their job_approval of KIND, campaign_jobs, the first QUEUE_WINDOW queued, one notify); returns the number of jobs.';

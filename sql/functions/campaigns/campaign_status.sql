@@ -15,16 +15,16 @@ begin
   -- job_state's rules, but a job without a queue row is waiting here.
   with running as materialized (select rc.key from running_chunks() as rc),
   per_job as (
-    select j.next_index, jsonb_array_length(j.targets) as n,
+    select j.next_index, j.targets as n,
            case
-             when j.next_index >= jsonb_array_length(j.targets) then 'done'
+             when j.next_index >= j.targets then 'done'
              when q.paused then 'paused'
              when exists (select from running as r where r.key = run_lock_key(j.job_id)) then 'running'
              when q.job_id is null then 'waiting'
              else 'queued'
            end as state
       from campaign_jobs as cj
-      join jobs as j on j.job_id = cj.job_id
+      join job_shapes as j on j.job_id = cj.job_id
       left join job_queue as q on q.job_id = cj.job_id
      where cj.campaign = campaign_status.name
     -- Each job's state once (offset 0): pulled up, the CASE (with its

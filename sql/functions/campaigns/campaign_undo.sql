@@ -83,7 +83,7 @@ begin
     from campaign_jobs as cj
     join jobs as j on j.job_id = cj.job_id
     left join job_change as jc on jc.job_id = cj.job_id
-   cross join lateral jsonb_array_elements(j.targets) with ordinality as x(e, ord)
+   cross join lateral job_target_rows(j.job_id) as x(e, ord)
    where cj.campaign = v_undo;
   update campaigns as c
      set job_count = v_seq, target_count = v_targets, digest = v_digest, released = least(c.queue_window, v_seq)

@@ -1,5 +1,6 @@
 -- report's checks, for every job: it must be sound (readable targets and
--- next_index, its audit exactly targets[0:next_index]), still its
+-- next_index, its audit exactly targets[0:next_index]; for a declared
+-- change's job, its chunks too: verify's whole proof), still its
 -- approval, and its change the definition it was approved under (CH409,
 -- as run_chunk says; for a job of orders, no job_change, in the
 -- contract's words). Returns that definition: orders_change() for orders.
@@ -12,11 +13,12 @@ declare
   v_problem text;
   v_def jsonb;
 begin
-  select j.job_id, j.tenant, j.targets, j.chunk_size, j.next_index, jc.change, c.definition,
+  select j.job_id, j.tenant, job_targets(j.job_id) as targets, s.chunk_size, j.next_index, jc.change, c.definition,
          coalesce(k.kind, case when jc.job_id is null then 'cancel' else 'change' end) as kind,
          ap.kind as a_kind, ap.tenant as a_tenant, ap.targets_sha256 as a_targets_sha256, ap.chunk_size as a_chunk_size
     into v_job
     from jobs as j
+    join job_shapes as s on s.job_id = j.job_id
     left join job_change as jc on jc.job_id = j.job_id
     left join changes as c on c.name = jc.change and c.digest = jc.digest
     left join job_kind as k on k.job_id = j.job_id

@@ -125,7 +125,7 @@ as $$
     join jobs as j on j.job_id = p.job_id
     join job_change as c on c.job_id = j.job_id
     join changes as jc on jc.name = c.change
-   cross join lateral jsonb_array_elements(j.targets) with ordinality as x(e, ord)
+   cross join lateral job_target_rows(j.job_id) as x(e, ord)
     join change_audit as au on au.job_id = j.job_id and au.ordinal = x.ord - 1
 $$;
 comment on function {{ .schema }}.change_report_input(text[]) is

@@ -1,5 +1,6 @@
 -- The targets of a job of a declared change (register_change), validated
--- and normalized: ITEMS must be a list of 1 to 64 objects whose fields are
+-- and normalized: ITEMS must be a list of 1 to 10,000 (limits()'
+-- change_targets_max) objects whose fields are
 -- exactly the change's (change_fields), each a value of its column's type
 -- (a number for a numeric column, a boolean for a boolean one, else a
 -- string; only an expect field may be null), with no key twice. Returns a
@@ -15,7 +16,7 @@ declare
   v_result jsonb;
   v_duplicate text;
 begin
-  perform check_target_list(change_targets.items, change_targets.field);
+  perform check_target_list(change_targets.items, change_targets.field, limit_of('change_targets_max'));
   -- Every target checked and typed at once (change_target_list: one cast
   -- of them all as the writer role), or one by one when one has a
   -- problem: the first bad one is the one named.

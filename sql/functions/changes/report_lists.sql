@@ -25,7 +25,7 @@ begin
     from (select x.ord, change_key_of(report_lists.definition, x.e) as k, x.ord <= j.next_index as committed,
                  coalesce(o.e ->> 2, 'matching') as status
             from jobs as j
-           cross join lateral jsonb_array_elements(j.targets) with ordinality as x(e, ord)
+           cross join lateral job_target_rows(j.job_id) as x(e, ord)
             left join jsonb_array_elements(v_status -> 'off') as o(e) on (o.e ->> 1)::bigint = x.ord
            where j.job_id = report_lists.job_id) as t;
   -- Every committed target was judged once, by its audit row (report's

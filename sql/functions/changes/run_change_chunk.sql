@@ -1,67 +1,84 @@
 -- run_chunk's path for a job of a declared change (job_change), on the
--- job row run_chunk has locked: the stored job must be sound (tenant,
--- chunk_size, next_index on a chunk boundary, change_audit exactly
--- targets[0:next_index] by key), still its approval (job_approval), and
--- its change still the definition it was approved under (changes.digest)
--- and able to run (run_chunk read both with the job); then the
+-- job row run_chunk has locked. Its proof is per chunk (docs/contract.md
+-- "A declared change's chunk"), so a chunk costs the same at the first
+-- target of a job of 10,000 as at the last:
+-- - the job's shape: its targets and chunk size (change_jobs) within the
+--   limits, its tenant valid, 0 <= next_index <= its targets;
+-- - still its approval (job_approval: kind, tenant, chunk size) and its
+--   change still the definition it was approved under (changes.digest),
+--   able to run (run_chunk read both with the job);
+-- - its progress: next_index is where its last committed chunk ended
+--   (change_chunks), and no audit row lies at or after it (change_audit);
+-- - the chunk's range, read by primary key, is exactly its targets.
+-- The whole audit and the approved targets' sha256 are proved by verify
+-- (change_job_problem), report and undo, not at each chunk. Then the
 -- change's generated function changes the chunk's rows as the writer role
 -- and returns what it changed, which is audited here, as chunks' owner,
--- with next_index moved in the same statement. The one dynamic statement
--- per chunk is the call of that function.
-drop function if exists {{ .schema }}.run_change_chunk(text, text, jsonb, integer, integer, text, text, text, text, text, integer, text);
-create or replace function {{ .schema }}.run_change_chunk(job_id text, tenant text, targets jsonb, chunk_size integer,
+-- with next_index moved and the chunk recorded in the same statement. ROWS
+-- is the size a worker asks for (1 to the approved chunk size; NULL: the
+-- approved size). The one dynamic statement per chunk is the call of the
+-- change's function.
+drop function if exists {{ .schema }}.run_change_chunk(text, text, jsonb, integer, integer, text, text, jsonb, text, text, text, text, integer, text);
+create or replace function {{ .schema }}.run_change_chunk(job_id text, tenant text, n_targets integer, chunk_size integer,
                                                           next_index integer, change text, function_name text,
                                                           definition jsonb, problem text, a_kind text, a_tenant text,
-                                                          a_targets_sha256 text, a_chunk_size integer, kind text)
+                                                          a_chunk_size integer, kind text, rows integer)
 returns jsonb
 language plpgsql volatile security invoker
 set search_path = {{ .schema }}, pg_temp
 set enable_seqscan = off
 as $$
 declare
-  v_n integer;
+  v_n constant integer := run_change_chunk.n_targets;
   v_end integer;
+  v_size integer;
   v_problem text;
   v_key text;
   v_function text;
-  v_bad bigint;
-  v_audit_rows bigint;
   v_slice jsonb;
   v_def jsonb;
   v_rows jsonb;
   v_matched bigint;
   v_count integer;
   v_processed jsonb;
-  v_targets jsonb;
+  v_last_end integer;
+  v_beyond boolean;
   -- An undo (job_kind restore) runs the change's inverse; its approval is of kind restore.
   v_restore constant boolean := run_change_chunk.kind = 'restore';
   v_kind constant text := case when v_restore then 'restore' else 'change' end;
 begin
-  v_n := case when jsonb_typeof(run_change_chunk.targets) = 'array' then jsonb_array_length(run_change_chunk.targets) end;
   v_problem := case
-    when v_n is null or v_n not between 1 and limit_of('targets_max') then
-      format('the stored job is not sound: its targets are not a list of 1 to %s targets', limit_of('targets_max'))
+    when v_n is null then 'the stored job is not sound: its targets are not recorded (change_jobs has no row for it)'
     when not is_name(run_change_chunk.tenant) then format('stored tenant %s is not valid', excerpt(run_change_chunk.tenant, true))
-    when not in_range('chunk_size', run_change_chunk.chunk_size) then
+    when run_change_chunk.chunk_size not between limit_of('chunk_size_min') and limit_of('change_chunk_size_max') then
       format('stored chunk_size %s is not between %s and %s', run_change_chunk.chunk_size, limit_of('chunk_size_min'),
-             limit_of('chunk_size_max'))
+             limit_of('change_chunk_size_max'))
     when run_change_chunk.next_index not between 0 and v_n then
       format('next_index %s is beyond the %s targets', run_change_chunk.next_index, v_n)
-    when run_change_chunk.next_index % run_change_chunk.chunk_size <> 0 and run_change_chunk.next_index <> v_n then
-      format('next_index %s is not a multiple of chunk_size %s', run_change_chunk.next_index, run_change_chunk.chunk_size)
+    when run_change_chunk.rows is not null and run_change_chunk.rows not between 1 and run_change_chunk.chunk_size then
+      format('a chunk of %s rows was asked for; its approved chunk_size is %s', run_change_chunk.rows, run_change_chunk.chunk_size)
   end;
   if v_problem is not null then
     raise exception 'job %: %', run_change_chunk.job_id, v_problem using errcode = 'CH409';
   end if;
-  -- The targets (a list, checked above), decompressed once: a job's stored
-  -- targets are compressed (TOAST), and each use of the parameter would
-  -- decompress them again; the same value.
-  v_targets := run_change_chunk.targets || '[]'::jsonb;
 
-  -- Still the approval, and still the change it was approved under.
-  v_problem := approval_problem(run_change_chunk.job_id, v_kind, run_change_chunk.tenant, v_targets,
-                                run_change_chunk.chunk_size, run_change_chunk.a_kind, run_change_chunk.a_tenant,
-                                run_change_chunk.a_targets_sha256, run_change_chunk.a_chunk_size);
+  -- Still the approval, and still the change it was approved under. The
+  -- targets are approved by their sha256, which verify and report prove:
+  -- change_targets is written once, by register, and only the owner writes it.
+  v_problem := case
+    when run_change_chunk.a_kind is null then
+      format('job %s: was never registered through chunks (job_approval has no record of it): a job row written by hand is not an approval',
+             run_change_chunk.job_id)
+    when v_kind <> run_change_chunk.a_kind then
+      format('job %s: the stored job is no longer the registered approval: its kind is %s, registered %s', run_change_chunk.job_id,
+             v_kind, run_change_chunk.a_kind)
+    when run_change_chunk.tenant <> run_change_chunk.a_tenant then
+      format('job %s: the stored job is no longer the registered approval: its tenant is %s, registered %s', run_change_chunk.job_id,
+             excerpt(run_change_chunk.tenant, true), excerpt(run_change_chunk.a_tenant, true))
+    when run_change_chunk.chunk_size <> run_change_chunk.a_chunk_size then
+      format('job %s: the stored job is no longer the registered approval: its chunk_size is %s, registered %s',
+             run_change_chunk.job_id, run_change_chunk.chunk_size, run_change_chunk.a_chunk_size)
+  end;
   if v_problem is not null then
     raise exception '%', v_problem using errcode = 'CH409';
   end if;
@@ -93,25 +110,34 @@ begin
       using errcode = 'CH409';
   end if;
 
-  -- The audit is exactly targets[0:next_index], by ordinal and key: as
-  -- many rows as next_index, each at an ordinal below it (one row per
-  -- ordinal: the primary key) with its target's key. One range scan.
-  select count(*), count(*) filter (where a.ordinal not between 0 and run_change_chunk.next_index - 1
-                                       or a.key is distinct from coalesce(v_targets -> a.ordinal ->> v_key, change_key_text(v_def, v_targets -> a.ordinal)))
-    into v_audit_rows, v_bad
-    from change_audit as a
-   where a.job_id = run_change_chunk.job_id;
-  if v_bad > 0 or v_audit_rows <> run_change_chunk.next_index then
-    raise exception 'job %: the stored job is not sound: its audit (change_audit) is not exactly targets[0:%]',
-      run_change_chunk.job_id, run_change_chunk.next_index using errcode = 'CH409';
+  -- Its progress: next_index is where the last recorded chunk ended, and
+  -- nothing is audited at or after it. Two index probes.
+  select coalesce((select c.first_ordinal + c.size from change_chunks as c
+                    where c.job_id = run_change_chunk.job_id order by c.first_ordinal desc limit 1), 0),
+         exists (select from change_audit as a where a.job_id = run_change_chunk.job_id and a.ordinal >= run_change_chunk.next_index)
+    into v_last_end, v_beyond;
+  if v_last_end <> run_change_chunk.next_index or v_beyond then
+    raise exception '%', format('job %s: the stored job is not sound: next_index is %s, but its last committed chunk ended at %s%s',
+      run_change_chunk.job_id, run_change_chunk.next_index, v_last_end,
+      case when v_beyond then format(' and change_audit has rows at or after %s', run_change_chunk.next_index) else '' end)
+      using errcode = 'CH409';
   end if;
 
   if run_change_chunk.next_index = v_n then
     return jsonb_build_object('processed', '[]'::jsonb, 'next_index', v_n, 'done', true);
   end if;
-  v_end := least(run_change_chunk.next_index + run_change_chunk.chunk_size, v_n);
-  select jsonb_agg(v_targets -> i order by i), jsonb_agg(coalesce(v_targets -> i -> v_key, change_key_of(v_def, v_targets -> i)) order by i) into v_slice, v_processed
-    from generate_series(run_change_chunk.next_index, v_end - 1) as i;
+  v_size := coalesce(run_change_chunk.rows, run_change_chunk.chunk_size);
+  v_end := least(run_change_chunk.next_index + v_size, v_n);
+  -- The chunk's targets, by primary key: exactly [next_index, end).
+  select jsonb_agg(t.target order by t.ordinal), jsonb_agg(coalesce(t.target -> v_key, change_key_of(v_def, t.target)) order by t.ordinal),
+         count(*)
+    into v_slice, v_processed, v_count
+    from change_targets as t
+   where t.job_id = run_change_chunk.job_id and t.ordinal >= run_change_chunk.next_index and t.ordinal < v_end;
+  if v_count <> v_end - run_change_chunk.next_index then
+    raise exception 'job %: the stored job is not sound: change_targets holds % of its targets [%:%]', run_change_chunk.job_id,
+      v_count, run_change_chunk.next_index, v_end using errcode = 'CH409';
+  end if;
   -- The change's function (an undo's: its inverse, restore_<name>), as the
   -- writer: it changes the rows and returns what it changed; the audit is
   -- written here, as chunks' owner, and must be exactly this chunk's
@@ -123,7 +149,8 @@ begin
     into v_rows using run_change_chunk.job_id, run_change_chunk.tenant, run_change_chunk.next_index, v_slice;
   -- Exactly the chunk's targets, one row each, by ordinal and key: the
   -- count before anything is written (a key that named two rows gives
-  -- more), the ordinals and keys as the rows are written (one statement).
+  -- more), the ordinals and keys as the rows are written (one statement,
+  -- with the checkpoint and the chunk's record).
   v_count := coalesce(jsonb_array_length(v_rows), -1); -- NULL (never from the generated body) is refused too
   if v_count = v_end - run_change_chunk.next_index then
     with audit as (
@@ -134,11 +161,15 @@ begin
       returning ordinal, key
     ), moved as (
       update jobs as j set next_index = v_end where j.job_id = run_change_chunk.job_id
+    ), recorded as (
+      insert into change_chunks (job_id, first_ordinal, size)
+      values (run_change_chunk.job_id, run_change_chunk.next_index, v_end - run_change_chunk.next_index)
     )
     select count(*) into v_matched
       from audit as a
      where a.ordinal between run_change_chunk.next_index and v_end - 1
-       and a.key is not distinct from coalesce(v_targets -> a.ordinal ->> v_key, change_key_text(v_def, v_targets -> a.ordinal));
+       and a.key is not distinct from coalesce(v_slice -> (a.ordinal - run_change_chunk.next_index) ->> v_key,
+                                               change_key_text(v_def, v_slice -> (a.ordinal - run_change_chunk.next_index)));
   end if;
   if v_count <> v_end - run_change_chunk.next_index or v_matched <> v_count then
     raise exception 'job %: change %''s function returned % audit rows that are not exactly the chunk''s % targets%',
@@ -151,5 +182,5 @@ begin
   return jsonb_build_object('processed', v_processed, 'next_index', v_end, 'done', v_end = v_n);
 end
 $$;
-comment on function {{ .schema }}.run_change_chunk(text, text, jsonb, integer, integer, text, text, jsonb, text, text, text, text, integer, text) is
-  'chunks helper: run_chunk''s path for a job of a declared change, on the job row run_chunk locked: proves the job sound, still its approval and its change still the definition it was approved under (CH409 otherwise), runs the change''s generated function on the next chunk (KIND restore, an undo: its inverse) and moves next_index; returns run_chunk''s {"processed": [keys], "next_index", "done"}.';
+comment on function {{ .schema }}.run_change_chunk(text, text, integer, integer, integer, text, text, jsonb, text, text, text, integer, text, integer) is
+  'chunks helper: run_chunk''s path for a job of a declared change, on the job row run_chunk locked: proves the job''s shape, approval (kind, tenant, chunk size), change (still the definition approved) and progress (next_index where its last chunk ended, nothing audited beyond) per chunk (CH409 otherwise), runs the change''s generated function on the next ROWS targets (NULL: its chunk size; KIND restore, an undo: its inverse), audits them, records the chunk (change_chunks) and moves next_index; returns run_chunk''s {"processed": [keys], "next_index", "done"}.';

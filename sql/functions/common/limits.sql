@@ -13,6 +13,8 @@ as $$
            "targets_max": 64,
            "chunk_size_min": 1,
            "chunk_size_max": 10,
+           "change_targets_max": 10000,
+           "change_chunk_size_max": 1000,
            "max_chunks_max": 64,
            "input_max_bytes": 1048576,
            "campaign_targets_max": 1000000,
@@ -27,7 +29,8 @@ comment on function {{ .schema }}.limits() is
 $c$The value rules of docs/contract.md §3, the one definition every check uses: job_id and tenant
 are 1 to name_max_length of [A-Za-z0-9_-]; a target list has 1 to targets_max entries; each
 target's id, revision and qty lie within target.<field>.min and .max; chunk_size is
-chunk_size_min to chunk_size_max; drain's max_chunks is 1 to max_chunks_max; a plan or items
+chunk_size_min to chunk_size_max; a job of a declared change has 1 to change_targets_max targets
+and a chunk_size of chunk_size_min to change_chunk_size_max; drain's max_chunks is 1 to max_chunks_max; a plan or items
 file is at most input_max_bytes of JSON text (the Go and CLI faces); a campaign has at most
 campaign_targets_max targets, a name of at most campaign_name_max_length characters (its job
 ids add -NNNNNN) and a queue window of queue_window_min to queue_window_max jobs. The Go driver's

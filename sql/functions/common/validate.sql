@@ -120,24 +120,26 @@ comment on function {{ .schema }}.target_problem(jsonb, text, bigint) is
   'chunks helper: NULL when E is a valid target {id, revision, qty}, else why not, naming FIELD[POS].';
 
 -- The rule of every target list, of orders or of a declared change: a
--- list of 1 to 64 targets (22023 naming FIELD otherwise).
-create or replace function {{ .schema }}.check_target_list(items jsonb, field text) returns void
+-- list of 1 to MAX targets (22023 naming FIELD otherwise): limits()'
+-- targets_max for orders, change_targets_max for a declared change.
+drop function if exists {{ .schema }}.check_target_list(jsonb, text);
+create or replace function {{ .schema }}.check_target_list(items jsonb, field text, max bigint) returns void
 language plpgsql immutable security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
 begin
   if jsonb_typeof(check_target_list.items) is distinct from 'array' then
-    raise exception '%: must be a list of 1 to % targets, got %', check_target_list.field, limit_of('targets_max'),
+    raise exception '%: must be a list of 1 to % targets, got %', check_target_list.field, check_target_list.max,
       coalesce(jsonb_typeof(check_target_list.items), 'null') using errcode = '22023';
   end if;
-  if jsonb_array_length(check_target_list.items) not between 1 and limit_of('targets_max') then
-    raise exception '%: must be a list of 1 to % targets, got %', check_target_list.field, limit_of('targets_max'),
+  if jsonb_array_length(check_target_list.items) not between 1 and check_target_list.max then
+    raise exception '%: must be a list of 1 to % targets, got %', check_target_list.field, check_target_list.max,
       jsonb_array_length(check_target_list.items) using errcode = '22023';
   end if;
 end
 $$;
-comment on function {{ .schema }}.check_target_list(jsonb, text) is
-  'chunks helper: raises 22023 naming FIELD unless ITEMS is a list of 1 to 64 (limits()'' targets_max) targets.';
+comment on function {{ .schema }}.check_target_list(jsonb, text, bigint) is
+  'chunks helper: raises 22023 naming FIELD unless ITEMS is a list of 1 to MAX targets (limits()'' targets_max for orders, change_targets_max for a declared change).';
 
 -- A valid target list, normalized into a new list sorted by id ascending.
 create or replace function {{ .schema }}.normalized_targets(items jsonb, field text) returns jsonb
@@ -148,7 +150,7 @@ declare
   v_problem text;
   v_duplicate integer;
 begin
-  perform check_target_list(normalized_targets.items, normalized_targets.field);
+  perform check_target_list(normalized_targets.items, normalized_targets.field, limit_of('targets_max'));
   select s.problem into v_problem
     from (select target_problem(t.e, normalized_targets.field, t.ord - 1) as problem, t.ord
             from jsonb_array_elements(normalized_targets.items) with ordinality as t(e, ord)) as s

@@ -7,11 +7,13 @@ declare
 begin
   perform check_name(inspect_job.job_id, 'job_id');
   -- A job of a declared change (register_change) names its change too.
-  select jsonb_build_object('job_id', j.job_id, 'tenant', j.tenant, 'targets', j.targets,
-                            'chunk_size', j.chunk_size, 'next_index', j.next_index)
+  select jsonb_build_object('job_id', j.job_id, 'tenant', j.tenant,
+                            'targets', case when s.in_rows then job_targets(j.job_id) else j.targets end,
+                            'chunk_size', s.chunk_size, 'next_index', j.next_index)
          || case when jc.job_id is not null then jsonb_build_object('change', jc.change) else '{}' end
     into v_job
     from jobs as j
+    join job_shapes as s on s.job_id = j.job_id
     left join job_change as jc on jc.job_id = j.job_id
    where j.job_id = inspect_job.job_id;
   return v_job;

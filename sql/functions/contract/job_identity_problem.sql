@@ -16,18 +16,20 @@ as $$
   select case
            when job_identity_problem.change is null then
              {{ .schema }}.registration_problem(j.job_id, coalesce(k.kind, ap.kind, 'cancel'), k.undoes, j.tenant, j.targets,
-                                               j.chunk_size, ap.job_id is not null, job_identity_problem.tenant,
+                                               s.chunk_size, ap.job_id is not null, job_identity_problem.tenant,
                                                job_identity_problem.targets, job_identity_problem.chunk_size)
            when jc.job_id is null then format('job %s: already registered, not as a job of change %s', j.job_id, job_identity_problem.change)
            when jc.change <> job_identity_problem.change then
              format('job %s: already registered as a job of change %s, not %s', j.job_id, jc.change, job_identity_problem.change)
            when jc.digest <> job_identity_problem.digest then
              format('job %s: already registered under another definition of change %s', j.job_id, job_identity_problem.change)
-           else {{ .schema }}.registration_problem(j.job_id, 'cancel', null, j.tenant, j.targets, j.chunk_size, ap.kind = 'change',
+           else {{ .schema }}.registration_problem(j.job_id, 'cancel', null, j.tenant, {{ .schema }}.job_targets(j.job_id),
+                                                   s.chunk_size, ap.kind = 'change',
                                                    job_identity_problem.tenant, job_identity_problem.targets,
                                                    job_identity_problem.chunk_size)
          end
     from {{ .schema }}.jobs as j
+    join {{ .schema }}.job_shapes as s on s.job_id = j.job_id
     left join {{ .schema }}.job_kind as k on k.job_id = j.job_id
     left join {{ .schema }}.job_change as jc on jc.job_id = j.job_id
     left join {{ .schema }}.job_approval as ap on ap.job_id = j.job_id

@@ -1,20 +1,34 @@
 -- A new job, recorded as register and register_change record one, in one
 -- place: its row (next_index 0), its approval (job_approval, of KIND,
 -- RECORDED_FROM), and its place in the fleet's queue, visible at once, with
--- queue_channel() notified, all in the caller's transaction. Returns false
--- and writes nothing when JOB_ID is taken (the caller says why). Input
--- already validated.
+-- queue_channel() notified, all in the caller's transaction. A job of a
+-- declared change (IN_ROWS) keeps its targets and chunk size in change_jobs
+-- and change_targets, one row per target; its jobs row is its registry row
+-- (targets {"change_targets": N}, chunk_size 1; migration 011). Returns
+-- false and writes nothing when JOB_ID is taken (the caller says why).
+-- Input already validated.
+drop function if exists {{ .schema }}.record_job(text, text, jsonb, integer, text, text);
 create or replace function {{ .schema }}.record_job(job_id text, tenant text, targets jsonb, chunk_size integer,
-                                                    kind text, recorded_from text) returns boolean
+                                                    kind text, recorded_from text, in_rows boolean) returns boolean
 language plpgsql volatile security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
 begin
   insert into jobs as j (job_id, tenant, targets, chunk_size, next_index)
-  values (record_job.job_id, record_job.tenant, record_job.targets, record_job.chunk_size, 0)
+  values (record_job.job_id, record_job.tenant,
+          case when record_job.in_rows then jsonb_build_object('change_targets', jsonb_array_length(record_job.targets))
+               else record_job.targets end,
+          case when record_job.in_rows then 1 else record_job.chunk_size end, 0)
   on conflict on constraint jobs_pkey do nothing;
   if not found then
     return false;
+  end if;
+  if record_job.in_rows then
+    insert into change_jobs (job_id, chunk_size, targets)
+    values (record_job.job_id, record_job.chunk_size, jsonb_array_length(record_job.targets));
+    insert into change_targets (job_id, ordinal, target)
+    select record_job.job_id, (x.ord - 1)::integer, x.e
+      from jsonb_array_elements(record_job.targets) with ordinality as x(e, ord);
   end if;
   -- What was approved, kept where only the owner writes (job_approval):
   -- run_chunk and report refuse the job if its row is changed later.
@@ -28,8 +42,8 @@ begin
   return true;
 end
 $$;
-comment on function {{ .schema }}.record_job(text, text, jsonb, integer, text, text) is
-  'chunks helper: records a new job (jobs, job_approval of KIND from RECORDED_FROM, job_queue, notify queue_channel()) for register and register_change; false, writing nothing, when JOB_ID is taken.';
+comment on function {{ .schema }}.record_job(text, text, jsonb, integer, text, text, boolean) is
+  'chunks helper: records a new job (jobs, job_approval of KIND from RECORDED_FROM, job_queue, notify queue_channel(); IN_ROWS, a declared change''s job: its targets and chunk size in change_jobs and change_targets) for register, register_change and register_undo; false, writing nothing, when JOB_ID is taken.';
 
 -- register and register_change, in one place, for an approval already
 -- validated (PLAN: job_id, tenant, normalized targets, chunk_size) of
@@ -49,7 +63,8 @@ declare
 begin
   if record_job(v_job_id, register_job.plan ->> 'tenant', register_job.plan -> 'targets', (register_job.plan -> 'chunk_size')::integer,
                 case when register_job.change is null then 'cancel' else 'change' end,
-                case when register_job.change is null then 'register' else 'register_change' end) then
+                case when register_job.change is null then 'register' else 'register_change' end,
+                register_job.change is not null) then
     if register_job.change is not null then
       insert into job_change (job_id, change, digest) values (v_job_id, register_job.change, register_job.digest);
     end if;

@@ -39,7 +39,10 @@ begin
   -- Its kind of change (job_kind: no row is an ordinary cancellation) and
   -- what register recorded of its approval (job_approval) come with it, in
   -- the same statement: two keyed lookups more.
-  select j.job_id, j.tenant, j.targets, j.chunk_size, j.next_index, coalesce(k.kind, 'cancel') as kind,
+  -- A declared change's job keeps its targets and chunk size in
+  -- change_jobs (its targets are read by range, in run_change_chunk).
+  select j.job_id, j.tenant, case when jc.job_id is null then j.targets end as targets, j.chunk_size, j.next_index,
+         coalesce(k.kind, 'cancel') as kind, cj.targets as c_targets, cj.chunk_size as c_chunk_size,
          ap.kind as a_kind, ap.tenant as a_tenant, ap.targets_sha256 as a_targets_sha256, ap.chunk_size as a_chunk_size,
          jc.change, ch.function_name as change_function, ch.definition as change_definition,
          -- Can its change run (run_change_chunk)? Its functions exist (migrate
@@ -59,6 +62,7 @@ begin
     left join job_approval as ap on ap.job_id = j.job_id
     left join job_change as jc on jc.job_id = j.job_id
     left join changes as ch on ch.name = jc.change and ch.digest = jc.digest
+    left join change_jobs as cj on cj.job_id = j.job_id
    where j.job_id = run_chunk.job_id
      for update of j;
   if not found then
@@ -71,9 +75,9 @@ begin
   -- A job of a declared change (register_change) takes its change's path.
   if v_job.change is not null then
     v_locking := 'a row of the change''s table, of change_audit or of jobs that this chunk writes';
-    return run_change_chunk(v_job.job_id, v_job.tenant, v_job.targets, v_job.chunk_size, v_job.next_index,
+    return run_change_chunk(v_job.job_id, v_job.tenant, v_job.c_targets, v_job.c_chunk_size, v_job.next_index,
                             v_job.change, v_job.change_function, v_job.change_definition, v_job.change_problem,
-                            v_job.a_kind, v_job.a_tenant, v_job.a_targets_sha256, v_job.a_chunk_size, v_job.kind);
+                            v_job.a_kind, v_job.a_tenant, v_job.a_chunk_size, v_job.kind, null);
   end if;
 
   -- docs/contract.md §4: the stored job must be sound before anything is written.

@@ -38,8 +38,14 @@ begin
   if jsonb_typeof(v_chunk_size) <> 'number' or scale(v_chunk_size::numeric) <> 0 then
     raise exception 'chunk_size: must be an integer, got %', excerpt(v_chunk_size::text, false) using errcode = '22023';
   end if;
-  if not in_range('chunk_size', v_chunk_size::numeric) then
+  if valid_plan.definition is null and not in_range('chunk_size', v_chunk_size::numeric) then
     raise exception '%', range_problem('chunk_size', v_chunk_size::numeric) using errcode = '22023';
+  end if;
+  -- A declared change's chunks may be bigger (limits()' change_chunk_size_max).
+  if valid_plan.definition is not null
+     and v_chunk_size::numeric not between limit_of('chunk_size_min') and limit_of('change_chunk_size_max') then
+    raise exception 'chunk_size: must be between % and %, got %', limit_of('chunk_size_min'), limit_of('change_chunk_size_max'),
+      v_chunk_size::numeric using errcode = '22023';
   end if;
   if valid_plan.plan -> 'allow_partial' <> 'true'::jsonb then
     raise exception 'allow_partial: must be true (each chunk commits on its own), got %', excerpt((valid_plan.plan -> 'allow_partial')::text, false)

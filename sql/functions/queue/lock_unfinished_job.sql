@@ -11,14 +11,11 @@ declare
   v_next_index integer;
 begin
   perform check_name(lock_unfinished_job.job_id, 'job_id');
-  select case when jsonb_typeof(j.targets) = 'array' then jsonb_array_length(j.targets) end, j.next_index
-    into v_n, v_next_index
-    from jobs as j
-   where j.job_id = lock_unfinished_job.job_id
-     for share;
+  perform from jobs as j where j.job_id = lock_unfinished_job.job_id for share;
   if not found then
     raise exception 'job %: not found', lock_unfinished_job.job_id using errcode = 'CH409';
   end if;
+  select s.targets, s.next_index into v_n, v_next_index from job_shapes as s where s.job_id = lock_unfinished_job.job_id;
   if v_next_index >= v_n then
     raise exception 'job %: already done (next_index % of %); nothing to %', lock_unfinished_job.job_id,
       v_next_index, v_n, lock_unfinished_job.action using errcode = 'CH409';

@@ -16,8 +16,8 @@ declare
   v_was_paused boolean;
 begin
   perform check_name(pause_job_after.job_id, 'job_id');
-  if pause_job_after.after is null or pause_job_after.after not between 1 and limit_of('targets_max') then
-    raise exception 'after: must be between 1 and % chunks, got %', limit_of('targets_max'), coalesce(pause_job_after.after::text, 'null')
+  if pause_job_after.after is null or pause_job_after.after not between 1 and limit_of('change_targets_max') then
+    raise exception 'after: must be between 1 and % chunks, got %', limit_of('change_targets_max'), coalesce(pause_job_after.after::text, 'null')
       using errcode = '22023';
   end if;
   -- Locks in run_next_chunk's order, as pause_job: the queue row (this
@@ -26,9 +26,9 @@ begin
   select q.paused into v_was_paused from job_queue as q where q.job_id = pause_job_after.job_id for update;
   perform lock_unfinished_job(pause_job_after.job_id, 'pause');
   perform check_not_undone(pause_job_after.job_id, 'run');
-  select jsonb_array_length(j.targets), j.next_index, j.chunk_size into v_n, v_next_index, v_chunk_size
-    from jobs as j
-   where j.job_id = pause_job_after.job_id;
+  select s.targets, s.next_index, s.chunk_size into v_n, v_next_index, v_chunk_size
+    from job_shapes as s
+   where s.job_id = pause_job_after.job_id;
   v_left := (v_n - v_next_index + v_chunk_size - 1) / v_chunk_size;
   if pause_job_after.after >= v_left then
     raise exception 'job %: only % left (next_index % of %, % per chunk): after % it would be done, not paused; chunks resume % runs it to its end',
@@ -53,7 +53,7 @@ begin
 end
 $$;
 comment on function {{ .schema }}.pause_job_after(text, integer) is
-$c$Canary: the fleet runs AFTER (1 to 64) more chunks of the job, then the pass that commits
+$c$Canary: the fleet runs AFTER (1 to 10,000: a job's most chunks) more chunks of the job, then the pass that commits
 the last of them pauses it in the same transaction (reason "paused after the chunks that
 pause --after allowed"), so no further chunk starts until resume_job. A paused or idle job is
 queued for those chunks (and queue_channel() notified); a queued one keeps its place. It

@@ -12,7 +12,8 @@ as $$
            '{{ .schema }}.inspect_job(text, text)', '{{ .schema }}.report(text, text)', '{{ .schema }}.job_lineage(text, text)',
            '{{ .schema }}.job_status()', '{{ .schema }}.status_page(text, integer)', '{{ .schema }}.worker_status()',
            '{{ .schema }}.campaign_status(text)', '{{ .schema }}.campaign_report(text)', '{{ .schema }}.queue_channel()',
-           '{{ .schema }}.change_list()', '{{ .schema }}.change_show(text)', '{{ .schema }}.installed_version()'
+           '{{ .schema }}.change_list()', '{{ .schema }}.change_show(text)', '{{ .schema }}.installed_version()',
+           '{{ .schema }}.verify_job(text)', '{{ .schema }}.verify_campaign(text)'
          ]) as f
    where access in ('viewer', 'operator')
   union all
@@ -49,7 +50,8 @@ as $$
     from unnest(array['{{ .schema }}.jobs', '{{ .schema }}.job_audit', '{{ .schema }}.job_approval', '{{ .schema }}.job_kind',
                       '{{ .schema }}.job_queue', '{{ .schema }}.job_progress', '{{ .schema }}.workers',
                       '{{ .schema }}.campaigns', '{{ .schema }}.campaign_jobs',
-                      '{{ .schema }}.changes', '{{ .schema }}.job_change', '{{ .schema }}.change_audit']) as t
+                      '{{ .schema }}.changes', '{{ .schema }}.job_change', '{{ .schema }}.change_audit',
+                      '{{ .schema }}.change_jobs', '{{ .schema }}.change_targets', '{{ .schema }}.change_chunks']) as t
 $$;
 comment on function {{ .schema }}.access_tables() is
   'chunks helper: the tables of chunks (not orders) that a viewer or an operator may read.';

@@ -6,27 +6,25 @@ set search_path = {{ .schema }}, pg_temp
 as $$
   with running as materialized (select * from running_chunks()),
   page as materialized (
-    select j.job_id, j.tenant, j.next_index, j.chunk_size, c.n, q.visible_at, q.pause_reason,
+    select j.job_id, j.tenant, j.next_index, j.chunk_size, j.targets as n, q.visible_at, q.pause_reason,
            q.paused_at, q.paused_by, q.pause_after,
            coalesce(k.kind, case when jc.job_id is not null then 'change' else 'cancel' end) as kind, jc.change,
            k.undoes, u.job_id as undone_by,
            coalesce(nullif(r.application_name, ''), 'pid ' || r.pid) as running_in,
-           job_state(j.next_index, c.n, r.pid is not null, q.job_id is not null, q.paused) as state,
+           job_state(j.next_index, j.targets, r.pid is not null, q.job_id is not null, q.paused) as state,
            -- The recent rate in ids per second, from the oldest to the
            -- newest point of the job's progress row (record_progress).
            -- A row ahead of the job is of an older job of the same id.
            p.at as progressed_at,
            case when p.at > p.base_at
                 then (p.next_index - p.base_next_index) / extract(epoch from p.at - p.base_at)::float8 end as rate
-      from jobs as j
+      from job_shapes as j
       left join job_queue as q on q.job_id = j.job_id
       left join job_kind as k on k.job_id = j.job_id
       left join job_kind as u on u.undoes = j.job_id
       left join job_change as jc on jc.job_id = j.job_id
       left join running as r on r.key = run_lock_key(j.job_id)
       left join job_progress as p on p.job_id = j.job_id and p.next_index <= j.next_index
-     cross join lateral (select case when jsonb_typeof(j.targets) = 'array'
-                                     then jsonb_array_length(j.targets) end as n) as c
      where job_rows.after_job_id is null or j.job_id > job_rows.after_job_id
      order by j.job_id
      limit job_rows.max_jobs),

@@ -21,9 +21,7 @@ begin
   -- Each job's number of targets first, on its own: the targets (the
   -- bulk of a row) then go no further than this scan.
   with running as materialized (select rc.key from running_chunks() as rc),
-       j as materialized (select j.job_id, j.next_index,
-                                 case when jsonb_typeof(j.targets) = 'array' then jsonb_array_length(j.targets) end as n
-                            from jobs as j),
+       j as materialized (select s.job_id, s.next_index, s.targets as n from job_shapes as s),
        f as (select j.job_id, job_state(j.next_index, j.n, r.key is not null, q.job_id is not null, q.paused) as state,
                     greatest(j.n - j.next_index, 0) as remaining,
                     coalesce(p.at, q.visible_at) as progress_seen

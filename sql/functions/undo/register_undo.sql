@@ -41,13 +41,15 @@ begin
   -- (FOR UPDATE: this waits for a chunk of it in flight, and two undos of
   -- one job run one after the other).
   select q.paused into v_paused from job_queue as q where q.job_id = register_undo.job_id for update;
-  select j.job_id, j.tenant, j.targets, j.chunk_size, j.next_index, coalesce(k.kind, 'cancel') as kind, k.undoes,
+  select j.job_id, j.tenant, t.targets, s.chunk_size, j.next_index, coalesce(k.kind, 'cancel') as kind, k.undoes,
          jc.change, jc.digest,
          approval_problem(j.job_id, case when jc.job_id is not null and k.kind is null then 'change' else coalesce(k.kind, 'cancel') end,
-                          j.tenant, j.targets, j.chunk_size,
+                          j.tenant, t.targets, s.chunk_size,
                           ap.kind, ap.tenant, ap.targets_sha256, ap.chunk_size) as approval_problem
     into v_job
     from jobs as j
+    join job_shapes as s on s.job_id = j.job_id
+   cross join lateral (select job_targets(j.job_id) as targets) as t
     left join job_kind as k on k.job_id = j.job_id
     left join job_approval as ap on ap.job_id = j.job_id
     left join job_change as jc on jc.job_id = j.job_id
@@ -67,7 +69,7 @@ begin
 
   -- register's rules: the same undo again changes nothing; NEW taken by
   -- anything else is a conflict. A job is undone once.
-  select j.job_id, k.undoes, j.targets into v_existing
+  select j.job_id, k.undoes, job_targets(j.job_id) as targets into v_existing
     from jobs as j
     left join job_kind as k on k.job_id = j.job_id
    where j.job_id = v_new;

@@ -107,7 +107,7 @@ begin
   end if;
 
   if not record_job(register_undo_job.new_job_id, register_undo_job.tenant, v_targets, register_undo_job.chunk_size,
-                    'restore', 'register_undo') then
+                    'restore', 'register_undo', not v_orders) then
     raise exception 'job %: already registered, and not as the undo of %', register_undo_job.new_job_id,
       register_undo_job.job_id using errcode = 'CH409';
   end if;
