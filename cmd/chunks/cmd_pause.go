@@ -31,7 +31,7 @@ func pauseCommand() *cli.Command {
 			"Example:\n  chunks --schema lab pause festival-2026\n" +
 			"  chunks --schema lab register plan.json && chunks --schema lab pause --after 1 festival-2026",
 		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "after", Usage: "let the workers run `N` more chunks (1 to 64), then pause the job itself"},
+			&cli.IntFlag{Name: "after", Usage: "let the workers run `N` more chunks (1 to 10000), then pause the job itself"},
 			tenantFlag(),
 		},
 		Action: action(parsePause, runPause),

@@ -138,7 +138,7 @@ func (d deps) withConn(ctx context.Context, fn func(ctx context.Context, conn *p
 // viewerCommands are the commands that only read: a viewer may run them.
 // A subcommand counts by its name (campaign status is status) or by its
 // path (change list).
-var viewerCommands = []string{"inspect", "report", "status", "serve", "change list", "change show"}
+var viewerCommands = []string{"inspect", "report", "verify", "status", "serve", "change list", "change show"}
 
 // commandAccess is the access the command of c needs.
 func commandAccess(c *cli.Context) driver.Access {

@@ -100,6 +100,7 @@ func commands() []*cli.Command {
 		runCommand(),
 		drainCommand(),
 		reportCommand(),
+		verifyCommand(),
 		workerCommand(),
 		statusCommand(),
 		serveCommand(),

@@ -38,6 +38,11 @@ create table if not exists {{ .schema }}.change_chunks(
   primary key (job_id, first_ordinal)
 );
 
+-- A campaign of a declared change runs chunks of up to 1,000 rows too
+-- (campaign_create keeps an orders campaign's to 1 to 10).
+alter table {{ .schema }}.campaigns drop constraint if exists campaigns_chunk_size_check;
+alter table {{ .schema }}.campaigns add constraint campaigns_chunk_size_check check (chunk_size between 1 and 1000);
+
 -- Jobs of declared changes registered before this version move here, with
 -- their approval as it was (its sha256 is of the same list: jsonb_agg of
 -- the rows in ordinal order prints the same canonical text).

@@ -300,7 +300,7 @@ func TestPauseAfterCLI(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"pause", "--after", "6", "festival"}, 3, "conflict: job festival: only 6 chunks left (next_index 0 of 12, 2 per chunk): after 6 it would be done, not paused"},
-		{[]string{"pause", "--after", "0", "festival"}, 2, "invalid: after: must be between 1 and 64 chunks, got 0"},
+		{[]string{"pause", "--after", "0", "festival"}, 2, "invalid: after: must be between 1 and 10000 chunks, got 0"},
 		{[]string{"pause", "--after", "x", "festival"}, 2, "usage:"},
 		{[]string{"pause", "--after", "1", "nope"}, 3, "conflict: job nope: not found"},
 	} {

@@ -115,18 +115,18 @@ func TestSQLPauseJobAfter(t *testing.T) {
 		{2, "c", "CH409", "job c: only 2 chunks left (next_index 2 of 6, 2 per chunk): after 2 it would be done, not paused; chunks resume c runs it to its end"},
 		{1, "a", "CH409", "job a: already done (next_index 10 of 10); nothing to pause"},
 		{1, "nope", "CH409", "job nope: not found"},
-		{0, "c", "22023", "after: must be between 1 and 64 chunks, got 0"},
-		{65, "c", "22023", "after: must be between 1 and 64 chunks, got 65"},
+		{0, "c", "22023", "after: must be between 1 and 10000 chunks, got 0"},
+		{10001, "c", "22023", "after: must be between 1 and 10000 chunks, got 10001"},
 	} {
 		_, err := l.Conn.Exec(ctx, "select pause_job_after($1, $2)", c.job, c.n)
 		pgtest.WantPgError(t, err, c.code, c.msg)
 	}
 	_, err := l.Conn.Exec(ctx, "select pause_job_after('c', null)")
-	pgtest.WantPgError(t, err, "22023", "after: must be between 1 and 64 chunks, got null")
+	pgtest.WantPgError(t, err, "22023", "after: must be between 1 and 10000 chunks, got null")
 	if after := pgtest.MustString(t, l.Conn, "select jsonb_agg(q order by job_id)::text from job_queue q"); after != before {
 		t.Fatalf("refusals changed the queue:\n%s\n%s", before, after)
 	}
-	if _, err := fleetapi.PauseAfter(ctx, l.Conn, driver.JobRef{ID: "c"}, 0); !errors.Is(err, driver.ErrInvalid) || err.Error() != "invalid: after: must be between 1 and 64 chunks, got 0" {
+	if _, err := fleetapi.PauseAfter(ctx, l.Conn, driver.JobRef{ID: "c"}, 0); !errors.Is(err, driver.ErrInvalid) || err.Error() != "invalid: after: must be between 1 and 10000 chunks, got 0" {
 		t.Fatalf("fleet.PauseAfter(0): %v", err)
 	}
 	// An idle job is queued for its canary.
