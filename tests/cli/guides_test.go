@@ -23,7 +23,7 @@ import (
 // orders are pending again.
 func TestCLIGuide(t *testing.T) {
 	t.Parallel()
-	dsn := replayGuide(t, "cli-guide.md", "TestCLIGuide", 11)
+	dsn := replayGuide(t, "cli-guide.md", "TestCLIGuide", 12)
 	wantGuideLeft(t, dsn, "select count(*)::text from lab.orders where state = 'pending'", "40")
 }
 
