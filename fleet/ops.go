@@ -130,6 +130,9 @@ type Pass struct {
 	Paused     bool         `json:"paused,omitempty"`
 	PauseAfter *int         `json:"pause_after,omitempty"`
 	RestMs     int64        `json:"rest_ms,omitempty"`
+	// ChangeJob says the chunk was of a declared change's job: its size
+	// followed RunNext's maxRows ([Sizer]).
+	ChangeJob bool `json:"change_job,omitempty"`
 }
 
 // Conflict reports whether the chunk rolled back with a conflict (CH409: a
@@ -239,20 +242,30 @@ func jobCall(ctx context.Context, db driver.DB, job driver.JobRef, fn string, ar
 // it, all in that one commit. After a chunk the job is runnable again after
 // rate (0: at once, behind every job already waiting); after a transient
 // error ([TransientChunkError]), after retry; after any other error of the
-// chunk, it is paused. conn is borrowed as by [driver.RunChunk]: it must be
-// idle, and it is left idle with its settings as they were.
+// chunk, it is paused. maxRows (1 to 1,000; 0: none) caps a declared
+// change's chunk below its approved chunk size: the worker's adaptive size
+// ([Sizer]); an orders job's chunk is its chunk_size. conn is borrowed as
+// by [driver.RunChunk]: it must be idle, and it is left idle with its
+// settings as they were.
 //
 // It returns nil when nothing was runnable. An error means the pass itself
 // failed and nothing of it committed; what happened to a chunk is in
 // [Pass].
-func RunNext(ctx context.Context, conn *pgx.Conn, worker string, rate, retry time.Duration) (*Pass, error) {
+func RunNext(ctx context.Context, conn *pgx.Conn, worker string, rate, retry time.Duration, maxRows int) (*Pass, error) {
 	if status := conn.PgConn().TxStatus(); status != 'I' {
 		return nil, driver.Invalidf("conn: is inside a transaction (status %q); RunNext commits, so it needs an idle connection", status)
 	}
-	body, err := chunktx.Call(ctx, conn.PgConn(), "select run_next_chunk($1, $2, $3)::text",
+	if maxRows < 0 || maxRows > driver.MaxChangeChunkSize {
+		return nil, driver.Invalidf("max_rows: must be between 1 and %d (0: the approved chunk size), got %d", driver.MaxChangeChunkSize, maxRows)
+	}
+	rows := chunktx.Arg{OID: pgtype.Int4OID, Null: maxRows == 0}
+	if maxRows > 0 {
+		rows.Text = strconv.Itoa(maxRows)
+	}
+	body, err := chunktx.Call(ctx, conn.PgConn(), "select run_next_chunk($1, $2, $3, $4)::text",
 		chunktx.Arg{Text: worker, OID: pgtype.TextOID},
 		chunktx.Arg{Text: strconv.FormatInt(rate.Milliseconds(), 10), OID: pgtype.Int4OID},
-		chunktx.Arg{Text: strconv.FormatInt(retry.Milliseconds(), 10), OID: pgtype.Int4OID})
+		chunktx.Arg{Text: strconv.FormatInt(retry.Milliseconds(), 10), OID: pgtype.Int4OID}, rows)
 	if err != nil {
 		return nil, driver.MapError(err)
 	}

@@ -16,7 +16,7 @@ import (
 // Validate checks every field of w, as [Worker.Start] does before it
 // connects: a Pool, an ID that application_name keeps ([CheckID]; empty is
 // [DefaultID]), Concurrency from 1 to [MaxConcurrency], Poll from [MinPoll]
-// and RetryDelay from 1 ms, both up to [MaxDuration], Rate 0 or from
+// and RetryDelay and ChunkTime from 1 ms, all up to [MaxDuration], Rate 0 or from
 // [MinRate] to [MaxRate], and Pace ([pace.Config.Validate]); a zero field
 // stands for its default. The error is an [driver.ErrInvalid] naming the
 // field. Validate connects to nothing.
@@ -37,7 +37,8 @@ func (w *Worker) Validate() error {
 		v        time.Duration
 		min      time.Duration
 		fallback time.Duration
-	}{{"poll", w.Poll, MinPoll, DefaultPoll}, {"retry_delay", w.RetryDelay, time.Millisecond, DefaultRetryDelay}} {
+	}{{"poll", w.Poll, MinPoll, DefaultPoll}, {"retry_delay", w.RetryDelay, time.Millisecond, DefaultRetryDelay},
+		{"chunk_time", w.ChunkTime, time.Millisecond, DefaultChunkTime}} {
 		if v := cmp.Or(d.v, d.fallback); v < d.min || v > MaxDuration {
 			return driver.Invalidf("%s: must be between %s and %s, got %s", d.name, d.min, MaxDuration, v)
 		}
@@ -75,6 +76,7 @@ type runner struct {
 	retryDelay time.Duration
 	log        *slog.Logger
 	pacer      *pace.Pacer
+	sizer      *Sizer
 	wake       chan struct{} // one token: "look at the queue"
 	passLog    quiet
 	listenLog  quiet
@@ -86,7 +88,9 @@ func (w *Worker) runner() (*runner, error) {
 		return nil, err
 	}
 	r := &runner{w: w, pool: w.Pool, id: w.ID, passes: cmp.Or(w.Concurrency, 1), poll: cmp.Or(w.Poll, DefaultPoll),
-		retryDelay: cmp.Or(w.RetryDelay, DefaultRetryDelay), log: w.Logger, wake: make(chan struct{}, 1)}
+		retryDelay: cmp.Or(w.RetryDelay, DefaultRetryDelay), log: w.Logger, wake: make(chan struct{}, 1),
+		sizer: NewSizer(cmp.Or(w.ChunkTime, DefaultChunkTime))}
+	w.sizer.Store(r.sizer)
 	if r.id == "" {
 		r.id = DefaultID()
 	}

@@ -75,10 +75,16 @@ type Worker struct {
 	Pace pace.Config
 	// Observer, when not nil, is told of every pass (for metrics).
 	Observer Observer
+	// ChunkTime is the target time of one chunk of a declared change: a
+	// longer chunk makes the next ones smaller, in proportion, and they grow
+	// back while chunks are quicker and the pacer does not hold them
+	// ([Sizer]). Zero: [DefaultChunkTime].
+	ChunkTime time.Duration
 
 	chunks, jobsDone, conflicts, errorPauses, failures atomic.Int64
 	lastChunk                                          atomic.Int64 // unix nanoseconds of the last committed chunk
 	pacer                                              atomic.Pointer[pace.Pacer]
+	sizer                                              atomic.Pointer[Sizer]
 	progress                                           progress
 	mu                                                 sync.Mutex
 	life                                               *life // Start, Stop and StopAndCancel; nil until the first of them
@@ -103,6 +109,16 @@ func (w *Worker) Pacing() pace.State {
 		return p.State()
 	}
 	return pace.State{}
+}
+
+// ChunkRows is the worker's adaptive cap on a declared change's chunk
+// ([Sizer]): 0 when there is none (each job's approved chunk size), and
+// before [Worker.Start].
+func (w *Worker) ChunkRows() int {
+	if s := w.sizer.Load(); s != nil {
+		return s.Rows()
+	}
+	return 0
 }
 
 // Stats counts what a worker did.
@@ -213,8 +229,13 @@ func (h *wakeHandler) HandleBacklog(context.Context, string, *pgx.Conn) error {
 // wakeup or the poll interval whenever nothing was runnable.
 func (r *runner) pass(stop, abort context.Context) {
 	for stop.Err() == nil {
-		if r.pacer.Wait(stop, nil) != nil {
+		held := false
+		if r.pacer.Wait(stop, func(pace.State) { held = true }) != nil {
 			return // stopped while throttled
+		}
+		if held {
+			r.sizer.Held() // the database is under pressure: smaller chunks
+			r.log.Info("held by the pacer: smaller chunks of declared changes", "max_rows", r.sizer.Rows())
 		}
 		ran, err := r.onePass(abort)
 		if ran {
@@ -285,6 +306,15 @@ func (r *runner) onePass(abort context.Context) (bool, error) {
 		r.w.lastChunk.Store(now.UnixNano())
 		r.w.progress.add(p.JobID, p.NextIndex, now)
 		r.pacer.Committed()
+		if p.ChangeJob {
+			before, after := r.sizer.Rows(), r.sizer.Ran(len(p.Processed), time.Since(started))
+			switch {
+			case after != 0 && (before == 0 || after < before):
+				log.Info("chunk took longer than --chunk-time: smaller chunks", "rows", len(p.Processed), "took_ms", took, "max_rows", after)
+			case after != before:
+				log.Debug("chunks grow back", "max_rows", after)
+			}
+		}
 		log.Debug("chunk committed", "ids", len(p.Processed), "next_index", p.NextIndex, "done", p.Done, "took_ms", took)
 		switch {
 		case p.Done:
@@ -307,7 +337,7 @@ func (r *runner) runNext(ctx context.Context) (*Pass, error) {
 		return nil, err
 	}
 	defer conn.Release() // a connection that RunNext had to close is dropped by the pool
-	p, err := RunNext(ctx, conn.Conn(), r.id, r.rateDelay, r.retryDelay)
+	p, err := RunNext(ctx, conn.Conn(), r.id, r.rateDelay, r.retryDelay, r.sizer.Rows())
 	return p, driver.ExplainMissing(ctx, conn.Conn(), err, driver.Operator) // access revoked while it runs
 }
 

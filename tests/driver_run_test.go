@@ -566,7 +566,15 @@ func TestRunChunkLostConnection(t *testing.T) {
 		_, err := driver.RunChunk(ctx, conn, "j", nil)
 		done <- err
 	}()
-	for sleeping := false; !sleeping; {
+	for sleeping, deadline := false, time.Now().Add(30*time.Second); !sleeping; {
+		select {
+		case err := <-done:
+			t.Fatalf("RunChunk returned before its chunk slept: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the chunk is not inside its trigger's sleep within 30 s")
+		}
 		if err := s.Conn.QueryRow(ctx, "select count(*) = 1 from pg_stat_activity where pid = $1 and wait_event = 'PgSleep'", pid).Scan(&sleeping); err != nil {
 			t.Fatal(err)
 		}

@@ -371,7 +371,7 @@ func TestChangeContactsAndPrices(t *testing.T) {
 	  {"id": "00000000-0000-0000-0000-00000000000B", "email": null},
 	  {"id": "00000000-0000-0000-0000-00000000000a", "email": "a@example.com"}]`, 10))
 	// The fleet's pass (chunks worker) reads a chunk of uuid keys.
-	pass, err := fleet.RunNext(ctx, s.Conn, "w1", 0, time.Second)
+	pass, err := fleet.RunNext(ctx, s.Conn, "w1", 0, time.Second, 0)
 	if err != nil || pass == nil || pass.JobID != "c1" || !pass.Done || pass.Err != "" ||
 		!slices.Equal(pass.Processed, []driver.Key{driver.TextKey("00000000-0000-0000-0000-00000000000a"), driver.TextKey("00000000-0000-0000-0000-00000000000b")}) {
 		t.Fatalf("RunNext: %+v, %v", pass, err)
@@ -463,8 +463,8 @@ func TestChangeRegisterRefusals(t *testing.T) {
 	s.Exec(t, "select register_change('hold_payment', $1)", changePlan("p1", "7", paymentTargets(2, 1), 1))
 	s.Exec(t, "delete from job_queue where job_id = 'orders-job'")
 	for _, want := range []string{
-		`{"job_id": "p1", "processed": [1], "next_index": 1, "done": false}`,
-		`{"job_id": "p1", "processed": [2], "next_index": 2, "done": true}`,
+		`{"job_id": "p1", "processed": [1], "next_index": 1, "done": false, "change_job": true}`,
+		`{"job_id": "p1", "processed": [2], "next_index": 2, "done": true, "change_job": true}`,
 	} {
 		sameJSON(t, "run_next_chunk", pgtest.MustString(t, s.Conn, "select run_next_chunk('w1')::text"), want)
 	}

@@ -24,7 +24,7 @@ func workerCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "worker",
 		Usage: "run registered jobs from the queue, one chunk per pass, until SIGTERM or SIGINT",
-		UsageText: "chunks worker [--concurrency N] [--poll D] [--rate R] [--retry-delay D] [--id ID] [--verbose] [--http ADDR]\n" +
+		UsageText: "chunks worker [--concurrency N] [--poll D] [--rate R] [--retry-delay D] [--chunk-time D] [--id ID] [--verbose] [--http ADDR]\n" +
 			"                     [--dsn DSN] [--schema S] [--json]",
 		Description: "Each pass is one transaction (SQL run_next_chunk): it takes the next queued job (SKIP LOCKED),\n" +
 			"runs one chunk of it, and puts it back at the end of the queue, or removes it when it is done,\n" +
@@ -47,6 +47,11 @@ func workerCommand() *cli.Command {
 			"With --max-replica-lag or --throttle-query it holds new chunks while a standby is too far behind\n" +
 			"or the query returns true (docs/production.md \"Protecting production\"), and says so in its log and in\n" +
 			"chunks status.\n\n" +
+			"A declared change's chunks adapt (docs/fleet.md \"Adaptive chunk size\"): its plan approves the\n" +
+			"largest chunk, and the worker asks for smaller ones while the pacer holds chunks back (half the\n" +
+			"last) or a chunk takes longer than --chunk-time (in proportion), growing back by half a chunk\n" +
+			"while neither happens. Each chunk's size is on the record (change_chunks); an orders job's\n" +
+			"chunks are its chunk_size.\n\n" +
 			"With --http ADDR it serves, while it runs, its Prometheus metrics at /metrics, /healthz, /readyz\n" +
 			"and the status page at / (docs/production.md \"Seeing it run\"). No host in ADDR means 127.0.0.1. On\n" +
 			"loopback, a request whose Host is not loopback (localhost, 127.0.0.1, [::1]) is 421.\n\n" +
@@ -59,6 +64,7 @@ func workerCommand() *cli.Command {
 			&cli.DurationFlag{Name: "poll", Value: fleet.DefaultPoll, Usage: fmt.Sprintf("how often (`D`) an idle pass looks at the queue without a notification, %v to %v (0: the default)", fleet.MinPoll, fleet.MaxDuration)},
 			&cli.Float64Flag{Name: "rate", Value: 0, Usage: fmt.Sprintf("at most `R` chunks per second per job, 1/86400 to %d (0: no limit)", fleet.MaxRate)},
 			&cli.DurationFlag{Name: "retry-delay", Value: fleet.DefaultRetryDelay, Usage: fmt.Sprintf("how long (`D`) a job rests after its chunk failed with a transient error (a lock or statement timeout, a deadlock...), 1ms to %v (0: the default)", fleet.MaxDuration)},
+			&cli.DurationFlag{Name: "chunk-time", Value: fleet.DefaultChunkTime, Usage: fmt.Sprintf("the target time (`D`) of a declared change's chunk: a longer one makes the next ones smaller, 1ms to %v (0: the default)", fleet.MaxDuration)},
 			&cli.StringFlag{Name: "id", Usage: "the worker's name (`ID`) in the log, in chunks status and in a pause it makes: 1 to 63 printable ASCII characters, one live worker per id (default, also when empty: hostname:pid)"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log every chunk"},
 		}, append(paceFlagDefs(), httpFlagDefs(false)...)...),
@@ -73,15 +79,16 @@ type workerOptions struct {
 	Poll        time.Duration
 	Rate        float64
 	RetryDelay  time.Duration
-	Verbose     bool        // --verbose: log every chunk
-	Pace        pace.Config // --max-replica-lag, --throttle-query, --check-interval
-	HTTP        httpOptions // --http, --page-size, --refresh
+	ChunkTime   time.Duration // --chunk-time: a declared change's chunk's target time
+	Verbose     bool          // --verbose: log every chunk
+	Pace        pace.Config   // --max-replica-lag, --throttle-query, --check-interval
+	HTTP        httpOptions   // --http, --page-size, --refresh
 }
 
 // parseWorker fills the worker's settings; it takes no arguments.
 func parseWorker(c *cli.Context) (*workerOptions, error) {
 	o := &workerOptions{ID: c.String("id"), Concurrency: c.Int("concurrency"), Poll: c.Duration("poll"),
-		Rate: c.Float64("rate"), RetryDelay: c.Duration("retry-delay"), Verbose: c.Bool("verbose"),
+		Rate: c.Float64("rate"), RetryDelay: c.Duration("retry-delay"), ChunkTime: c.Duration("chunk-time"), Verbose: c.Bool("verbose"),
 		Pace: paceFlags(c), HTTP: parseHTTP(c)}
 	_, err := positional(c)
 	return o, err
@@ -93,7 +100,7 @@ func (o *workerOptions) id() string { return cmp.Or(o.ID, fleet.DefaultID()) }
 // worker is the fleet.Worker of the options, on pool, logging to log.
 func (o *workerOptions) worker(pool *pgxpool.Pool, log *slog.Logger) *fleet.Worker {
 	return &fleet.Worker{Pool: pool, ID: o.id(), Concurrency: o.Concurrency, Poll: o.Poll, Rate: o.Rate,
-		RetryDelay: o.RetryDelay, Pace: o.Pace, Logger: log}
+		RetryDelay: o.RetryDelay, ChunkTime: o.ChunkTime, Pace: o.Pace, Logger: log}
 }
 
 // Validate checks every setting, as fleet.Worker.Validate does (the id
@@ -149,7 +156,7 @@ func runWorker(ctx context.Context, d deps, o *workerOptions, out io.Writer) err
 	var srv *httpServer
 	if o.HTTP.Addr != "" {
 		reg := metrics.NewRegistry()
-		if w.Observer, err = metrics.NewWorker(reg, w.Pacing, w.Pace.MaxReplicaLag > 0); err != nil {
+		if w.Observer, err = metrics.NewWorker(reg, w.Pacing, w.Pace.MaxReplicaLag > 0, w.ChunkRows); err != nil {
 			return err
 		}
 		if srv, err = openHTTPServer(ctx, d.schema, cfg, o.HTTP, reg, log); err != nil {

@@ -19,8 +19,9 @@ import (
 
 func TestWorkerOptions(t *testing.T) {
 	got := parsed(t, parseWorker, "worker", "--id", "w1", "--concurrency", "3", "--poll", "2s", "--rate", "0.5", "--retry-delay", "3s",
-		"--verbose", "--max-replica-lag", "1s", "--throttle-query", "select false", "--http", ":0", "--page-size", "7", "--refresh", "2s")
-	want := workerOptions{ID: "w1", Concurrency: 3, Poll: 2 * time.Second, Rate: 0.5, RetryDelay: 3 * time.Second, Verbose: true,
+		"--chunk-time", "150ms", "--verbose", "--max-replica-lag", "1s", "--throttle-query", "select false", "--http", ":0", "--page-size", "7", "--refresh", "2s")
+	want := workerOptions{ID: "w1", Concurrency: 3, Poll: 2 * time.Second, Rate: 0.5, RetryDelay: 3 * time.Second,
+		ChunkTime: 150 * time.Millisecond, Verbose: true,
 		Pace: pace.Config{MaxReplicaLag: time.Second, ThrottleQuery: "select false", CheckInterval: pace.DefaultCheckInterval},
 		HTTP: httpOptions{Addr: ":0", PageSize: 7, Refresh: 2 * time.Second}}
 	if *got != want {
@@ -40,6 +41,7 @@ func TestWorkerOptions(t *testing.T) {
 	wantInvalid(t, valid(func(o *workerOptions) { o.Rate = -1 }), "rate: must be 0 (no limit)")
 	wantInvalid(t, valid(func(o *workerOptions) { o.Poll = time.Nanosecond }), "poll: must be between")
 	wantInvalid(t, valid(func(o *workerOptions) { o.RetryDelay = 25 * time.Hour }), "retry_delay: must be between 1ms and 24h0m0s, got 25h0m0s")
+	wantInvalid(t, valid(func(o *workerOptions) { o.ChunkTime = time.Microsecond }), "chunk_time: must be between 1ms and 24h0m0s, got 1µs")
 	wantInvalid(t, valid(func(o *workerOptions) { o.Pace.CheckInterval = -time.Second }), "check")
 	wantInvalid(t, valid(func(o *workerOptions) { o.HTTP.PageSize = 0 }), "page-size: must be between 1 and")
 	wantInvalid(t, valid(func(o *workerOptions) { o.HTTP.Refresh = time.Hour }), "refresh: must be between 100ms and 1m0s, got 1h0m0s")

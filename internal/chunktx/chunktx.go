@@ -24,10 +24,11 @@ const (
 	setStatementTimeout = "set local statement_timeout = '2000ms'"
 )
 
-// Arg is one bind parameter: its text form and its type's OID.
+// Arg is one bind parameter: its text form and its type's OID, or NULL.
 type Arg struct {
 	Text string
 	OID  uint32
+	Null bool // the parameter is NULL (Text is not sent)
 }
 
 // Call runs query, which must return one row of one column, in a
@@ -74,7 +75,10 @@ func open(query string, args []Arg) *pgconn.Batch {
 	values := make([][]byte, len(args))
 	oids := make([]uint32, len(args))
 	for i, a := range args {
-		values[i], oids[i] = []byte(a.Text), a.OID
+		oids[i] = a.OID
+		if !a.Null {
+			values[i] = []byte(a.Text)
+		}
 	}
 	batch.ExecParams(query, values, oids, nil, nil)
 	return &batch

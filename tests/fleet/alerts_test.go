@@ -42,7 +42,7 @@ func TestAlertRulesNameRealMetrics(t *testing.T) {
 	// worker's, and serve's gauges read from a real schema.
 	l := newLab(t)
 	reg := metricsapi.NewRegistry()
-	if _, err := metricsapi.NewWorker(reg, func() pace.State { return pace.State{} }, true); err != nil {
+	if _, err := metricsapi.NewWorker(reg, func() pace.State { return pace.State{} }, true, func() int { return 0 }); err != nil {
 		t.Fatal(err)
 	}
 	reg.MustRegister(&metricsapi.Database{DB: l.Conn})

@@ -79,6 +79,7 @@ func TestWorkerMetrics(t *testing.T) {
 		{"chunks_throttled", []string{"reason", "throttle_query"}, 0},
 		{"chunks_throttled", []string{"reason", "check_failed"}, 0},
 		{"chunks_replica_lag_seconds", nil, 0}, // no standby
+		{"chunks_chunk_rows_max", nil, 0},      // orders jobs only: no cap
 	} {
 		if got := sample(t, fams, c.name, c.labels...); got != float64(c.want) {
 			t.Errorf("%s%v = %v, want %d", c.name, c.labels, got, c.want)

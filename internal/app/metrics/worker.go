@@ -32,8 +32,10 @@ type Worker struct {
 // NewWorker registers a worker's metrics on reg and returns the observer
 // to set as the worker's [fleet.Worker.Observer]. pacing is read at each
 // scrape for chunks_throttled; chunks_replica_lag_seconds is there only
-// when lagMeasured (--max-replica-lag is set).
-func NewWorker(reg prometheus.Registerer, pacing func() pace.State, lagMeasured bool) (*Worker, error) {
+// when lagMeasured (--max-replica-lag is set). chunkRows, read at each
+// scrape, is the worker's adaptive cap on a declared change's chunk
+// ([fleet.Worker.ChunkRows]).
+func NewWorker(reg prometheus.Registerer, pacing func() pace.State, lagMeasured bool, chunkRows func() int) (*Worker, error) {
 	m := &Worker{
 		committed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "chunks_committed_total",
 			Help: "Chunks this worker committed that changed rows (orders, or a declared change's table)."}),
@@ -53,8 +55,11 @@ func NewWorker(reg prometheus.Registerer, pacing func() pace.State, lagMeasured 
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}},
 			[]string{"outcome"}),
 	}
+	rows := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "chunk_rows_max",
+		Help: "The worker's adaptive cap on a declared change's chunk, in rows (--chunk-time, and the pacer's holds); 0 while there is none: each job's approved chunk size."},
+		func() float64 { return float64(chunkRows()) })
 	cs := []prometheus.Collector{m.committed, m.changed, m.conflicts, m.errorPauses, m.errors, m.passErrors, m.duration,
-		&pacingCollector{pacing: pacing, lag: lagMeasured}}
+		&pacingCollector{pacing: pacing, lag: lagMeasured}, rows}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, err

@@ -17,7 +17,8 @@ import (
 // Each kind of pass lands in its own counter and outcome, with exact values.
 func TestWorkerCountsEachPass(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m, err := NewWorker(reg, func() pace.State { return pace.State{} }, false)
+	rows := 0
+	m, err := NewWorker(reg, func() pace.State { return pace.State{} }, false, func() int { return rows })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,6 +50,15 @@ func TestWorkerCountsEachPass(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 		}
+	}
+	// The adaptive cap is read at each scrape.
+	rows = 250
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP chunks_chunk_rows_max The worker's adaptive cap on a declared change's chunk, in rows (--chunk-time, and the pacer's holds); 0 while there is none: each job's approved chunk size.
+# TYPE chunks_chunk_rows_max gauge
+chunks_chunk_rows_max 250
+`), "chunks_chunk_rows_max"); err != nil {
+		t.Error(err)
 	}
 	want := `
 # HELP chunks_chunk_duration_seconds How long each chunk's pass took, its round trip included, by outcome (committed, conflict, error_pause, error).
@@ -91,7 +101,7 @@ func (o onlyOutcome) Collect(ch chan<- prometheus.Metric) {
 // Every outcome shows from the start, at 0.
 func TestWorkerOutcomesStartAtZero(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	if _, err := NewWorker(reg, func() pace.State { return pace.State{} }, false); err != nil {
+	if _, err := NewWorker(reg, func() pace.State { return pace.State{} }, false, func() int { return 0 }); err != nil {
 		t.Fatal(err)
 	}
 	got, err := testutil.GatherAndCount(reg, "chunks_chunk_duration_seconds")
@@ -99,7 +109,7 @@ func TestWorkerOutcomesStartAtZero(t *testing.T) {
 		t.Fatalf("chunk_duration_seconds series at start: %d (%v), want 4", got, err)
 	}
 	// Registering a second worker's metrics on the same registry is refused.
-	if _, err := NewWorker(reg, func() pace.State { return pace.State{} }, false); err == nil {
+	if _, err := NewWorker(reg, func() pace.State { return pace.State{} }, false, func() int { return 0 }); err == nil {
 		t.Fatal("a second NewWorker on one registry was accepted")
 	}
 }

@@ -14,10 +14,10 @@
 -- (change_job_problem), report and undo, not at each chunk. Then the
 -- change's generated function changes the chunk's rows as the writer role
 -- and returns what it changed, which is audited here, as chunks' owner,
--- with next_index moved and the chunk recorded in the same statement. ROWS
--- is the size a worker asks for (1 to the approved chunk size; NULL: the
--- approved size). The one dynamic statement per chunk is the call of the
--- change's function.
+-- with next_index moved and the chunk recorded in the same statement.
+-- ROWS caps the chunk below the approved chunk size (a worker's adaptive
+-- size; NULL: none; run_job_chunk checked it is at least 1). The one
+-- dynamic statement per chunk is the call of the change's function.
 drop function if exists {{ .schema }}.run_change_chunk(text, text, jsonb, integer, integer, text, text, jsonb, text, text, text, text, integer, text);
 create or replace function {{ .schema }}.run_change_chunk(job_id text, tenant text, n_targets integer, chunk_size integer,
                                                           next_index integer, change text, function_name text,
@@ -55,8 +55,6 @@ begin
              limit_of('change_chunk_size_max'))
     when run_change_chunk.next_index not between 0 and v_n then
       format('next_index %s is beyond the %s targets', run_change_chunk.next_index, v_n)
-    when run_change_chunk.rows is not null and run_change_chunk.rows not between 1 and run_change_chunk.chunk_size then
-      format('a chunk of %s rows was asked for; its approved chunk_size is %s', run_change_chunk.rows, run_change_chunk.chunk_size)
   end;
   if v_problem is not null then
     raise exception 'job %: %', run_change_chunk.job_id, v_problem using errcode = 'CH409';
@@ -126,7 +124,8 @@ begin
   if run_change_chunk.next_index = v_n then
     return jsonb_build_object('processed', '[]'::jsonb, 'next_index', v_n, 'done', true);
   end if;
-  v_size := coalesce(run_change_chunk.rows, run_change_chunk.chunk_size);
+  -- A worker's adaptive size caps the chunk below its approved size, never above.
+  v_size := least(coalesce(run_change_chunk.rows, run_change_chunk.chunk_size), run_change_chunk.chunk_size);
   v_end := least(run_change_chunk.next_index + v_size, v_n);
   -- The chunk's targets, by primary key: exactly [next_index, end).
   select jsonb_agg(t.target order by t.ordinal), jsonb_agg(coalesce(t.target -> v_key, change_key_of(v_def, t.target)) order by t.ordinal),
@@ -183,4 +182,4 @@ begin
 end
 $$;
 comment on function {{ .schema }}.run_change_chunk(text, text, integer, integer, integer, text, text, jsonb, text, text, text, integer, text, integer) is
-  'chunks helper: run_chunk''s path for a job of a declared change, on the job row run_chunk locked: proves the job''s shape, approval (kind, tenant, chunk size), change (still the definition approved) and progress (next_index where its last chunk ended, nothing audited beyond) per chunk (CH409 otherwise), runs the change''s generated function on the next ROWS targets (NULL: its chunk size; KIND restore, an undo: its inverse), audits them, records the chunk (change_chunks) and moves next_index; returns run_chunk''s {"processed": [keys], "next_index", "done"}.';
+  'chunks helper: run_chunk''s path for a job of a declared change, on the job row run_chunk locked: proves the job''s shape, approval (kind, tenant, chunk size), change (still the definition approved) and progress (next_index where its last chunk ended, nothing audited beyond) per chunk (CH409 otherwise), runs the change''s generated function on its next chunk (at most ROWS targets, a worker''s adaptive size; NULL: its chunk size; KIND restore, an undo: its inverse), audits them, records the chunk (change_chunks) and moves next_index; returns run_chunk''s {"processed": [keys], "next_index", "done"}.';

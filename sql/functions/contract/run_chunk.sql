@@ -8,8 +8,12 @@
 -- functions and triggers this one calls, and for nothing after it returns.
 -- enable_bitmapscan = off keeps the orders' UPDATE one probe per id, in
 -- ascending id order (the lock order; see change_orders).
-create or replace function {{ .schema }}.run_chunk(job_id text) returns jsonb
-language plpgsql volatile security definer
+-- The body of run_chunk, for run_chunk and run_next_chunk: MAX_ROWS (a
+-- worker's adaptive size, NULL: none) caps a declared change's chunk below
+-- its approved chunk size; an orders job's chunk is its chunk_size, as the
+-- contract says, whatever MAX_ROWS is.
+create or replace function {{ .schema }}.run_job_chunk(job_id text, max_rows integer) returns jsonb
+language plpgsql volatile security invoker
 set search_path = {{ .schema }}, pg_temp
 set lock_timeout = '500ms'
 set plan_cache_mode = force_generic_plan
@@ -30,8 +34,11 @@ declare
   v_locking text; -- what a lock wait now would be for, to name it on a lock timeout
   v_changed integer[];
 begin
-  if is_name(run_chunk.job_id) is not true then
-    perform check_name(run_chunk.job_id, 'job_id'); -- says why (is_name is its inlined test)
+  if is_name(run_job_chunk.job_id) is not true then
+    perform check_name(run_job_chunk.job_id, 'job_id'); -- says why (is_name is its inlined test)
+  end if;
+  if run_job_chunk.max_rows < 1 then
+    raise exception 'max_rows: must be 1 or more (NULL: the approved chunk size), got %', run_job_chunk.max_rows using errcode = '22023';
   end if;
   -- The job row lock is the fence: it is taken before the range is chosen, so
   -- two callers of one job run its chunks one after the other, never twice.
@@ -63,10 +70,10 @@ begin
     left join job_change as jc on jc.job_id = j.job_id
     left join changes as ch on ch.name = jc.change and ch.digest = jc.digest
     left join change_jobs as cj on cj.job_id = j.job_id
-   where j.job_id = run_chunk.job_id
+   where j.job_id = run_job_chunk.job_id
      for update of j;
   if not found then
-    raise exception 'job %: not found', run_chunk.job_id using errcode = 'CH409';
+    raise exception 'job %: not found', run_job_chunk.job_id using errcode = 'CH409';
   end if;
   -- Seen by job_status as "running" until this transaction ends. Only this
   -- job's row lock holder takes it, so it never waits.
@@ -77,7 +84,7 @@ begin
     v_locking := 'a row of the change''s table, of change_audit or of jobs that this chunk writes';
     return run_change_chunk(v_job.job_id, v_job.tenant, v_job.c_targets, v_job.c_chunk_size, v_job.next_index,
                             v_job.change, v_job.change_function, v_job.change_definition, v_job.change_problem,
-                            v_job.a_kind, v_job.a_tenant, v_job.a_chunk_size, v_job.kind, null);
+                            v_job.a_kind, v_job.a_tenant, v_job.a_chunk_size, v_job.kind, run_job_chunk.max_rows);
   end if;
 
   -- docs/contract.md §4: the stored job must be sound before anything is written.
@@ -171,17 +178,31 @@ exception
   -- the body one subtransaction: its row locks and updates stay in it, so
   -- locking the job row and then updating it needs no MultiXact.)
   when lock_not_available then
-    raise exception 'job %: lock timeout after %: waited for %', run_chunk.job_id,
+    raise exception 'job %: lock timeout after %: waited for %', run_job_chunk.job_id,
       current_setting('lock_timeout'),
       coalesce(v_locking, format('an order of this chunk (another transaction holds a lock on one of the orders %s)',
                                  array_to_string(v_ids, ', ')))
       using errcode = 'lock_not_available';
 end
 $$;
+comment on function {{ .schema }}.run_job_chunk(text, integer) is
+  'chunks helper: run_chunk''s body (run_chunk, run_next_chunk): the next chunk of JOB_ID; MAX_ROWS (NULL: none) caps a declared change''s chunk below its approved chunk size (a worker''s adaptive size); an orders job''s chunk is its chunk_size.';
+
+-- The contract's function, as a psql user sees it (\df+): PL/pgSQL, and
+-- its lock waits bounded by its own setting.
+create or replace function {{ .schema }}.run_chunk(job_id text) returns jsonb
+language plpgsql volatile security definer
+set search_path = {{ .schema }}, pg_temp
+set lock_timeout = '500ms'
+as $$
+begin
+  return run_job_chunk(run_chunk.job_id, null);
+end
+$$;
 comment on function {{ .schema }}.run_chunk(text) is
 $c$Runs the next chunk of a job in the caller's transaction: one call, one chunk.
-Locks the job row (FOR UPDATE; lock waits bounded at 500 ms by this function's own
-lock_timeout), proves the stored job sound (valid sorted targets, 0 <= next_index <= n on a
+Locks the job row (FOR UPDATE; lock waits bounded at 500 ms by its body's own
+lock_timeout, run_job_chunk), proves the stored job sound (valid sorted targets, 0 <= next_index <= n on a
 chunk boundary, audit rows exactly targets[0:next_index]) and still the approval that register
 recorded (job_approval: kind, tenant, chunk_size, the targets' sha256), changes the orders of
 [next_index, next_index + chunk_size) by the job's kind (job_kind; an ordinary job cancels
@@ -189,7 +210,8 @@ them as cancel_chunk does, an undo made by register_undo restores cancelled orde
 pending; revision + 1 either way), writes one audit row each and moves next_index. Returns {"processed": [ids], "next_index": n, "done": bool};
 a finished job returns {"processed": [], "done": true} and changes nothing.
 A job of a declared change (register_change, job_change) runs its change's generated function
-instead (run_change_chunk): "processed" then lists the targets' keys.
+instead (run_change_chunk), with that job's own per-chunk proof (docs/contract.md "A declared
+change's chunk"): "processed" then lists the targets' keys.
 From psql in autocommit, SELECT run_chunk('job') is one transaction that commits one chunk.
 Errors: 22023 bad job_id; CH409 unknown or unsound job, a job that is no longer its registered
 approval or was never registered (no job_approval record), or an order that does not match;
@@ -197,5 +219,4 @@ approval or was never registered (no job_approval record), or an order that does
 
 -- The signature of a router (the template is tenant_call.sql): the job of one tenant.
 {{ template "common/tenant_call.sql" (merge (dict "name" "run_chunk" "returns" "jsonb" "volatility" "volatile" "missing" "conflict"
-  "settings" (list "lock_timeout = '500ms'" "plan_cache_mode = force_generic_plan" "enable_seqscan = off" "enable_bitmapscan = off")
   "comment" `runs its next chunk.`) .) }}

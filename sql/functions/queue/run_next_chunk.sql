@@ -10,8 +10,10 @@
 -- the head of the queue as a sequential scan and a sort, and every keyed
 -- update as a sequential scan), and keeps that plan while thousands of jobs
 -- come in. With it, the head of the queue is always the visible_at index.
+drop function if exists {{ .schema }}.run_next_chunk(text, integer, integer);
 create or replace function {{ .schema }}.run_next_chunk(worker text, rate_delay_ms integer default 0,
-                                                        retry_delay_ms integer default 1000) returns jsonb
+                                                        retry_delay_ms integer default 1000,
+                                                        max_rows integer default null) returns jsonb
 language plpgsql volatile security definer
 set search_path = {{ .schema }}, pg_temp
 set enable_seqscan = off
@@ -36,6 +38,11 @@ begin
       coalesce(run_next_chunk.retry_delay_ms::text, 'null') using errcode = '22023';
   end if;
 
+  if run_next_chunk.max_rows not between 1 and limit_of('change_chunk_size_max') then
+    raise exception 'max_rows: must be between 1 and % (NULL: the approved chunk size), got %', limit_of('change_chunk_size_max'),
+      run_next_chunk.max_rows using errcode = '22023';
+  end if;
+
   -- SKIP LOCKED: concurrent passes never wait for each other on the queue's
   -- head; each takes a different job. Oldest visible_at first, so a job
   -- that just ran goes behind every job already waiting.
@@ -50,7 +57,7 @@ begin
   end if;
 
   begin
-    v_result := run_chunk(v_job_id);
+    v_result := run_job_chunk(v_job_id, run_next_chunk.max_rows);
   exception
     when serialization_failure or deadlock_detected or lock_not_available or query_canceled
          or admin_shutdown or crash_shutdown or cannot_connect_now or connection_exception then
@@ -83,6 +90,11 @@ begin
       return jsonb_build_object('job_id', v_job_id, 'sqlstate', v_sqlstate, 'error', v_message, 'paused', true);
   end;
 
+  -- A declared change's job says so (change_job): its chunk's size
+  -- followed MAX_ROWS, and the worker's adaptive size counts it.
+  if exists (select from change_jobs as cj where cj.job_id = v_job_id) then
+    v_result := v_result || '{"change_job": true}'::jsonb;
+  end if;
   if (v_result -> 'done')::boolean then
     delete from job_queue as q where q.job_id = v_job_id;  -- a finished job is never queued again
     perform campaign_job_done(v_job_id);  -- a campaign's next job takes its place (fairness window)
@@ -107,15 +119,18 @@ begin
                  else '{}'::jsonb end;
 end
 $$;
-comment on function {{ .schema }}.run_next_chunk(text, integer, integer) is
+comment on function {{ .schema }}.run_next_chunk(text, integer, integer, integer) is
 $c$One pass of a fleet worker, in one transaction: SELECT run_next_chunk('worker-1') in autocommit.
 Takes the next runnable job of the queue (unpaused, visible_at reached, oldest first; FOR
 UPDATE SKIP LOCKED, so concurrent passes take different jobs and a killed caller's claim ends
 with its transaction), runs its next chunk with run_chunk, and in the same transaction
 removes a finished job from the queue or puts it back behind every waiting job, visible after
-RATE_DELAY_MS (0: at once). When the finished job belongs to a campaign, the campaign's
+RATE_DELAY_MS (0: at once). MAX_ROWS (1 to 1000; NULL: none) caps a declared change's chunk
+below its approved chunk size: a worker's adaptive size (chunks worker --chunk-time); an orders
+job's chunk is its chunk_size. When the finished job belongs to a campaign, the campaign's
 next job joins the queue in the same transaction (campaign_job_done: a campaign holds at
-most its queue_window rows of the queue). Returns {"job_id", "processed", "next_index", "done"}, or NULL
+most its queue_window rows of the queue). Returns {"job_id", "processed", "next_index", "done"} (and
+"change_job": true for a job of a declared change), or NULL
 when nothing is runnable. A pending canary (pause_job_after) counts the chunk: with
 "pause_after" (the chunks still to run) while it lasts, and "paused": true from the pass whose
 chunk ends it, which pauses the job in the same transaction.
