@@ -29,6 +29,21 @@ const (
 	maxCampaignLine    = 4096           // bytes of one entry: a JSON Lines line, an element of the array
 )
 
+// CampaignJobTargets is how many targets each job of a campaign at
+// chunkSize holds (the last one may hold fewer), as the SQL function
+// campaign_job_size cuts them: a whole number of chunks, at most
+// [MaxTargets] for orders; for a declared change (change), at most 100
+// chunks and [MaxChangeTargets].
+func CampaignJobTargets(chunkSize int, change bool) int {
+	if chunkSize < 1 {
+		return 0
+	}
+	if change {
+		return min(chunkSize*100, MaxChangeTargets-MaxChangeTargets%chunkSize)
+	}
+	return MaxTargets - MaxTargets%chunkSize
+}
+
 // CampaignSpec is what a campaign is, besides its targets.
 type CampaignSpec struct {
 	Name        string // 1 to 57 of [A-Za-z0-9_-]; its jobs are Name-000001, ...

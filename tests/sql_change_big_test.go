@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
@@ -103,6 +104,17 @@ func TestChangeBigJob(t *testing.T) {
 	}
 	sameJSON(t, "campaign chunks", pgtest.MustString(t, s.Conn, `select jsonb_build_array(count(*), sum(size), max(size), min(size))::text
 	    from change_chunks where job_id like 'wide-%'`), `[234, 7001, 30, 11]`)
+	// The Go face says the same size of a campaign's jobs as the server cuts.
+	for _, size := range []int{1, 2, 7, 10, 30, 100, 333, 1000} {
+		for _, change := range []bool{false, true} {
+			if size > driver.MaxChunkSize && !change {
+				continue
+			}
+			if got, want := driver.CampaignJobTargets(size, change), pgtest.MustInt(t, s.Conn, "select campaign_job_size($1, $2)", size, change); got != want {
+				t.Errorf("CampaignJobTargets(%d, %v) = %d, campaign_job_size says %d", size, change, got, want)
+			}
+		}
+	}
 	sameJSON(t, "campaign verified", pgtest.MustString(t, s.Conn, "select verify_campaign('wide')::text"),
 		`{"name": "wide", "jobs": 3, "sound": true, "targets": 7001, "committed": 7001, "unsound": []}`)
 }

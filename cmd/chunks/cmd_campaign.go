@@ -141,11 +141,13 @@ func runCampaignCreate(ctx context.Context, d deps, o *campaignCreateOptions, ou
 		return printJSON(out, created)
 	}
 	if created.Created && o.Spec.Change != "" {
-		say(out, "created campaign %s of change %s: %s of %s in %s of up to 64, %d per chunk (digest %s)", o.Spec.Name, o.Spec.Change,
-			plural(created.Targets, "target"), o.Spec.Tenant, plural(created.Jobs, "job"), o.Spec.ChunkSize, created.Digest[:12])
+		say(out, "created campaign %s of change %s: %s of %s in %s of up to %d, %d per chunk (digest %s)", o.Spec.Name, o.Spec.Change,
+			plural(created.Targets, "target"), o.Spec.Tenant, plural(created.Jobs, "job"), driver.CampaignJobTargets(o.Spec.ChunkSize, true),
+			o.Spec.ChunkSize, created.Digest[:12])
 	} else if created.Created {
-		say(out, "created campaign %s: %s of %s in %s of up to 64, %d per chunk (digest %s)", o.Spec.Name,
-			plural(created.Targets, "order"), o.Spec.Tenant, plural(created.Jobs, "job"), o.Spec.ChunkSize, created.Digest[:12])
+		say(out, "created campaign %s: %s of %s in %s of up to %d, %d per chunk (digest %s)", o.Spec.Name,
+			plural(created.Targets, "order"), o.Spec.Tenant, plural(created.Jobs, "job"), driver.CampaignJobTargets(o.Spec.ChunkSize, false),
+			o.Spec.ChunkSize, created.Digest[:12])
 	} else {
 		say(out, "campaign %s was already created with this approval; nothing changed", o.Spec.Name)
 	}

@@ -317,7 +317,7 @@ func changeEndToEnd(t *testing.T, shape changeShape) {
 
 	// A campaign from a query of the rows as they are again, drained and reported.
 	if out := wantOK(t, l.Chunks(t, "campaign", "create", "--change", def.Name, "--tenant", shape.tenant, "--chunk-size", "7", "--allow-partial",
-		"--from-query", fmt.Sprintf(shape.query, shop), "again")); !strings.Contains(out, "59 targets of "+shape.tenant+" in 1 job of up to 64") {
+		"--from-query", fmt.Sprintf(shape.query, shop), "again")); !strings.Contains(out, "59 targets of "+shape.tenant+" in 1 job of up to 700") {
 		t.Fatalf("campaign create --from-query: %q", out)
 	}
 	wantOK(t, l.Chunks(t, "drain", "again-000001"))
