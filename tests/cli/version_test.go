@@ -180,7 +180,7 @@ func TestCompletionWords(t *testing.T) {
 	if out := wantOK(t, clitest.Run(t, "--generate-bash-completion")); !strings.HasPrefix(out, "migrate\ngrant\n") || !strings.Contains(out, "\nversion\ncompletion\n") {
 		t.Errorf("chunks --generate-bash-completion: %q", out)
 	}
-	if out := wantOK(t, clitest.Run(t, "worker", "--c", "--generate-bash-completion")); out != "--concurrency\n--check-interval\n" {
+	if out := wantOK(t, clitest.Run(t, "worker", "--c", "--generate-bash-completion")); out != "--concurrency\n--chunk-time\n--check-interval\n" {
 		t.Errorf("chunks worker --c --generate-bash-completion: %q", out)
 	}
 }

@@ -165,6 +165,12 @@ func pickup(ctx context.Context, conn *pgx.Conn, seed *seeder, jobs int, notify 
 // read), 2 ms where only the time counts (a run of half a second is then
 // timed to within 0.5 %).
 func throughput(ctx context.Context, conn *pgx.Conn, ids []string, poll time.Duration) (sample, error) {
+	return throughputOf(ctx, conn, ids, targetsPerJob, 10, poll)
+}
+
+// throughputOf is throughput of jobs of group targets each at chunk size
+// size.
+func throughputOf(ctx context.Context, conn *pgx.Conn, ids []string, group, size int, poll time.Duration) (sample, error) {
 	start := time.Now()
 	if _, err := conn.Exec(ctx, `with go as (update job_queue set paused = false, visible_at = clock_timestamp()
 		where job_id = any($1) returning 1) select count(*), pg_notify(queue_channel(), 'go') from go`, ids); err != nil {
@@ -188,8 +194,8 @@ func throughput(ctx context.Context, conn *pgx.Conn, ids []string, poll time.Dur
 		}
 		time.Sleep(poll)
 	}
-	chunksPerJob := (targetsPerJob + 9) / 10
-	return sample{elapsed: time.Since(start), chunks: len(ids) * chunksPerJob, orders: len(ids) * targetsPerJob, ownTxs: polls + 1}, nil
+	chunksPerJob := (group + size - 1) / size
+	return sample{elapsed: time.Since(start), chunks: len(ids) * chunksPerJob, orders: len(ids) * group, ownTxs: polls + 1}, nil
 }
 
 // child is the chunks binary run with args on schema. It gets the

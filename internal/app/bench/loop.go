@@ -35,17 +35,17 @@ type loopBatch struct {
 	rows int
 }
 
-// batchesOf cuts n groups of targetsPerJob rows, from first, into batches
-// of size, as a job of those rows is cut into chunks (so the loop commits
+// batchesOf cuts n groups of group rows, from first, into batches of
+// size, as a job of those rows is cut into chunks (so the loop commits
 // exactly as many transactions of the same sizes as chunks does). Row i of
 // a group has the revision and qty the seeder gives it.
-func batchesOf(first int64, groups, size int) []loopBatch {
+func batchesOf(first int64, groups, group, size int) []loopBatch {
 	var out []loopBatch
 	for g := range groups {
-		for from := 0; from < targetsPerJob; from += size {
+		for from := 0; from < group; from += size {
 			var ids, revisions, qtys []int32
-			for i := from; i < min(from+size, targetsPerJob); i++ {
-				ids = append(ids, int32(first)+int32(g*targetsPerJob+i))
+			for i := from; i < min(from+size, group); i++ {
+				ids = append(ids, int32(first)+int32(g*group+i))
 				revisions = append(revisions, int32(i%5))
 				qtys = append(qtys, int32(1+i%7))
 			}
@@ -129,23 +129,35 @@ func bothSides(ctx context.Context, o Options, schema string, seed *seeder) (con
 	return conns, stop, nil
 }
 
-// loopPairName names loopPair's Pair. Its ratio is of chunks per second
-// over batches per second: equal in number and size, so it is rows/s.
-const loopPairName = "a declared change's jobs, 2 worker processes vs the DBA's loop, 2 connections (chunk and batch 10)"
+// loopPairName names loopPair's Pair at chunk size size. Its ratio is of
+// chunks per second over batches per second: equal in number and size, so
+// it is rows/s.
+func loopPairName(size int) string {
+	return fmt.Sprintf("a declared change's jobs, 2 worker processes vs the DBA's loop, 2 connections (chunk and batch %d)", size)
+}
+
+// loopSizes are the chunk sizes the loop scenario compares at: the seed
+// lab's, and the 100 and 1,000 (gh-ost's and GitLab's batches).
+var loopSizes = []int{10, 100, 1000}
 
 // loopPair measures, side by side, jobs of the declared change at chunk
-// size 10 drained by two chunks worker processes against the DBA's loop on
-// two connections at batch 10, on disjoint rows of the same table, in a
-// schema of its own (no other job in the workers' queue).
+// size size drained by two chunks worker processes against the DBA's loop
+// on two connections at batch size, on disjoint rows of the same table, in
+// a schema of its own (no other job in the workers' queue). A job holds 64
+// targets at chunk size 10 (the seed lab's), else 10 chunks.
 // Each side's rounds together are also a Result of scenario "loop".
-func loopPair(ctx context.Context, admin *pgx.Conn, o Options, rounds int, add func(Result)) (p Pair, err error) {
+func loopPair(ctx context.Context, admin *pgx.Conn, o Options, rounds, size int, add func(Result)) (p Pair, err error) {
 	schema := "chunks_bench_loop_" + randomHex()
 	_, seed, drop, err := newSchema(ctx, admin, o.Conn, schema)
 	if err != nil {
 		return p, err
 	}
 	defer func() { err = errors.Join(err, drop()) }()
-	if _, err := seed.changeJobs(ctx, 1, 10, true); err != nil { // the table and the change
+	group := targetsPerJob
+	if size > 10 {
+		group = 10 * size
+	}
+	if _, err := seed.changeJobsOf(ctx, 1, group, size, true); err != nil { // the table and the change
 		return p, err
 	}
 	if _, err := seed.conn.Exec(ctx, fmt.Sprintf(loopAuditSQL, pgx.Identifier{seed.shop}.Sanitize())); err != nil {
@@ -157,21 +169,26 @@ func loopPair(ctx context.Context, admin *pgx.Conn, o Options, rounds int, add f
 	}
 	defer func() { err = errors.Join(err, stop()) }()
 	// As many rows a round as two workers change in about the scenario's
-	// duration at chunk size 10 (a smoke run: a few jobs).
-	groups := max(4, int(o.Duration.Seconds()*80))
+	// duration (a smoke run: a few jobs): about 5,000 rows/s at chunk size
+	// 10, 30,000 at 100 and more.
+	perSecond := 5000.0
+	if size > 10 {
+		perSecond = 30000
+	}
+	groups := max(2, int(o.Duration.Seconds()*perSecond)/group)
 	chunks := func() (sample, error) {
-		ids, err := seed.changeJobs(ctx, groups, 10, true)
+		ids, err := seed.changeJobsOf(ctx, groups, group, size, true)
 		if err != nil {
 			return sample{}, err
 		}
-		return throughput(ctx, seed.conn, ids, 2*time.Millisecond)
+		return throughputOf(ctx, seed.conn, ids, group, size, 2*time.Millisecond)
 	}
 	loop := func() (sample, error) {
-		first, err := seed.rows(ctx, groups)
+		first, err := seed.rowsOf(ctx, groups, group)
 		if err != nil {
 			return sample{}, err
 		}
-		return dbaLoop(ctx, conns, seed.shop, batchesOf(first, groups, 10))
+		return dbaLoop(ctx, conns, seed.shop, batchesOf(first, groups, group, size))
 	}
 	// Each side's sessions make their plans first.
 	if _, err := chunks(); err != nil {
@@ -190,8 +207,8 @@ func loopPair(ctx context.Context, admin *pgx.Conn, o Options, rounds int, add f
 			return s, err
 		}
 	}
-	p, err = sideBySide(loopPairName, "chunks, 2 worker processes", "the DBA's loop, 2 connections", rounds, counting(0, chunks), counting(1, loop))
-	add(totals[0].result("loop", "chunks, 2 worker processes, chunk size 10", false))
-	add(totals[1].result("loop", "the DBA's loop, 2 connections, batch 10", false))
+	p, err = sideBySide(loopPairName(size), "chunks, 2 worker processes", "the DBA's loop, 2 connections", rounds, counting(0, chunks), counting(1, loop))
+	add(totals[0].result("loop", fmt.Sprintf("chunks, 2 worker processes, chunk size %d", size), false))
+	add(totals[1].result("loop", fmt.Sprintf("the DBA's loop, 2 connections, batch %d", size), false))
 	return p, err
 }

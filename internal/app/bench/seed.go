@@ -58,7 +58,7 @@ func (s *seeder) register(ctx context.Context, n, chunkSize int, paused bool) (i
 			return nil, err
 		}
 	}
-	return s.commit(ctx, tx, n, "orders, jobs, job_audit")
+	return s.commit(ctx, tx, n, targetsPerJob, "orders, jobs, job_audit")
 }
 
 // jobSQL is the plan of job j of a seeded batch, for register and
@@ -79,7 +79,12 @@ const changeName = "bench_cancel"
 // and returns their ids. Target i is as in register's jobs. paused queues
 // them paused, for worker processes to take only once throughput lets them.
 func (s *seeder) changeJobs(ctx context.Context, n, chunkSize int, paused bool) (ids []string, err error) {
-	const size = targetsPerJob
+	return s.changeJobsOf(ctx, n, targetsPerJob, chunkSize, paused)
+}
+
+// changeJobsOf is changeJobs with jobs of size targets (up to a declared
+// change's 10,000).
+func (s *seeder) changeJobsOf(ctx context.Context, n, size, chunkSize int, paused bool) (ids []string, err error) {
 	table := pgx.Identifier{s.shop, "tickets"}.Sanitize()
 	if err := s.defineChange(ctx); err != nil {
 		return nil, err
@@ -102,7 +107,7 @@ func (s *seeder) changeJobs(ctx context.Context, n, chunkSize int, paused bool) 
 			return nil, err
 		}
 	}
-	return s.commit(ctx, tx, n, table+", jobs, change_audit")
+	return s.commit(ctx, tx, n, size, table+", jobs, change_audit")
 }
 
 // ticketsSQL seeds the declared change's rows: $1 the first id, $2 how
@@ -112,19 +117,22 @@ const ticketsSQL = `insert into %s (id, qty, state, revision)
 
 // rows adds n groups of 64 rows to the declared change's table, in no job
 // (for the DBA's loop), and returns the first id.
-func (s *seeder) rows(ctx context.Context, n int) (int64, error) {
+func (s *seeder) rows(ctx context.Context, n int) (int64, error) { return s.rowsOf(ctx, n, targetsPerJob) }
+
+// rowsOf is rows with groups of size rows.
+func (s *seeder) rowsOf(ctx context.Context, n, size int) (int64, error) {
 	if err := s.defineChange(ctx); err != nil {
 		return 0, err
 	}
 	first := s.nextID
 	table := pgx.Identifier{s.shop, "tickets"}.Sanitize()
-	if _, err := s.conn.Exec(ctx, fmt.Sprintf(ticketsSQL, table), first, n*targetsPerJob, targetsPerJob); err != nil {
+	if _, err := s.conn.Exec(ctx, fmt.Sprintf(ticketsSQL, table), first, n*size, size); err != nil {
 		return 0, fmt.Errorf("seed the change's rows: %w", err)
 	}
 	if _, err := s.conn.Exec(ctx, "analyze "+table); err != nil {
 		return 0, err
 	}
-	s.nextID += int64(n * targetsPerJob)
+	s.nextID += int64(n * size)
 	return first, nil
 }
 
@@ -152,8 +160,8 @@ func (s *seeder) defineChange(ctx context.Context) error {
 }
 
 // commit commits tx, which registered the n jobs of the next prefix over
-// the next n*64 rows, analyzes tables and returns the jobs' ids.
-func (s *seeder) commit(ctx context.Context, tx pgx.Tx, n int, tables string) ([]string, error) {
+// the next n*size rows, analyzes tables and returns the jobs' ids.
+func (s *seeder) commit(ctx context.Context, tx pgx.Tx, n, size int, tables string) ([]string, error) {
 	if err := tx.Commit(ctx); err != nil {
 		return nil, err
 	}
@@ -164,7 +172,7 @@ func (s *seeder) commit(ctx context.Context, tx pgx.Tx, n int, tables string) ([
 	for j := range ids {
 		ids[j] = fmt.Sprintf("b%d-%d", s.nextJob, j)
 	}
-	s.nextID += int64(n * targetsPerJob)
+	s.nextID += int64(n * size)
 	s.nextJob++
 	return ids, nil
 }
