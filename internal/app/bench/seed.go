@@ -117,7 +117,9 @@ const ticketsSQL = `insert into %s (id, qty, state, revision)
 
 // rows adds n groups of 64 rows to the declared change's table, in no job
 // (for the DBA's loop), and returns the first id.
-func (s *seeder) rows(ctx context.Context, n int) (int64, error) { return s.rowsOf(ctx, n, targetsPerJob) }
+func (s *seeder) rows(ctx context.Context, n int) (int64, error) {
+	return s.rowsOf(ctx, n, targetsPerJob)
+}
 
 // rowsOf is rows with groups of size rows.
 func (s *seeder) rowsOf(ctx context.Context, n, size int) (int64, error) {
