@@ -125,8 +125,11 @@ as $$
     join jobs as j on j.job_id = p.job_id
     join job_change as c on c.job_id = j.job_id
     join changes as jc on jc.name = c.change
-   cross join lateral job_target_rows(j.job_id) as x(e, ord)
-    join change_audit as au on au.job_id = j.job_id and au.ordinal = x.ord - 1
+    -- (a declared change's targets are rows: joined with the audit by
+    -- ordinal as two tables, not target by target)
+    join change_targets as ct on ct.job_id = j.job_id
+    join change_audit as au on au.job_id = ct.job_id and au.ordinal = ct.ordinal
+   cross join lateral (select ct.target as e) as x
 $$;
 comment on function {{ .schema }}.change_report_input(text[]) is
   'chunks helper: the committed targets of the jobs JOB_IDS (of one declared change), from their audit (change_audit), as change_report_sql reads them: {s, x, k, t, n, a, v}.';

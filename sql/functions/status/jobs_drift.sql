@@ -58,12 +58,14 @@ as $$
                  case when jc.job_id is null then orders_change() else c.definition end as def,
                  case when j.job_id is null then format('job %s: not found', u.job_id)
                       else approval_problem(j.job_id, coalesce(k.kind, case when jc.job_id is null then 'cancel' else 'change' end),
-                                            j.tenant, case when s.in_rows then job_targets(j.job_id) else j.targets end, s.chunk_size,
-                                            ap.kind, ap.tenant, ap.targets_sha256, ap.chunk_size)
+                                            j.tenant, t.targets, s.chunk_size, ap.kind, ap.tenant, ap.targets_sha256, ap.chunk_size)
                  end as problem
             from unnest(report_definitions.job_ids) with ordinality as u(job_id, seq)
             left join jobs as j on j.job_id = u.job_id
             left join job_shapes as s on s.job_id = j.job_id
+            -- the approved list, made once per job (approval_problem reads it twice)
+            left join lateral (select case when s.in_rows then job_targets(j.job_id) else j.targets end as targets
+                                offset 0) as t on true
             left join job_kind as k on k.job_id = j.job_id
             left join job_approval as ap on ap.job_id = j.job_id
             left join job_change as jc on jc.job_id = j.job_id
