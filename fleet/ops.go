@@ -131,8 +131,11 @@ type Pass struct {
 	PauseAfter *int         `json:"pause_after,omitempty"`
 	RestMs     int64        `json:"rest_ms,omitempty"`
 	// ChangeJob says the chunk was of a declared change's job: its size
-	// followed RunNext's maxRows ([Sizer]).
+	// followed [PassOptions].MaxRows ([Sizer]).
 	ChangeJob bool `json:"change_job,omitempty"`
+	// Held says the connection's session holds the job after this pass
+	// ([PassOptions].Hold): a slice goes on with it.
+	Held bool `json:"held,omitempty"`
 }
 
 // Conflict reports whether the chunk rolled back with a conflict (CH409: a
@@ -234,38 +237,57 @@ func jobCall(ctx context.Context, db driver.DB, job driver.JobRef, fn string, ar
 	return changed, nil
 }
 
+// PassOptions are the settings of one worker pass ([RunNext]).
+type PassOptions struct {
+	// Rate is how long the job rests after its chunk (0: runnable at
+	// once, behind every job already waiting); Retry, after a transient
+	// error ([TransientChunkError]).
+	Rate, Retry time.Duration
+	// MaxRows (1 to 1,000; 0: none) caps a declared change's chunk below
+	// its approved chunk size: the worker's adaptive size ([Sizer]); an
+	// orders job's chunk is its chunk_size.
+	MaxRows int
+	// Hold keeps the job for conn's session after a chunk that leaves it
+	// runnable ([Pass].Held), and SliceJob asks for that job again: a
+	// slice (docs/fleet.md "Slices"). A pass without Hold, or the job's
+	// end, pause, failure or invisibility, lets it go. "": the head of the
+	// queue, skipping the jobs other sessions hold.
+	Hold     bool
+	SliceJob string
+}
+
 // RunNext is one worker pass (SQL run_next_chunk) in a transaction of its
 // own on conn, in one round trip: BEGIN, the per-chunk bounds (SET LOCAL
 // lock_timeout = '500ms', statement_timeout = '2000ms'), SELECT
 // run_next_chunk and COMMIT. The server takes the next runnable job with
-// SKIP LOCKED, runs its next chunk and records in the queue what became of
-// it, all in that one commit. After a chunk the job is runnable again after
-// rate (0: at once, behind every job already waiting); after a transient
-// error ([TransientChunkError]), after retry; after any other error of the
-// chunk, it is paused. maxRows (1 to 1,000; 0: none) caps a declared
-// change's chunk below its approved chunk size: the worker's adaptive size
-// ([Sizer]); an orders job's chunk is its chunk_size. conn is borrowed as
-// by [driver.RunChunk]: it must be idle, and it is left idle with its
-// settings as they were.
+// SKIP LOCKED (or the slice's job), runs its next chunk and records in the
+// queue what became of it, all in that one commit. After a chunk the job
+// is runnable again after opts.Rate; after a transient error, after
+// opts.Retry; after any other error of the chunk, it is paused. conn is
+// borrowed as by [driver.RunChunk]: it must be idle, and it is left idle
+// with its settings as they were (and, with Hold, the slice's lock).
 //
 // It returns nil when nothing was runnable. An error means the pass itself
 // failed and nothing of it committed; what happened to a chunk is in
-// [Pass].
-func RunNext(ctx context.Context, conn *pgx.Conn, worker string, rate, retry time.Duration, maxRows int) (*Pass, error) {
+// [Pass]. A failed pass of a slice may leave the job held by conn's
+// session: end the session, or pg_advisory_unlock_all.
+func RunNext(ctx context.Context, conn *pgx.Conn, worker string, opts PassOptions) (*Pass, error) {
 	if status := conn.PgConn().TxStatus(); status != 'I' {
 		return nil, driver.Invalidf("conn: is inside a transaction (status %q); RunNext commits, so it needs an idle connection", status)
 	}
-	if maxRows < 0 || maxRows > driver.MaxChangeChunkSize {
-		return nil, driver.Invalidf("max_rows: must be between 1 and %d (0: the approved chunk size), got %d", driver.MaxChangeChunkSize, maxRows)
+	if opts.MaxRows < 0 || opts.MaxRows > driver.MaxChangeChunkSize {
+		return nil, driver.Invalidf("max_rows: must be between 1 and %d (0: the approved chunk size), got %d", driver.MaxChangeChunkSize, opts.MaxRows)
 	}
-	rows := chunktx.Arg{OID: pgtype.Int4OID, Null: maxRows == 0}
-	if maxRows > 0 {
-		rows.Text = strconv.Itoa(maxRows)
+	rows := chunktx.Arg{OID: pgtype.Int4OID, Null: opts.MaxRows == 0}
+	if opts.MaxRows > 0 {
+		rows.Text = strconv.Itoa(opts.MaxRows)
 	}
-	body, err := chunktx.Call(ctx, conn.PgConn(), "select run_next_chunk($1, $2, $3, $4)::text",
+	slice := chunktx.Arg{Text: opts.SliceJob, OID: pgtype.TextOID, Null: opts.SliceJob == ""}
+	body, err := chunktx.Call(ctx, conn.PgConn(), "select run_next_chunk($1, $2, $3, $4, $5, $6)::text",
 		chunktx.Arg{Text: worker, OID: pgtype.TextOID},
-		chunktx.Arg{Text: strconv.FormatInt(rate.Milliseconds(), 10), OID: pgtype.Int4OID},
-		chunktx.Arg{Text: strconv.FormatInt(retry.Milliseconds(), 10), OID: pgtype.Int4OID}, rows)
+		chunktx.Arg{Text: strconv.FormatInt(opts.Rate.Milliseconds(), 10), OID: pgtype.Int4OID},
+		chunktx.Arg{Text: strconv.FormatInt(opts.Retry.Milliseconds(), 10), OID: pgtype.Int4OID}, rows, slice,
+		chunktx.Arg{Text: strconv.FormatBool(opts.Hold), OID: pgtype.BoolOID})
 	if err != nil {
 		return nil, driver.MapError(err)
 	}

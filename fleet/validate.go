@@ -16,7 +16,8 @@ import (
 // Validate checks every field of w, as [Worker.Start] does before it
 // connects: a Pool, an ID that application_name keeps ([CheckID]; empty is
 // [DefaultID]), Concurrency from 1 to [MaxConcurrency], Poll from [MinPoll]
-// and RetryDelay and ChunkTime from 1 ms, all up to [MaxDuration], Rate 0 or from
+// and RetryDelay, ChunkTime and Slice from 1 ms, all up to [MaxDuration],
+// SliceChunks from 1 to [MaxSliceChunks], Rate 0 or from
 // [MinRate] to [MaxRate], and Pace ([pace.Config.Validate]); a zero field
 // stands for its default. The error is an [driver.ErrInvalid] naming the
 // field. Validate connects to nothing.
@@ -38,7 +39,7 @@ func (w *Worker) Validate() error {
 		min      time.Duration
 		fallback time.Duration
 	}{{"poll", w.Poll, MinPoll, DefaultPoll}, {"retry_delay", w.RetryDelay, time.Millisecond, DefaultRetryDelay},
-		{"chunk_time", w.ChunkTime, time.Millisecond, DefaultChunkTime}} {
+		{"chunk_time", w.ChunkTime, time.Millisecond, DefaultChunkTime}, {"slice", w.Slice, time.Millisecond, DefaultSlice}} {
 		if v := cmp.Or(d.v, d.fallback); v < d.min || v > MaxDuration {
 			return driver.Invalidf("%s: must be between %s and %s, got %s", d.name, d.min, MaxDuration, v)
 		}
@@ -46,6 +47,9 @@ func (w *Worker) Validate() error {
 	if math.IsNaN(w.Rate) || w.Rate != 0 && (w.Rate < MinRate || w.Rate > MaxRate) {
 		return driver.Invalidf("rate: must be 0 (no limit) or between 1/86400 (one chunk a day) and %d chunks per second per job, got %v",
 			MaxRate, w.Rate)
+	}
+	if n := cmp.Or(w.SliceChunks, DefaultSliceChunks); n < 1 || n > MaxSliceChunks {
+		return driver.Invalidf("slice_chunks: must be between 1 (no slices) and %d, got %d", MaxSliceChunks, n)
 	}
 	if err := w.Pace.Validate(); err != nil {
 		return driver.Invalidf("%v", err)
@@ -67,19 +71,21 @@ func CheckConcurrency(n int) error {
 // runner is one start of a [Worker]: its settings with the defaults
 // applied.
 type runner struct {
-	w          *Worker
-	pool       *pgxpool.Pool
-	id         string
-	passes     int
-	poll       time.Duration
-	rateDelay  time.Duration
-	retryDelay time.Duration
-	log        *slog.Logger
-	pacer      *pace.Pacer
-	sizer      *Sizer
-	wake       chan struct{} // one token: "look at the queue"
-	passLog    quiet
-	listenLog  quiet
+	w           *Worker
+	pool        *pgxpool.Pool
+	id          string
+	passes      int
+	poll        time.Duration
+	rateDelay   time.Duration
+	retryDelay  time.Duration
+	log         *slog.Logger
+	pacer       *pace.Pacer
+	sizer       *Sizer
+	slice       time.Duration // how long a slice may run its job's chunks back to back
+	sliceChunks int           // how many chunks a slice runs at most (1: no slices)
+	wake        chan struct{} // one token: "look at the queue"
+	passLog     quiet
+	listenLog   quiet
 }
 
 // runner validates w and applies the defaults.
@@ -89,7 +95,8 @@ func (w *Worker) runner() (*runner, error) {
 	}
 	r := &runner{w: w, pool: w.Pool, id: w.ID, passes: cmp.Or(w.Concurrency, 1), poll: cmp.Or(w.Poll, DefaultPoll),
 		retryDelay: cmp.Or(w.RetryDelay, DefaultRetryDelay), log: w.Logger, wake: make(chan struct{}, 1),
-		sizer: NewSizer(cmp.Or(w.ChunkTime, DefaultChunkTime))}
+		sizer: NewSizer(cmp.Or(w.ChunkTime, DefaultChunkTime)), slice: cmp.Or(w.Slice, DefaultSlice),
+		sliceChunks: cmp.Or(w.SliceChunks, DefaultSliceChunks)}
 	w.sizer.Store(r.sizer)
 	if r.id == "" {
 		r.id = DefaultID()

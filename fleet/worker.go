@@ -21,14 +21,17 @@ import (
 
 // Defaults and limits of a [Worker].
 const (
-	DefaultPoll       = time.Second
-	DefaultRetryDelay = time.Second
-	MaxConcurrency    = 64
-	MinPoll           = 10 * time.Millisecond
-	MaxDuration       = 24 * time.Hour // of Poll, RetryDelay and the delay 1/Rate
-	MaxRate           = 1000           // chunks per second per job
-	MinRate           = 1.0 / 86400    // one chunk a day: the queue stores delays of up to a day
-	MaxIDLen          = 63             // bytes of application_name that PostgreSQL keeps
+	DefaultPoll        = time.Second
+	DefaultRetryDelay  = time.Second
+	MaxConcurrency     = 64
+	MinPoll            = 10 * time.Millisecond
+	MaxDuration        = 24 * time.Hour         // of Poll, RetryDelay and the delay 1/Rate
+	MaxRate            = 1000                   // chunks per second per job
+	MinRate            = 1.0 / 86400            // one chunk a day: the queue stores delays of up to a day
+	MaxIDLen           = 63                     // bytes of application_name that PostgreSQL keeps
+	DefaultSlice       = 100 * time.Millisecond // a slice's time ([Worker].Slice)
+	DefaultSliceChunks = 10                     // a slice's chunks ([Worker].SliceChunks)
+	MaxSliceChunks     = 1000                   // the most chunks of a slice
 )
 
 // Worker runs jobs from the schema's queue, one chunk per pass. Set the
@@ -75,6 +78,14 @@ type Worker struct {
 	Pace pace.Config
 	// Observer, when not nil, is told of every pass (for metrics).
 	Observer Observer
+	// Slice and SliceChunks bound a slice (docs/fleet.md "Slices"): a
+	// worker that took a job runs up to SliceChunks of its chunks back to
+	// back, for up to Slice (a slice ends within one chunk of it), before
+	// the job goes behind every waiting job. The claim is the session's:
+	// a dead worker's job is free at once. Zero: [DefaultSlice] and
+	// [DefaultSliceChunks]; SliceChunks 1: no slices.
+	Slice       time.Duration
+	SliceChunks int
 	// ChunkTime is the target time of one chunk of a declared change: a
 	// longer chunk makes the next ones smaller, in proportion, and they grow
 	// back while chunks are quicker and the pacer does not hold them
@@ -237,7 +248,7 @@ func (r *runner) pass(stop, abort context.Context) {
 			r.sizer.Held() // the database is under pressure: smaller chunks
 			r.log.Info("held by the pacer: smaller chunks of declared changes", "max_rows", r.sizer.Rows())
 		}
-		ran, err := r.onePass(abort)
+		ran, err := r.onePass(stop, abort)
 		if ran {
 			continue
 		}
@@ -255,11 +266,64 @@ func (r *runner) pass(stop, abort context.Context) {
 	}
 }
 
-// onePass runs one pass and logs what became of its job. It says whether a
-// job was runnable.
-func (r *runner) onePass(abort context.Context) (bool, error) {
-	started := time.Now()
-	p, err := r.runNext(abort)
+// onePass runs one slice (docs/fleet.md "Slices"): a pass that takes the
+// head of the queue and, while the job stays runnable, up to SliceChunks-1
+// more of its chunks back to back on the same connection, for up to
+// Slice; each pass waits for the pacer first, so pause, rate and pacing
+// take effect at the next chunk. It logs what became of each pass and
+// says whether a job was runnable.
+func (r *runner) onePass(stop, abort context.Context) (bool, error) {
+	conn, err := r.pool.Acquire(abort)
+	if err != nil {
+		return r.passDone(abort, nil, err, time.Now())
+	}
+	defer conn.Release() // a connection that RunNext had to close is dropped by the pool
+	sliceStart := time.Now()
+	opts := PassOptions{Rate: r.rateDelay, Retry: r.retryDelay, MaxRows: r.sizer.Rows(), Hold: r.sliceChunks > 1}
+	p, err := r.runNext(abort, conn, opts)
+	ran, err := r.passDone(abort, p, err, sliceStart)
+	for n := 1; err == nil && p != nil && p.Held; n++ {
+		last := time.Since(sliceStart) / time.Duration(n)
+		held := false
+		if r.pacer.Wait(stop, func(pace.State) { held = true }) != nil {
+			r.letGo(conn, p.JobID) // stopped while throttled
+			return true, nil
+		}
+		if held {
+			r.sizer.Held()
+			r.log.Info("held by the pacer: smaller chunks of declared changes", "max_rows", r.sizer.Rows())
+		}
+		opts.SliceJob, opts.MaxRows = p.JobID, r.sizer.Rows()
+		opts.Hold = n+1 < r.sliceChunks && time.Since(sliceStart)+last < r.slice && stop.Err() == nil
+		started := time.Now()
+		p, err = r.runNext(abort, conn, opts)
+		if err != nil {
+			r.letGo(conn, opts.SliceJob)
+		}
+		if _, err = r.passDone(abort, p, err, started); p == nil && err == nil {
+			ran = true // the slice's job is not runnable any more: the queue's head next, at once
+		}
+	}
+	return ran, err
+}
+
+// letGo ends a slice that its last pass did not end (the worker stops,
+// or the pass failed): the connection's session lets every job go, or,
+// if it cannot say so, is closed (which lets them go too).
+func (r *runner) letGo(conn *pgxpool.Conn, job string) {
+	ctx, cancel := context.WithTimeout(context.Background(), heartbeatEvery)
+	defer cancel()
+	if _, err := conn.Exec(ctx, "select pg_advisory_unlock_all()"); err != nil {
+		r.log.Warn("could not let the slice's job go: closing the connection, which does", "job", job, "error", err)
+		if cerr := conn.Conn().Close(ctx); cerr != nil {
+			r.log.Warn("closing the connection", "error", cerr)
+		}
+	}
+}
+
+// passDone logs what became of one pass that started at started, counts
+// it, and says whether a job was runnable.
+func (r *runner) passDone(abort context.Context, p *Pass, err error, started time.Time) (bool, error) {
 	if obs := r.w.Observer; obs != nil {
 		if err != nil {
 			obs.Failed(err)
@@ -330,14 +394,9 @@ func (r *runner) onePass(abort context.Context) (bool, error) {
 	return true, nil
 }
 
-// runNext is [RunNext] on a connection of the pool.
-func (r *runner) runNext(ctx context.Context) (*Pass, error) {
-	conn, err := r.pool.Acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Release() // a connection that RunNext had to close is dropped by the pool
-	p, err := RunNext(ctx, conn.Conn(), r.id, r.rateDelay, r.retryDelay, r.sizer.Rows())
+// runNext is [RunNext] on conn, a connection of the pool.
+func (r *runner) runNext(ctx context.Context, conn *pgxpool.Conn, opts PassOptions) (*Pass, error) {
+	p, err := RunNext(ctx, conn.Conn(), r.id, opts)
 	return p, driver.ExplainMissing(ctx, conn.Conn(), err, driver.Operator) // access revoked while it runs
 }
 

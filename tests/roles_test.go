@@ -116,7 +116,7 @@ func TestRolesOperatorRunsEverything(t *testing.T) {
 	if changed, err := fleet.PauseAfter(ctx, op, driver.JobRef{ID: "j"}, 1); err != nil || !changed {
 		t.Fatalf("pause --after as the operator: %v, %v", changed, err)
 	}
-	pass, err := fleet.RunNext(ctx, op, "w1", 0, 0, 0)
+	pass, err := fleet.RunNext(ctx, op, "w1", fleet.PassOptions{})
 	if err != nil || pass == nil || pass.JobID != "j" || !pass.Paused {
 		t.Fatalf("a worker's pass as the operator: %+v, %v", pass, err)
 	}
@@ -259,7 +259,7 @@ func TestRolesGrantAndRevoke(t *testing.T) {
 	  "job_lineage(text, text)", "job_status()", "pause_job(text)", "pause_job(text, text)", "pause_job_after(text, integer)",
 	  "pause_job_after(text, text, integer)", "queue_channel()", "record_progress(jsonb)", "register(jsonb)", "register_change(text, jsonb)",
 	  "register_undo(text, text)", "register_undo(text, text, text)", "report(text)", "report(text, text)", "resume_job(text)",
-	  "resume_job(text, text)", "run_chunk(text)", "run_chunk(text, text)", "run_next_chunk(text, integer, integer, integer)",
+	  "resume_job(text, text)", "run_chunk(text)", "run_chunk(text, text)", "run_next_chunk(text, integer, integer, integer, text, boolean)",
 	  "status_page(text, integer)", "verify_campaign(text)", "verify_job(text)", "worker_gone(text)",
 	  "worker_heartbeat(text, text, integer, timestamp with time zone, bigint, text, text)", "worker_status()"]`
 	tables := `{"jobs": ["SELECT"], "job_audit": ["SELECT"], "job_approval": ["SELECT"], "job_kind": ["SELECT"], "job_queue": ["SELECT"],

@@ -371,7 +371,7 @@ func TestChangeContactsAndPrices(t *testing.T) {
 	  {"id": "00000000-0000-0000-0000-00000000000B", "email": null},
 	  {"id": "00000000-0000-0000-0000-00000000000a", "email": "a@example.com"}]`, 10))
 	// The fleet's pass (chunks worker) reads a chunk of uuid keys.
-	pass, err := fleet.RunNext(ctx, s.Conn, "w1", 0, time.Second, 0)
+	pass, err := fleet.RunNext(ctx, s.Conn, "w1", fleet.PassOptions{Retry: time.Second})
 	if err != nil || pass == nil || pass.JobID != "c1" || !pass.Done || pass.Err != "" ||
 		!slices.Equal(pass.Processed, []driver.Key{driver.TextKey("00000000-0000-0000-0000-00000000000a"), driver.TextKey("00000000-0000-0000-0000-00000000000b")}) {
 		t.Fatalf("RunNext: %+v, %v", pass, err)

@@ -211,7 +211,7 @@ func TestCampaignOfAChangeRun(t *testing.T) {
 
 	r := chunksIn(t, l, "", append(create, "--from-query", "select payment_id, lock_version, amount_cents, 'chargeback' as reason"+from, "holds")...)
 	first, _, _ := strings.Cut(r.Stdout, " (digest ")
-	if r.Code != 0 || first != "created campaign holds of change hold_payment: 3 targets of 7 in 1 job of up to 64, 2 per chunk" {
+	if r.Code != 0 || first != "created campaign holds of change hold_payment: 3 targets of 7 in 1 job of up to 200, 2 per chunk" {
 		t.Fatalf("create from a query: %v", r)
 	}
 	lines := `{"payment_id": 4, "lock_version": 3, "amount_cents": 400, "reason": "fraud"}` + "\n"

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/urfave/cli/v2"
 
+	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
 	"github.com/chunks-dev/chunks/internal/app/metrics"
 	"github.com/chunks-dev/chunks/pace"
@@ -24,7 +25,8 @@ func workerCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "worker",
 		Usage: "run registered jobs from the queue, one chunk per pass, until SIGTERM or SIGINT",
-		UsageText: "chunks worker [--concurrency N] [--poll D] [--rate R] [--retry-delay D] [--chunk-time D] [--id ID] [--verbose] [--http ADDR]\n" +
+		UsageText: "chunks worker [--concurrency N] [--poll D] [--rate R] [--retry-delay D] [--chunk-time D] [--slice D] [--slice-chunks N]\n" +
+			"                     [--id ID] [--verbose] [--http ADDR]\n" +
 			"                     [--dsn DSN] [--schema S] [--json]",
 		Description: "Each pass is one transaction (SQL run_next_chunk): it takes the next queued job (SKIP LOCKED),\n" +
 			"runs one chunk of it, and puts it back at the end of the queue, or removes it when it is done,\n" +
@@ -47,6 +49,10 @@ func workerCommand() *cli.Command {
 			"With --max-replica-lag or --throttle-query it holds new chunks while a standby is too far behind\n" +
 			"or the query returns true (docs/production.md \"Protecting production\"), and says so in its log and in\n" +
 			"chunks status.\n\n" +
+			"A pass that takes a job runs up to --slice-chunks of its chunks back to back, for up to --slice\n" +
+			"(docs/fleet.md \"Slices\"), each its own commit, before the job goes behind every waiting job;\n" +
+			"pause, --rate and pacing still take effect at the next chunk, and a killed worker's job is free\n" +
+			"at once. --slice-chunks 1: one chunk per claim.\n\n" +
 			"A declared change's chunks adapt (docs/fleet.md \"Adaptive chunk size\"): its plan approves the\n" +
 			"largest chunk, and the worker asks for smaller ones while the pacer holds chunks back (half the\n" +
 			"last) or a chunk takes longer than --chunk-time (in proportion), growing back by half a chunk\n" +
@@ -65,6 +71,8 @@ func workerCommand() *cli.Command {
 			&cli.Float64Flag{Name: "rate", Value: 0, Usage: fmt.Sprintf("at most `R` chunks per second per job, 1/86400 to %d (0: no limit)", fleet.MaxRate)},
 			&cli.DurationFlag{Name: "retry-delay", Value: fleet.DefaultRetryDelay, Usage: fmt.Sprintf("how long (`D`) a job rests after its chunk failed with a transient error (a lock or statement timeout, a deadlock...), 1ms to %v (0: the default)", fleet.MaxDuration)},
 			&cli.DurationFlag{Name: "chunk-time", Value: fleet.DefaultChunkTime, Usage: fmt.Sprintf("the target time (`D`) of a declared change's chunk: a longer one makes the next ones smaller, 1ms to %v (0: the default)", fleet.MaxDuration)},
+			&cli.DurationFlag{Name: "slice", Value: fleet.DefaultSlice, Usage: fmt.Sprintf("how long (`D`) a pass may run one job's chunks back to back, 1ms to %v (0: the default)", fleet.MaxDuration)},
+			&cli.IntFlag{Name: "slice-chunks", Value: fleet.DefaultSliceChunks, Usage: fmt.Sprintf("at most `N` chunks of one job back to back, 1 (no slices) to %d", fleet.MaxSliceChunks)},
 			&cli.StringFlag{Name: "id", Usage: "the worker's name (`ID`) in the log, in chunks status and in a pause it makes: 1 to 63 printable ASCII characters, one live worker per id (default, also when empty: hostname:pid)"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log every chunk"},
 		}, append(paceFlagDefs(), httpFlagDefs(false)...)...),
@@ -80,6 +88,8 @@ type workerOptions struct {
 	Rate        float64
 	RetryDelay  time.Duration
 	ChunkTime   time.Duration // --chunk-time: a declared change's chunk's target time
+	Slice       time.Duration // --slice: how long a slice runs one job's chunks back to back
+	SliceChunks int           // --slice-chunks: how many chunks a slice runs at most
 	Verbose     bool          // --verbose: log every chunk
 	Pace        pace.Config   // --max-replica-lag, --throttle-query, --check-interval
 	HTTP        httpOptions   // --http, --page-size, --refresh
@@ -88,7 +98,8 @@ type workerOptions struct {
 // parseWorker fills the worker's settings; it takes no arguments.
 func parseWorker(c *cli.Context) (*workerOptions, error) {
 	o := &workerOptions{ID: c.String("id"), Concurrency: c.Int("concurrency"), Poll: c.Duration("poll"),
-		Rate: c.Float64("rate"), RetryDelay: c.Duration("retry-delay"), ChunkTime: c.Duration("chunk-time"), Verbose: c.Bool("verbose"),
+		Rate: c.Float64("rate"), RetryDelay: c.Duration("retry-delay"), ChunkTime: c.Duration("chunk-time"),
+		Slice: c.Duration("slice"), SliceChunks: c.Int("slice-chunks"), Verbose: c.Bool("verbose"),
 		Pace: paceFlags(c), HTTP: parseHTTP(c)}
 	_, err := positional(c)
 	return o, err
@@ -100,7 +111,7 @@ func (o *workerOptions) id() string { return cmp.Or(o.ID, fleet.DefaultID()) }
 // worker is the fleet.Worker of the options, on pool, logging to log.
 func (o *workerOptions) worker(pool *pgxpool.Pool, log *slog.Logger) *fleet.Worker {
 	return &fleet.Worker{Pool: pool, ID: o.id(), Concurrency: o.Concurrency, Poll: o.Poll, Rate: o.Rate,
-		RetryDelay: o.RetryDelay, ChunkTime: o.ChunkTime, Pace: o.Pace, Logger: log}
+		RetryDelay: o.RetryDelay, ChunkTime: o.ChunkTime, Slice: o.Slice, SliceChunks: o.SliceChunks, Pace: o.Pace, Logger: log}
 }
 
 // Validate checks every setting, as fleet.Worker.Validate does (the id
@@ -112,6 +123,9 @@ func (o *workerOptions) Validate() error {
 	}
 	if err := fleet.CheckConcurrency(o.Concurrency); err != nil {
 		return err
+	}
+	if o.SliceChunks < 1 || o.SliceChunks > fleet.MaxSliceChunks { // the field's 0 is the default; the flag's is not
+		return driver.Invalidf("slice-chunks: must be between 1 (no slices) and %d, got %d", fleet.MaxSliceChunks, o.SliceChunks)
 	}
 	// fleet's Validate asks only that there is a pool; runWorker gives
 	// it the real one, which connects nothing before Start either.

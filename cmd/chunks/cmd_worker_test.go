@@ -19,9 +19,9 @@ import (
 
 func TestWorkerOptions(t *testing.T) {
 	got := parsed(t, parseWorker, "worker", "--id", "w1", "--concurrency", "3", "--poll", "2s", "--rate", "0.5", "--retry-delay", "3s",
-		"--chunk-time", "150ms", "--verbose", "--max-replica-lag", "1s", "--throttle-query", "select false", "--http", ":0", "--page-size", "7", "--refresh", "2s")
+		"--chunk-time", "150ms", "--slice", "50ms", "--slice-chunks", "4", "--verbose", "--max-replica-lag", "1s", "--throttle-query", "select false", "--http", ":0", "--page-size", "7", "--refresh", "2s")
 	want := workerOptions{ID: "w1", Concurrency: 3, Poll: 2 * time.Second, Rate: 0.5, RetryDelay: 3 * time.Second,
-		ChunkTime: 150 * time.Millisecond, Verbose: true,
+		ChunkTime: 150 * time.Millisecond, Slice: 50 * time.Millisecond, SliceChunks: 4, Verbose: true,
 		Pace: pace.Config{MaxReplicaLag: time.Second, ThrottleQuery: "select false", CheckInterval: pace.DefaultCheckInterval},
 		HTTP: httpOptions{Addr: ":0", PageSize: 7, Refresh: 2 * time.Second}}
 	if *got != want {
@@ -42,6 +42,8 @@ func TestWorkerOptions(t *testing.T) {
 	wantInvalid(t, valid(func(o *workerOptions) { o.Poll = time.Nanosecond }), "poll: must be between")
 	wantInvalid(t, valid(func(o *workerOptions) { o.RetryDelay = 25 * time.Hour }), "retry_delay: must be between 1ms and 24h0m0s, got 25h0m0s")
 	wantInvalid(t, valid(func(o *workerOptions) { o.ChunkTime = time.Microsecond }), "chunk_time: must be between 1ms and 24h0m0s, got 1µs")
+	wantInvalid(t, valid(func(o *workerOptions) { o.SliceChunks = 0 }), "slice-chunks: must be between 1 (no slices) and 1000, got 0")
+	wantInvalid(t, valid(func(o *workerOptions) { o.Slice = 25 * time.Hour }), "slice: must be between 1ms and 24h0m0s, got 25h0m0s")
 	wantInvalid(t, valid(func(o *workerOptions) { o.Pace.CheckInterval = -time.Second }), "check")
 	wantInvalid(t, valid(func(o *workerOptions) { o.HTTP.PageSize = 0 }), "page-size: must be between 1 and")
 	wantInvalid(t, valid(func(o *workerOptions) { o.HTTP.Refresh = time.Hour }), "refresh: must be between 100ms and 1m0s, got 1h0m0s")
@@ -63,7 +65,7 @@ func TestWorkerRun(t *testing.T) {
 	log := &clitest.Output{}
 	d := labDeps(l)
 	d.stderr = log
-	o := &workerOptions{ID: "w1", Concurrency: 1, Poll: 100 * time.Millisecond, HTTP: httpOptions{PageSize: 1, Refresh: time.Second},
+	o := &workerOptions{ID: "w1", Concurrency: 1, SliceChunks: fleet.DefaultSliceChunks, Poll: 100 * time.Millisecond, HTTP: httpOptions{PageSize: 1, Refresh: time.Second},
 		Pace: pace.Config{CheckInterval: pace.DefaultCheckInterval}}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)

@@ -679,11 +679,11 @@ func TestPermanentFaultWhileRunning(t *testing.T) {
 	all := append(l.Globals(), append([]string{"--json", "worker", "--id", "w1", "--verbose"}, workerFlags...)...)
 	w := clitest.Start(t, clitest.Options{Name: "w1"}, all...)
 	w.WaitLine(t, 0, 20*time.Second, readyLine)
-	l.Exec(t, "alter function run_next_chunk(text, integer, integer, integer) rename to run_next_chunk_gone")
+	l.Exec(t, "alter function run_next_chunk(text, integer, integer, integer, text, boolean) rename to run_next_chunk_gone")
 	w.WaitLine(t, 0, 10*time.Second, `"level":"ERROR"`,
 		`"msg":"pass failed: nothing of it committed; retrying; this error does not go away by itself: fix its cause`,
 		`"reason":"a chunks function or table is missing (SQLSTATE 42883): run chunks migrate for this schema"`)
-	l.Exec(t, "alter function run_next_chunk_gone(text, integer, integer, integer) rename to run_next_chunk")
+	l.Exec(t, "alter function run_next_chunk_gone(text, integer, integer, integer, text, boolean) rename to run_next_chunk")
 	jobs := seedJobs(t, l, 8, 2)
 	pgtest.WaitFor(t, 20*time.Second, "the jobs done once the function is back", func() bool { return l.allDone(t) })
 	stopWorkers(t, w)

@@ -31,7 +31,7 @@ func (l *lab) queueRow(t testing.TB, jobID string) string {
 // the given delays in milliseconds.
 func pass(t testing.TB, conn *pgx.Conn, worker string, rateMS, retryMS int) *fleetapi.Pass {
 	t.Helper()
-	p, err := fleetapi.RunNext(ctx, conn, worker, time.Duration(rateMS)*time.Millisecond, time.Duration(retryMS)*time.Millisecond, 0)
+	p, err := fleetapi.RunNext(ctx, conn, worker, fleetapi.PassOptions{Rate: time.Duration(rateMS) * time.Millisecond, Retry: time.Duration(retryMS) * time.Millisecond})
 	if err != nil {
 		t.Fatalf("run_next_chunk: %v", err)
 	}

@@ -15,7 +15,7 @@ as $$
    where l.locktype = 'advisory' and l.objsubid = 1 and l.granted
      and l.database = (select d.oid from pg_database as d where d.datname = current_database())
      and (has_function_privilege(a.usesysid, '{{ .schema }}.run_chunk(text)'::regprocedure, 'EXECUTE')
-          or has_function_privilege(a.usesysid, '{{ .schema }}.run_next_chunk(text, integer, integer, integer)'::regprocedure, 'EXECUTE'))
+          or has_function_privilege(a.usesysid, '{{ .schema }}.run_next_chunk(text, integer, integer, integer, text, boolean)'::regprocedure, 'EXECUTE'))
 $$;
 comment on function {{ .schema }}.running_chunks() is
 $c$The advisory locks that chunks in flight hold in this database, one row each: KEY (compare with

@@ -22,7 +22,7 @@ as $$
            '{{ .schema }}.register(jsonb)', '{{ .schema }}.check_plan(jsonb)', '{{ .schema }}.register_change(text, jsonb)',
            '{{ .schema }}.check_change(text, jsonb)',
            '{{ .schema }}.cancel_chunk(text, jsonb)', '{{ .schema }}.run_chunk(text)',
-           '{{ .schema }}.run_next_chunk(text, integer, integer, integer)',
+           '{{ .schema }}.run_next_chunk(text, integer, integer, integer, text, boolean)',
            '{{ .schema }}.pause_job(text)', '{{ .schema }}.pause_job_after(text, integer)', '{{ .schema }}.resume_job(text)',
            '{{ .schema }}.register_undo(text, text)',
            '{{ .schema }}.run_chunk(text, text)', '{{ .schema }}.pause_job(text, text)',
