@@ -59,6 +59,15 @@ func TestChangeBigJob(t *testing.T) {
 	sameJSON(t, "inspect", pgtest.MustString(t, s.Conn, `select jsonb_build_array(j ->> 'chunk_size', jsonb_array_length(j -> 'targets'), j -> 'targets' -> 9999 ->> 'payment_id')::text
 	    from inspect_job('big') as j`), `["1000", 10000, "10000"]`)
 
+	// Each chunk proves the approval's kind, tenant and chunk size; the job's
+	// shape and targets cannot be rewritten.
+	s.Exec(t, "update jobs set tenant = 'x9' where job_id = 'big'")
+	_, err := pgtest.TryString(s.Conn, "select run_chunk('big')::text")
+	pgtest.WantPgError(t, err, "CH409", `job big: the stored job is no longer the registered approval: its tenant is "x9", registered "7"`)
+	s.Exec(t, "update jobs set tenant = '7' where job_id = 'big'")
+	_, err = pgtest.TryString(s.Conn, "update change_jobs set chunk_size = 10 where job_id = 'big' returning 'rewritten'")
+	pgtest.WantPgError(t, err, "CH409", "change_jobs: an approved job's targets are written once, by register; register a new job instead")
+
 	for i := 0; i < 10; i++ {
 		got := pgtest.MustString(t, s.Conn, `select jsonb_build_array(jsonb_array_length(r -> 'processed'), r -> 'processed' -> 0, r -> 'next_index', r -> 'done')::text
 		    from run_chunk('big') as r`)

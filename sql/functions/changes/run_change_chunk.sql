@@ -60,23 +60,13 @@ begin
     raise exception 'job %: %', run_change_chunk.job_id, v_problem using errcode = 'CH409';
   end if;
 
-  -- Still the approval, and still the change it was approved under. The
-  -- targets are approved by their sha256, which verify and report prove:
-  -- change_targets is written once, by register, and only the owner writes it.
-  v_problem := case
-    when run_change_chunk.a_kind is null then
-      format('job %s: was never registered through chunks (job_approval has no record of it): a job row written by hand is not an approval',
-             run_change_chunk.job_id)
-    when v_kind <> run_change_chunk.a_kind then
-      format('job %s: the stored job is no longer the registered approval: its kind is %s, registered %s', run_change_chunk.job_id,
-             v_kind, run_change_chunk.a_kind)
-    when run_change_chunk.tenant <> run_change_chunk.a_tenant then
-      format('job %s: the stored job is no longer the registered approval: its tenant is %s, registered %s', run_change_chunk.job_id,
-             excerpt(run_change_chunk.tenant, true), excerpt(run_change_chunk.a_tenant, true))
-    when run_change_chunk.chunk_size <> run_change_chunk.a_chunk_size then
-      format('job %s: the stored job is no longer the registered approval: its chunk_size is %s, registered %s',
-             run_change_chunk.job_id, run_change_chunk.chunk_size, run_change_chunk.a_chunk_size)
-  end;
+  -- Still the approval (job_approval's kind, tenant and chunk size, in
+  -- digest_approval_problem's words), and still the change it was approved
+  -- under. The targets are not hashed at each chunk (both digests are
+  -- given alike): change_targets is written once, by register, an UPDATE
+  -- of it is refused, and verify and report prove its sha256.
+  v_problem := digest_approval_problem(run_change_chunk.job_id, v_kind, run_change_chunk.tenant, null, '', run_change_chunk.chunk_size,
+                                       run_change_chunk.a_kind, run_change_chunk.a_tenant, '', run_change_chunk.a_chunk_size);
   if v_problem is not null then
     raise exception '%', v_problem using errcode = 'CH409';
   end if;
