@@ -175,7 +175,10 @@ func loopPair(ctx context.Context, admin *pgx.Conn, o Options, rounds, size int,
 	if size > 10 {
 		perSecond = 30000
 	}
-	groups := max(2, int(o.Duration.Seconds()*perSecond)/group)
+	groups := max(1, int(o.Duration.Seconds()*perSecond)/group)
+	if size == 10 {
+		groups = max(4, groups) // the seed lab's jobs of 64: a few, for both workers
+	}
 	chunks := func() (sample, error) {
 		ids, err := seed.changeJobsOf(ctx, groups, group, size, true)
 		if err != nil {
