@@ -29,8 +29,9 @@ func TestChangeChunkLocksRowsInKeyOrder(t *testing.T) {
 	// As run_chunk does: the writer's function changes the rows and returns their audit rows, written here.
 	done := waitingFor(t, s, `insert into change_audit (job_id, ordinal, key, version_before, version_after, before, after)
 	    select 'j', r.ordinal, r.key, r.version_before, r.version_after, r.before, r.after
-	      from jsonb_to_recordset(apply_hold_payment('j', '7', 0, job_targets('j')))
-	           as r(ordinal integer, key text, version_before bigint, version_after bigint, before jsonb, after jsonb)`)
+	      from apply_hold_payment('j', '7', 0, job_targets('j')) as a,
+	           unnest(a.ordinals, a.keys, a.versions_before, a.versions_after, a.befores, a.afters)
+	           as r(ordinal, key, version_before, version_after, before, after)`)
 	// Rows 1 and 2 are the runner's; 4 and 5 are not locked yet.
 	if got := pgtest.MustString(t, s.Conn, `select coalesce(string_agg(payment_id::text, ' ' order by payment_id), '')
 	    from (select payment_id from `+shop+`.payments where payment_id in (1, 2, 4, 5)

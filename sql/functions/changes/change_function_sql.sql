@@ -115,10 +115,13 @@ begin
     returning t."?ordinal" as "?ordinal", %9$s as "?key", %7$s
   )
   select v_done || coalesce(array_agg(u."?ordinal"), '{}'),
-         v_rows || coalesce(jsonb_agg(jsonb_build_object('ordinal', %1$I.first_ordinal + (u."?ordinal" - 1)::integer, 'key', u."?key",
-                                                         'version_before', u."?version_before", 'version_after', u."?version_after",
-                                                         'before', u."?before", 'after', u."?after")), '[]')
-    into v_done, v_rows
+         %1$I.ordinals || coalesce(array_agg(%1$I.first_ordinal + (u."?ordinal" - 1)::integer), '{}'),
+         %1$I.keys || coalesce(array_agg(u."?key"), '{}'),
+         %1$I.versions_before || coalesce(array_agg(u."?version_before"), '{}'),
+         %1$I.versions_after || coalesce(array_agg(u."?version_after"), '{}'),
+         %1$I.befores || coalesce(array_agg(u."?before"), '{}'),
+         %1$I.afters || coalesce(array_agg(u."?after"), '{}')
+    into v_done, %1$I.ordinals, %1$I.keys, %1$I.versions_before, %1$I.versions_after, %1$I.befores, %1$I.afters
     from u;$f$,
     v_fn, v_t, v_table, change_key_any_sql(v_def, 'l', 'from t where t."?ordinal" <> all (v_done)'), v_sets, v_checks,
     format('%s as "?version_before", %s as "?version_after", %s',
@@ -139,13 +142,14 @@ begin
 declare
   v_problem text;
   v_done bigint[] := '{}'::bigint[];
-  v_rows jsonb := '[]'::jsonb;
 begin%8$s
+  %1$I.ordinals := '{}'; %1$I.keys := '{}'; %1$I.versions_before := '{}'; %1$I.versions_after := '{}';
+  %1$I.befores := '{}'; %1$I.afters := '{}';
   -- The change, in one statement (see change_function_sql).%6$s
   -- More rows than targets (a key that names two rows) are returned too:
   -- run_change_chunk refuses them, saying why.
   if cardinality(v_done) >= jsonb_array_length(%1$I.targets) then
-    return v_rows;
+    return;
   end if;
 
   -- Fewer rows changed than targets: lock the rest in key order, then
@@ -185,7 +189,6 @@ begin%8$s
                             where t."?ordinal" <> all (v_done))
       using errcode = 'CH409';
   end if;
-  return v_rows;
 end
 $f$,
     v_fn, v_t,
@@ -194,8 +197,8 @@ $f$,
     v_checks,
     writer_guard_sql(change_function_sql.writer, format('%I.job_id', v_fn)),
     change_key_words_sql(v_def, 't'), change_key_order_sql(v_def, 'r'), change_key_equal_sql(v_def, 'l', 't'));
-  return format($f$create or replace function {{ .schema }}.%I(job_id text, tenant text, first_ordinal integer, targets jsonb)
-returns jsonb
+  return format($f$create or replace function {{ .schema }}.%I(job_id text, tenant text, first_ordinal integer, targets jsonb,
+  out ordinals integer[], out keys text[], out versions_before bigint[], out versions_after bigint[], out befores jsonb[], out afters jsonb[])
 language plpgsql volatile security definer
 %s
 set enable_seqscan = off
@@ -204,4 +207,4 @@ as %L$f$, v_fn, writer_set_clauses(), v_sql);
 end
 $$;
 comment on function {{ .schema }}.change_function_sql(jsonb, boolean, text) is
-  'chunks helper: the CREATE FUNCTION text of the static function apply_<name> of a validated change DEFINITION (identifiers by %I, types by format_type, constants as typed literals), run as the writer role WRITER, returning the audit rows of what it changed; with RESTORE, its inverse restore_<name>(job_id, tenant, first_ordinal, targets) that an undo runs (the after values expected, the before values set, version + 1).';
+  'chunks helper: the CREATE FUNCTION text of the static function apply_<name> of a validated change DEFINITION (identifiers by %I, types by format_type, constants as typed literals), run as the writer role WRITER, returning the audit rows of what it changed as arrays, one element per row (ordinals, keys, versions_before, versions_after, befores, afters); with RESTORE, its inverse restore_<name>(job_id, tenant, first_ordinal, targets) that an undo runs (the after values expected, the before values set, version + 1).';

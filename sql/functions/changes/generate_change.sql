@@ -40,12 +40,13 @@ begin
   if v_problem is not null then
     raise exception 'change %: %', v_name, v_problem using errcode = 'CH409';
   end if;
-  -- Made by an older chunks: returning void, owned by chunks' owner, or
+  -- Made by an older chunks: returning void or jsonb, owned by chunks' owner, or
   -- (before issue 36) the inverse and the check as overloads of
   -- apply_<name>. Dropped, then made anew under their own names.
+  -- Before schema version 11 they returned the rows as one jsonb.
   for v_function in select p.oid::regprocedure from pg_proc as p
-                     where p.pronamespace = '{{ .schema }}'::regnamespace and p.proname = v_names.apply
-                       and (p.proowner <> v_writer or p.prorettype <> 'jsonb'::regtype or p.pronargs <> 4) loop
+                     where p.pronamespace = '{{ .schema }}'::regnamespace and p.proname in (v_names.apply, v_names.restore)
+                       and (p.proowner <> v_writer or p.prorettype <> 'record'::regtype or p.pronargs <> 4) loop
     execute format('drop function %s', v_function);
   end loop;
   execute change_function_sql(v_def, false, v_writer::text);
