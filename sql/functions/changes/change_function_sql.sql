@@ -115,10 +115,10 @@ begin
     returning t."?ordinal" as "?ordinal", %9$s as "?key", %7$s
   )
   select v_done || coalesce(array_agg(u."?ordinal"), '{}'),
-         %1$I.ordinals || coalesce(array_agg(%1$I.first_ordinal + (u."?ordinal" - 1)::integer), '{}'),
+         %1$I.ordinals || coalesce(array_agg((%1$I.first_ordinal + (u."?ordinal" - 1))::integer), '{}'),
          %1$I.keys || coalesce(array_agg(u."?key"), '{}'),
-         %1$I.versions_before || coalesce(array_agg(u."?version_before"), '{}'),
-         %1$I.versions_after || coalesce(array_agg(u."?version_after"), '{}'),
+         %1$I.versions_before || coalesce(array_agg(u."?version_before"::bigint), '{}'),
+         %1$I.versions_after || coalesce(array_agg(u."?version_after"::bigint), '{}'),
          %1$I.befores || coalesce(array_agg(u."?before"), '{}'),
          %1$I.afters || coalesce(array_agg(u."?after"), '{}')
     into v_done, %1$I.ordinals, %1$I.keys, %1$I.versions_before, %1$I.versions_after, %1$I.befores, %1$I.afters
