@@ -14,8 +14,10 @@ import (
 // whose fleets this build upgrades: the first landed one (4c9e349, before
 // issue 35's last fixes changed run_change_chunk's signature), the last
 // one before issue 36 (keys of any shape) began, and the last before the
-// one path (report, check, undo and campaign check on orders_change()).
-var schema10Mains = []string{"4c9e349", "bf757d6", "ca42209"}
+// one path (report, check, undo and campaign check on orders_change()),
+// and the last landed main before schema version 11 (d85e75f: a change's
+// targets in jobs.targets, which migration 011 moves into change_targets).
+var schema10Mains = []string{"4c9e349", "bf757d6", "ca42209", "d85e75f"}
 
 // Issue 36's upgrade: an install made by the previous build, with orders
 // jobs and a declared change's campaign in flight, one job paused and its
