@@ -72,7 +72,7 @@ begin
      where q.job_id = run_next_chunk.slice_job and not q.paused and q.visible_at <= now()
        for update skip locked;
     if not found then
-      perform pg_advisory_unlock(run_lock_key(run_next_chunk.slice_job));
+      perform slice_end(run_next_chunk.slice_job);
       return null;
     end if;
   else
