@@ -4,6 +4,7 @@
 -- so an upgrade replaces bodies and touches no data.
 {{ template "common/limits.sql" . }}
 {{ template "common/validate.sql" . }}
+{{ template "common/base_type.sql" . }}
 {{ template "common/job_targets.sql" . }}
 {{ template "changes/written_once.sql" . }}
 {{ template "roles/writer_config.sql" . }}
@@ -94,7 +95,6 @@
 {{ template "changes/change_list.sql" . }}
 {{ template "changes/change_show.sql" . }}
 {{ template "changes/change_target.sql" . }}
-{{ template "changes/change_key_sort.sql" . }}
 {{ template "changes/change_targets.sql" . }}
 {{ template "changes/change_target_list_sql.sql" . }}
 {{ template "changes/change_target_list.sql" . }}

@@ -65,8 +65,9 @@ begin
   end if;
 
   perform campaign_record_jobs(campaign_create.name, campaign_create.tenant, campaign_create.chunk_size,
-    (select jsonb_agg(jsonb_build_object('id', u.id, 'revision', u.revision, 'qty', u.qty) order by u.id)
-       from unnest(campaign_create.ids, campaign_create.revisions, campaign_create.qtys) as u(id, revision, qty)),
+    array(select jsonb_build_object('id', u.id, 'revision', u.revision, 'qty', u.qty)
+            from unnest(campaign_create.ids, campaign_create.revisions, campaign_create.qtys) as u(id, revision, qty)
+           order by u.id),
     'cancel', campaign_create.queue_window);
   return v_result;
 end

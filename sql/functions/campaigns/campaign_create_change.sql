@@ -17,8 +17,7 @@ declare
   v_change record;
   v_def jsonb;
   v_n integer;
-  v_items jsonb;
-  v_sorted jsonb;
+  v_sorted jsonb[];
   v_bad_ord bigint;
   v_bad_key text;
   v_bad_first bigint;
@@ -44,12 +43,10 @@ begin
   end if;
 
   -- Each target as register_change takes it (change_target_list: the first
-  -- bad one is named).
-  v_items := change_target_list(v_def, campaign_create_change.targets, campaign_create_change.labels);
-  -- No key twice (naming both places), then the approval sorted by key,
-  -- compared as the key columns' types (change_key_sort).
-  select k.sorted, k.duplicate, k.words, k.first into v_sorted, v_bad_ord, v_bad_key, v_bad_first
-    from change_key_sort(v_def, v_items) as k;
+  -- bad one is named), sorted by key, compared as the key columns' types;
+  -- no key twice (naming both places).
+  select l.sorted, l.duplicate, l.words, l.first into v_sorted, v_bad_ord, v_bad_key, v_bad_first
+    from change_target_list(v_def, campaign_create_change.targets, campaign_create_change.labels) as l;
   if v_bad_ord is not null then
     raise exception '%: duplicate % (first at %)',
       coalesce(campaign_create_change.labels[v_bad_ord], format('targets[%s]', v_bad_ord - 1)), v_bad_key,
@@ -63,7 +60,7 @@ begin
                                   || v_change.name || ':' || v_change.digest || '/'
                                   || string_agg(x.o::text, ',' order by x.ord), 'UTF8')), 'hex')
     into v_digest
-    from jsonb_array_elements(v_sorted) with ordinality as x(o, ord);
+    from unnest(v_sorted) with ordinality as x(o, ord);
 
   -- The campaign row first: a concurrent create of the same name waits here.
   v_result := campaign_record(campaign_create_change.name, campaign_create_change.tenant, campaign_create_change.chunk_size, v_jobs, v_n, v_digest,
@@ -71,7 +68,7 @@ begin
   if v_result is null then
     raise exception 'campaign %: %', campaign_create_change.name,
       campaign_change_difference(campaign_create_change.name, v_change.name, campaign_create_change.tenant,
-                                 campaign_create_change.chunk_size, v_sorted)
+                                 campaign_create_change.chunk_size, to_jsonb(v_sorted))
       using errcode = 'CH409';
   end if;
   if not (v_result -> 'created')::boolean then

@@ -17,58 +17,68 @@ comment on function {{ .schema }}.campaign_job_size(integer, boolean) is
 
 -- Campaigns: the jobs of campaign NAME, already recorded in campaigns
 -- (campaign_create, campaign_create_change), written set-based: TARGETS,
--- sorted, go into jobs NAME-000001, ... of campaign_job_size targets, each with its approval (job_approval of KIND, recorded
--- from campaign_create) and its membership (campaign_jobs); the first
--- QUEUE_WINDOW jobs are queued and queue_channel() is notified once.
--- Returns the number of jobs. Input already validated.
-create or replace function {{ .schema }}.campaign_record_jobs(name text, tenant text, chunk_size integer, targets jsonb,
+-- sorted, go into jobs NAME-000001, ... of campaign_job_size targets, each
+-- with its approval (job_approval of KIND, recorded from campaign_create)
+-- and its membership (campaign_jobs); the first QUEUE_WINDOW jobs are
+-- queued and queue_channel() is notified once. Returns the number of jobs.
+-- Input already validated. A campaign of a declared change may hold
+-- 1,000,000 targets: they are read once in order (never sliced, never
+-- built into one jsonb list), and each job's approval hashes the text its
+-- list prints (elements joined by ", " in brackets, as jsonb prints an array).
+drop function if exists {{ .schema }}.campaign_record_jobs(text, text, integer, jsonb, text, integer);
+create or replace function {{ .schema }}.campaign_record_jobs(name text, tenant text, chunk_size integer, targets jsonb[],
                                                               kind text, queue_window integer) returns integer
 language plpgsql volatile security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare
   v_change constant boolean := campaign_record_jobs.kind = 'change';
+  v_n constant integer := cardinality(campaign_record_jobs.targets);
   v_per_job integer := campaign_job_size(campaign_record_jobs.chunk_size, v_change);
-  v_jobs integer := (jsonb_array_length(campaign_record_jobs.targets) + v_per_job - 1) / v_per_job;
-  v_ids text[];
+  v_jobs integer := (v_n + v_per_job - 1) / v_per_job;
+  v_ids text[] := array(select campaign_job_id(campaign_record_jobs.name, s.seq) from generate_series(0, v_jobs - 1) as s(seq) order by s.seq);
+  v_ns integer[];
+  v_hashes text[];
   v_lists jsonb[];
 begin
+  -- Job seq (from 0) holds the targets [seq * per_job + 1, (seq + 1) * per_job]:
+  -- its number of targets, the sha256 of its list's text, and (orders) the list.
+  select array_agg(g.n order by g.seq), array_agg(g.sha256 order by g.seq), array_agg(g.targets order by g.seq)
+    into v_ns, v_hashes, v_lists
+    from (select (x.ord - 1) / v_per_job as seq, count(*)::integer as n,
+                 targets_text_sha256('[' || string_agg(x.e::text, ', ' order by x.ord) || ']') as sha256,
+                 case when not v_change then jsonb_agg(x.e order by x.ord) end as targets
+            from unnest(campaign_record_jobs.targets) with ordinality as x(e, ord)
+           group by (x.ord - 1) / v_per_job) as g;
   -- Each job's approval is of its own targets' list (job_approval), as
   -- record_job records one; a declared change's job keeps its targets as
   -- rows (change_jobs, change_targets) behind its registry row in jobs.
-  select array_agg(campaign_job_id(campaign_record_jobs.name, g.seq) order by g.seq), array_agg(g.targets order by g.seq)
-    into v_ids, v_lists
-    from (select ((x.ord - 1) / v_per_job)::integer as seq, jsonb_agg(x.o order by x.ord) as targets
-            from jsonb_array_elements(campaign_record_jobs.targets) with ordinality as x(o, ord)
-           group by (x.ord - 1) / v_per_job) as g;
   insert into jobs (job_id, tenant, targets, chunk_size, next_index)
   select g.job_id, campaign_record_jobs.tenant,
-         case when v_change then jsonb_build_object('change_targets', jsonb_array_length(g.targets)) else g.targets end,
+         case when v_change then jsonb_build_object('change_targets', g.n) else g.targets end,
          case when v_change then 1 else campaign_record_jobs.chunk_size end, 0
-    from unnest(v_ids, v_lists) as g(job_id, targets);
+    from unnest(v_ids, v_ns, v_lists) as g(job_id, n, targets);
   if v_change then
     insert into change_jobs (job_id, chunk_size, targets)
-    select g.job_id, campaign_record_jobs.chunk_size, jsonb_array_length(g.targets) from unnest(v_ids, v_lists) as g(job_id, targets);
+    select g.job_id, campaign_record_jobs.chunk_size, g.n from unnest(v_ids, v_ns) as g(job_id, n);
     insert into change_targets (job_id, ordinal, target)
-    select g.job_id, (x.ord - 1)::integer, x.e
-      from unnest(v_ids, v_lists) as g(job_id, targets)
-     cross join lateral jsonb_array_elements(g.targets) with ordinality as x(e, ord);
+    select v_ids[(x.ord - 1) / v_per_job + 1], ((x.ord - 1) % v_per_job)::integer, x.e
+      from unnest(campaign_record_jobs.targets) with ordinality as x(e, ord);
   end if;
   insert into job_approval (job_id, kind, tenant, chunk_size, targets_sha256, recorded_from)
-  select g.job_id, campaign_record_jobs.kind, campaign_record_jobs.tenant, campaign_record_jobs.chunk_size,
-         targets_sha256(g.targets), 'campaign_create'
-    from unnest(v_ids, v_lists) as g(job_id, targets);
+  select g.job_id, campaign_record_jobs.kind, campaign_record_jobs.tenant, campaign_record_jobs.chunk_size, g.sha256, 'campaign_create'
+    from unnest(v_ids, v_hashes) as g(job_id, sha256);
   insert into campaign_jobs (job_id, campaign, seq)
-  select campaign_job_id(campaign_record_jobs.name, s.seq), campaign_record_jobs.name, s.seq
+  select v_ids[s.seq + 1], campaign_record_jobs.name, s.seq
     from generate_series(0, v_jobs - 1) as s(seq);
   -- Fairness: only the first queue_window jobs are queued; each one that
   -- finishes releases the next (campaign_job_done, from run_next_chunk).
   insert into job_queue (job_id, visible_at)
-  select campaign_job_id(campaign_record_jobs.name, s.seq), clock_timestamp()
+  select v_ids[s.seq + 1], clock_timestamp()
     from generate_series(0, least(campaign_record_jobs.queue_window, v_jobs) - 1) as s(seq);
   perform pg_notify(queue_channel(), campaign_record_jobs.name);
   return v_jobs;
 end
 $$;
-comment on function {{ .schema }}.campaign_record_jobs(text, text, integer, jsonb, text, integer) is
+comment on function {{ .schema }}.campaign_record_jobs(text, text, integer, jsonb[], text, integer) is
   'chunks helper (campaign_create, campaign_create_change): writes the jobs of campaign NAME from TARGETS, sorted (jobs of campaign_job_size targets; a declared change''s in change_jobs and change_targets; their job_approval of KIND, campaign_jobs, the first QUEUE_WINDOW queued, one notify); returns the number of jobs.';

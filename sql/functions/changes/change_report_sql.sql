@@ -53,26 +53,25 @@ begin
                              definition -> 'set' ->> c, change_column_type(v_rel, c), 'w.' || c)
                  from unnest(v_written) as c) as l));
   else
+    -- The facts come as arrays, one per column (change_report_input),
+    -- unnested side by side: a value as text (its JSON value's text; JSON
+    -- itself for a json or jsonb column), cast here to its column's type.
     v_source := format($s$
         select i.s, i.x, i.n, i.v, %s
-          from jsonb_to_recordset($1) as i(s integer, x integer, k jsonb, t jsonb, n text, a jsonb, v bigint)%s%s$s$,
-      (select string_agg(e, ', ')
-         from (select format('(i.k #>> %L)::%s as %I',
-                             case when jsonb_typeof(definition -> 'key') = 'array' then array[c] else '{}'::text[] end,
-                             change_column_type(v_rel, c), 'k.' || c) as e
-                 from unnest(v_keys) as c
-               union all
-               select format('ea.%I as %I, i.t ? %L as %I', c, 'e.' || c, c, 'e?' || c) from unnest(v_expect) as c
-               union all
-               select format('wa.%I as %I', c, 'w.' || c) from unnest(v_written) as c) as l),
-      case when cardinality(v_expect) > 0 then
-        format(E'\n          cross join lateral jsonb_to_record(i.t) as ea(%s)',
-               (select string_agg(format('%I %s', c, change_column_type(v_rel, c)), ', ') from unnest(v_expect) as c))
-      else '' end,
-      case when cardinality(v_written) > 0 then
-        format(E'\n          cross join lateral jsonb_to_record(i.a) as wa(%s)',
-               (select string_agg(format('%I %s', c, change_column_type(v_rel, c)), ', ') from unnest(v_written) as c))
-      else '' end);
+          from jsonb_to_record($1) as a(s integer[], x integer[], n text[], v bigint[], %s)
+         cross join lateral unnest(a.s, a.x, a.n, a.v, %s) as i(s, x, n, v, %s)$s$,
+      (select string_agg(format('(i.%I)::%s as %I', r.name, r.type, r.name)
+                         || case when r.part = 'e' then format(', i.%I', 'e?' || r.col) else '' end, ', ' order by r.o)
+         from change_report_columns(definition) as r),
+      (select string_agg(format('%I %s[]', r.name, r.carrier)
+                         || case when r.part = 'e' then format(', %I boolean[]', 'e?' || r.col) else '' end, ', ' order by r.o)
+         from change_report_columns(definition) as r),
+      (select string_agg(format('a.%I', r.name) || case when r.part = 'e' then format(', a.%I', 'e?' || r.col) else '' end,
+                         ', ' order by r.o)
+         from change_report_columns(definition) as r),
+      (select string_agg(format('%I', r.name) || case when r.part = 'e' then format(', %I', 'e?' || r.col) else '' end,
+                         ', ' order by r.o)
+         from change_report_columns(definition) as r));
   end if;
   return format($q$
     select jsonb_build_object(
@@ -105,34 +104,73 @@ $$;
 comment on function {{ .schema }}.change_report_sql(jsonb) is
   'chunks helper (change_status): the statement that gives the status of the committed targets of jobs of the change DEFINITION by their audit ({"matching": n, "off": [[s, x, status, key]]}: drifted or missing), comparing typed values; $1 is change_report_input(jobs) for a user''s table (run as the writer role), the job ids for orders (job_audit).';
 
--- The committed targets of jobs of a declared change as change_report_sql
--- takes them ($1), from their audit (change_audit): "s" the job's place in
--- JOB_IDS and "x" the target's in its job (both from 1), "k" its key, "t"
--- the target, "n" its job's tenant, "a" the values its job wrote and "v"
--- the version it left.
-create or replace function {{ .schema }}.change_report_input(job_ids text[]) returns jsonb
+-- The columns of change_report_sql's facts for a declared change's jobs
+-- (DEFINITION): PART k each key column, e each expect column the change
+-- does not write (with "e?COL": whether the target has it), w each column
+-- it writes; NAME the fact's name (PART.COL), TYPE the column's type, and
+-- CARRIER the array type that carries it: jsonb for a json or jsonb
+-- column (a JSON string stays one), text otherwise.
+create or replace function {{ .schema }}.change_report_columns(definition jsonb)
+returns table(part text, col text, name text, type text, carrier text, o bigint)
 language sql stable
 set search_path = {{ .schema }}, pg_temp
 as $$
-  select coalesce(jsonb_agg(jsonb_build_object('s', p.seq, 'x', au.ordinal + 1,
-                                               -- (a one-column key read directly: change_key_of is not inlined)
-                                               'k', case when jsonb_typeof(jc.definition -> 'key') = 'string'
-                                                         then x.e -> (jc.definition ->> 'key')
-                                                         else change_key_of(jc.definition, x.e) end,
-                                               't', x.e, 'n', j.tenant, 'a', au.after, 'v', au.version_after)
-                            order by p.seq, au.ordinal), '[]')
-    from unnest(change_report_input.job_ids) with ordinality as p(job_id, seq)
-    join jobs as j on j.job_id = p.job_id
-    join job_change as c on c.job_id = j.job_id
-    join changes as jc on jc.name = c.change
-    -- (a declared change's targets are rows: joined with the audit by
-    -- ordinal as two tables, not target by target)
-    join change_targets as ct on ct.job_id = j.job_id
-    join change_audit as au on au.job_id = ct.job_id and au.ordinal = ct.ordinal
-   cross join lateral (select ct.target as e) as x
+  select c.part, c.col, c.part || '.' || c.col, format_type(a.atttypid, a.atttypmod),
+         case when b.base_id in ('json'::regtype, 'jsonb'::regtype) then 'jsonb' else 'text' end,
+         row_number() over (order by c.o)
+    from (select 'k' as part, k as col, o from unnest(change_key_columns(definition)) with ordinality as x(k, o)
+          union all
+          select 'e', e, 1000 + o from jsonb_array_elements_text(coalesce(definition -> 'expect', '[]')) with ordinality as x(e, o)
+           where e <> all (change_written(definition))
+          union all
+          select 'w', w, 2000 + o from unnest(change_written(definition)) with ordinality as x(w, o)) as c
+    join pg_attribute as a on a.attrelid = to_regclass(definition ->> 'table') and a.attname = c.col
+   cross join lateral base_type(a.atttypid, a.atttypmod) as b
 $$;
-comment on function {{ .schema }}.change_report_input(text[]) is
-  'chunks helper: the committed targets of the jobs JOB_IDS (of one declared change), from their audit (change_audit), as change_report_sql reads them: {s, x, k, t, n, a, v}.';
+comment on function {{ .schema }}.change_report_columns(jsonb) is
+  'chunks helper: the per-column facts change_report_sql reads for a declared change DEFINITION (key, unwritten expect and written columns), each with its name, type and carrier (jsonb or text).';
+
+-- The committed targets of the jobs JOB_IDS of the declared change
+-- DEFINITION as change_report_sql takes them ($1), from their audit
+-- (change_audit): one array per fact, all in one order: "s" the job's
+-- place in JOB_IDS and "x" the target's in its job (both from 1), "n" its
+-- job's tenant, "v" the version it left, and change_report_columns': each
+-- key column's value and each expect column's (from the target), and each
+-- value the job wrote (from the audit's after image). Arrays, not one
+-- object a target: 1,000,000 committed targets are a few arrays to build
+-- and to read back.
+drop function if exists {{ .schema }}.change_report_input(text[]);
+create or replace function {{ .schema }}.change_report_input(definition jsonb, job_ids text[]) returns jsonb
+language plpgsql stable
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_result jsonb;
+begin
+  -- (chunks' functions build the statement: names by %L; the job ids are bound)
+  -- @plpgsql_check_options: security_warnings = false
+  execute format($q$
+    select jsonb_build_object('s', coalesce(to_jsonb(array_agg(p.seq)), '[]'), 'x', coalesce(to_jsonb(array_agg(au.ordinal + 1)), '[]'),
+                              'n', coalesce(to_jsonb(array_agg(j.tenant)), '[]'), 'v', coalesce(to_jsonb(array_agg(au.version_after)), '[]'))
+           || jsonb_build_object(%s)
+      from unnest($1) with ordinality as p(job_id, seq)
+      join jobs as j on j.job_id = p.job_id
+      -- (a declared change's targets are rows: joined with the audit by
+      -- ordinal as two tables, not target by target)
+      join change_targets as ct on ct.job_id = j.job_id
+      join change_audit as au on au.job_id = ct.job_id and au.ordinal = ct.ordinal$q$,
+    (select string_agg(format('%L, coalesce(to_jsonb(array_agg(%s %s %L)), ''[]'')', r.name,
+                              case r.part when 'w' then 'au.after' else 'ct.target' end,
+                              case r.carrier when 'jsonb' then '->' else '->>' end, r.col)
+                       || case when r.part = 'e' then format(', %L, coalesce(to_jsonb(array_agg(ct.target ? %L)), ''[]'')', 'e?' || r.col, r.col)
+                               else '' end, ', ' order by r.o)
+       from change_report_columns(change_report_input.definition) as r))
+    into v_result using change_report_input.job_ids;
+  return v_result;
+end
+$$;
+comment on function {{ .schema }}.change_report_input(jsonb, text[]) is
+  'chunks helper: the committed targets of the jobs JOB_IDS of the declared change DEFINITION, from their audit (change_audit), as change_report_sql reads them: one array per fact (s, x, n, v, and change_report_columns'').';
 
 -- change_report_sql's answer for the jobs JOB_IDS of the change
 -- DEFINITION: a user's table read as the writer role (writer_run), with
@@ -153,7 +191,7 @@ begin
     execute change_report_sql(change_status.definition) into v_result using to_jsonb(change_status.job_ids);
     return v_result;
   end if;
-  return writer_run(change_report_sql(change_status.definition), change_report_input(change_status.job_ids), null);
+  return writer_run(change_report_sql(change_status.definition), change_report_input(change_status.definition, change_status.job_ids), null);
 end
 $$;
 comment on function {{ .schema }}.change_status(jsonb, text[]) is

@@ -53,7 +53,7 @@ begin
     end if;
     -- The value as its column's type prints it (a uuid in lower case),
     -- cast as the writer role (writer_cast: a domain's check is code).
-    v_value := writer_cast(v_v, v_f.type, v_f.typid, format('%s.%s:', change_target.label, v_f.field),
+    v_value := writer_cast(v_v, v_f.type, v_f.base_id, format('%s.%s:', change_target.label, v_f.field),
                            format('column %s (%s)', v_f."column", v_f.type));
     v_target := v_target || jsonb_build_object(v_f.field, v_value);
   end loop;

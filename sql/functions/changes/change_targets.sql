@@ -12,23 +12,20 @@ language plpgsql stable security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare
-  v_unsorted jsonb;
-  v_result jsonb;
-  v_duplicate text;
+  v_list record;
 begin
   perform check_target_list(change_targets.items, change_targets.field, limit_of('change_targets_max'));
-  -- Every target checked and typed at once (change_target_list: one cast
-  -- of them all as the writer role), or one by one when one has a
-  -- problem: the first bad one is the one named.
-  v_unsorted := change_target_list(change_targets.definition, change_targets.items,
-                                   array(select format('%s[%s]', change_targets.field, g - 1)
-                                           from generate_series(1, jsonb_array_length(change_targets.items)) as g));
-  -- No key twice, and sorted by key, compared as the key columns' types.
-  select k.sorted, k.words into v_result, v_duplicate from change_key_sort(change_targets.definition, v_unsorted) as k;
-  if v_duplicate is not null then
-    raise exception '%: duplicate %', change_targets.field, v_duplicate using errcode = '22023';
+  -- Every target checked, typed and sorted at once (change_target_list:
+  -- one cast of them all as the writer role), or one by one when one has
+  -- a problem: the first bad one is the one named. No key twice.
+  select * into v_list
+    from change_target_list(change_targets.definition, change_targets.items,
+                            array(select format('%s[%s]', change_targets.field, g - 1)
+                                    from generate_series(1, jsonb_array_length(change_targets.items)) as g));
+  if v_list.duplicate is not null then
+    raise exception '%: duplicate %', change_targets.field, v_list.words using errcode = '22023';
   end if;
-  return v_result;
+  return to_jsonb(v_list.sorted);
 end
 $$;
 comment on function {{ .schema }}.change_targets(jsonb, jsonb, text) is

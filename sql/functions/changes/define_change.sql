@@ -273,6 +273,11 @@ begin
     raise exception 'set: a change must write at least one column (set, set_from_target or set_now)' using errcode = '22023';
   end if;
 
+  v_problem := change_field_problem(v_def);
+  if v_problem is not null then
+    raise exception '%', v_problem using errcode = '22023';
+  end if;
+
   -- Frozen like an approval: the same definition is a no-op, another one
   -- under the name a conflict. An empty expect, when, set or
   -- set_from_target is the same as none: it is not kept.
