@@ -150,6 +150,67 @@ func TestChangeCodeOnTheTableRunsAsTheWriter(t *testing.T) {
 	}
 }
 
+// TestTargetDomainsAreCheckedAsTheWriter: a target's values are typed
+// and sorted by chunks' owner as their columns' base types, and only the
+// writer casts them to the column's own type, so the CHECK of a domain on
+// a key or an expect column (code the table's owner wrote) runs as the
+// writer at register and at campaign create, never as chunks' owner (here
+// a superuser, so an attack that ran as it would work). A bad value is
+// still refused in the domain's words; a field whose column is of a
+// composite type, whose input would run its parts' domains, is refused at
+// define.
+func TestTargetDomainsAreCheckedAsTheWriter(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	app := pgtest.NewRole(t, pgtest.DSN(), "app")
+	w := writerOf(t, s)
+	owner := pgtest.MustString(t, s.Conn, "select nspowner::regrole::text from pg_namespace where nspname = $1", s.Name)
+	shop := pgtest.NewSchemaName(t)
+	s.Exec(t, "create schema "+shop)
+	t.Cleanup(func() {
+		if _, err := s.Conn.Exec(ctx, "drop schema "+shop+" cascade"); err != nil {
+			t.Errorf("drop schema %s: %v", shop, err)
+		}
+	})
+	s.Exec(t, fmt.Sprintf(attackSQL, shop, s.Name, app.Name, w, owner))
+	s.Exec(t, fmt.Sprintf(`create domain %[1]s.kid as bigint check (value > 0 and %[1]s.attack('key domain'));
+	create domain %[1]s.amount as integer check (value >= 0 and %[1]s.attack('expect domain'));
+	create type %[1]s.pair as (a %[1]s.amount, b integer);
+	create table %[1]s.k(id %[1]s.kid primary key, m integer not null, v integer not null, due %[1]s.amount, p %[1]s.pair, state text not null);
+	insert into %[1]s.k select g, 7, 0, g, null, 'open' from generate_series(1, 6) g;
+	alter domain %[1]s.kid owner to %[2]s;
+	alter domain %[1]s.amount owner to %[2]s;
+	alter type %[1]s.pair owner to %[2]s;
+	alter table %[1]s.k owner to %[2]s;
+	grant select, update on %[1]s.k to %[3]s;`, shop, app.Name, w))
+	s.Exec(t, "delete from "+shop+".loot") // (the rows above were inserted as chunks' owner, checks and all)
+
+	_, err := pgtest.TryString(s.Conn, "select define_change($1)::text",
+		fmt.Sprintf(`{"name": "pairs", "table": "%s.k", "key": "id", "expect": ["p"], "set": {"state": "closed"}}`, shop))
+	pgtest.WantPgError(t, err, "22023", "expect: column "+shop+".k.p is "+shop+".pair; a field's column is of a base type, an enum, an array or a domain of one")
+
+	s.Exec(t, "select define_change($1)", fmt.Sprintf(`{"name": "close_k", "table": "%s.k", "key": "id", "tenant": "m", "version": "v", "expect": ["due"], "set": {"state": "closed"}}`, shop))
+	s.Exec(t, "select register_change('close_k', $1)", changePlan("k1", "7", `[{"id": 2, "v": 0, "due": 2}, {"id": 1, "v": 0, "due": 1}]`, 2))
+	s.Exec(t, "select campaign_create_change('kc', 'close_k', '7', 2, $1, null, 16)",
+		`[{"id": 5, "v": 0, "due": 5}, {"id": 3, "v": 0, "due": 3}, {"id": 4, "v": 0, "due": 4}]`)
+	sameJSON(t, "k1's targets in key order", pgtest.MustString(t, s.Conn, "select job_targets('k1')::text"),
+		`[{"id": 1, "v": 0, "due": 1}, {"id": 2, "v": 0, "due": 2}]`)
+	sameJSON(t, "kc's targets in key order", pgtest.MustString(t, s.Conn, "select job_targets('kc-000001')::text"),
+		`[{"id": 3, "v": 0, "due": 3}, {"id": 4, "v": 0, "due": 4}, {"id": 5, "v": 0, "due": 5}]`)
+	_, err = pgtest.TryString(s.Conn, "select campaign_create_change('kd', 'close_k', '7', 2, $1, null, 16)::text", `[{"id": 6, "v": 0, "due": -1}]`)
+	pgtest.WantPgError(t, err, "22023", "targets[0].due: -1 is not a value of column due ("+shop+".amount): value for domain "+shop+".amount violates check constraint \"amount_check\"")
+
+	if got := pgtest.MustString(t, s.Conn, "select string_agg(distinct vector, ', ' order by vector) from "+shop+".loot"); got != "expect domain, key domain" {
+		t.Errorf("vectors that ran: %s", got)
+	}
+	if got := pgtest.MustString(t, s.Conn, "select coalesce(string_agg(distinct who, ', '), 'none') from "+shop+".loot"); got != w {
+		t.Errorf("the domains' checks ran as %s, want only the writer %s", got, w)
+	}
+	if got := pgtest.MustString(t, s.Conn, "select count(*) filter (where ok)::text from "+shop+".loot"); got != "0" {
+		t.Errorf("attempts that worked: %s", got)
+	}
+}
+
 // TestDefaultPrivilegesLeakNoExecute (issue 35, item 3): a default
 // privilege of the role that defines a change and runs migrate
 // (ALTER DEFAULT PRIVILEGES ... GRANT EXECUTE ON FUNCTIONS) opened the
