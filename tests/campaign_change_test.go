@@ -112,7 +112,7 @@ func TestCampaignOfAChange(t *testing.T) {
 				`[10000, 10000]`)
 
 			st, err := driver.CampaignStatus(ctx, s.Conn, "holds")
-			if err != nil || st.Committed != 10000 || st.JobsDone != 10 || st.Drift != 0 || st.Remaining != 0 {
+			if err != nil || st.Committed != 10000 || st.JobsDone != 10 || st.Remaining != 0 {
 				t.Fatalf("status: %+v, %v", st, err)
 			}
 			// Drift by hand: a written value, the version, a row gone.
@@ -123,9 +123,6 @@ func TestCampaignOfAChange(t *testing.T) {
 			if err != nil || r.Committed != 10000 || r.Matching != 9997 || r.DriftedCount != 2 || r.MissingCount != 1 ||
 				fmt.Sprint(r.Drifted) != "[5 1000]" || fmt.Sprint(r.Missing) != "[77]" {
 				t.Fatalf("report: %+v, %v", r, err)
-			}
-			if st, err := driver.CampaignStatus(ctx, s.Conn, "holds"); err != nil || st.Drift != 3 {
-				t.Fatalf("status after drift: %+v, %v", st, err)
 			}
 			if source == "query" {
 				undoChangeCampaign(t, s, shop)
@@ -182,7 +179,7 @@ func undoChangeCampaign(t *testing.T, s *pgtest.Schema, shop string) {
 		t.Fatalf("the drifted rows: %s, were %s", got, untouched)
 	}
 	st, err := driver.CampaignStatus(ctx, s.Conn, "holds-undo")
-	if err != nil || st.Targets != 9997 || st.Committed != 9997 || st.JobsDone != 10 || st.Drift != 0 || st.Remaining != 0 {
+	if err != nil || st.Targets != 9997 || st.Committed != 9997 || st.JobsDone != 10 || st.Remaining != 0 {
 		t.Fatalf("undo status: %+v, %v", st, err)
 	}
 	// The undo's report: matching is the row as restored; drift by hand.

@@ -121,7 +121,7 @@ func TestCampaignRun(t *testing.T) {
 
 	spring := &campaignOptions{Name: "spring"}
 	if got, want := wantRun(t, runCampaignStatus, d, spring),
-		"campaign spring: 3 targets, 0 committed, 3 remaining; jobs: 0 done, 0 running, 1 queued, 0 paused, 0 waiting of 1; rate 0.0/s, ETA unknown; drift 0\n"; got != want {
+		"campaign spring: 3 targets, 0 committed, 3 remaining; jobs: 0 done, 0 running, 1 queued, 0 paused, 0 waiting of 1; rate 0.0/s, ETA unknown\n"; got != want {
 		t.Errorf("status: got %q, want %q", got, want)
 	}
 	if got, want := wantRun(t, runCampaignCheck, d, &campaignCheckOptions{Name: "spring", MaxListed: 100}),
@@ -159,7 +159,7 @@ func TestCampaignRun(t *testing.T) {
 		t.Fatalf("status --json: %v: %v", err, r)
 	}
 	got.RatePerSecond, got.ETASeconds = status.RatePerSecond, status.ETASeconds // they change with the clock
-	if g, w := clitest.MustJSON(t, got), clitest.MustJSON(t, status); g != w || status.Committed != 2 || status.Drift != 1 {
+	if g, w := clitest.MustJSON(t, got), clitest.MustJSON(t, status); g != w || status.Committed != 2 {
 		t.Errorf("status --json: got %s, want %s", g, w)
 	}
 
@@ -235,8 +235,8 @@ func TestCampaignOfAChangeRun(t *testing.T) {
 	l.Exec(t, "update "+shop+".payments set hold_reason = 'other' where payment_id = 2")
 	l.Exec(t, "delete from "+shop+".payments where payment_id = 3")
 	if got, want := wantRun(t, runCampaignStatus, d, holds),
-		"campaign holds: 3 targets, 3 committed, 0 remaining; jobs: 1 done, 0 running, 0 queued, 0 paused, 0 waiting of 1; rate "; !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "; drift 2\n") {
-		t.Errorf("status: got %q, want %q...; drift 2", got, want)
+		"campaign holds: 3 targets, 3 committed, 0 remaining; jobs: 1 done, 0 running, 0 queued, 0 paused, 0 waiting of 1; rate "; !strings.HasPrefix(got, want) || strings.Contains(got, "drift") {
+		t.Errorf("status: got %q, want %q... (no drift: report's)", got, want)
 	}
 	if got, want := wantRun(t, runCampaignReport, d, holds),
 		"campaign holds: 3 targets, 3 committed, 0 remaining: 1 matching, 1 drifted 2, 1 missing 3\n"; got != want {

@@ -57,4 +57,4 @@ begin
 end
 $$;
 comment on function {{ .schema }}.campaign_report_lists(text) is
-  'chunks helper (campaign_report, campaign_status): report''s rules over every committed target of campaign NAME (its audit rows), in campaign_report''s shape with the keys of the drifted and missing rows; CH409 when a job is not its approval or its change was redefined or dropped; one read of the table per change definition, not per job.';
+  'chunks helper (campaign_report): report''s rules over every committed target of campaign NAME (its audit rows), in campaign_report''s shape with the keys of the drifted and missing rows; CH409 when a job is not its approval or its change was redefined or dropped; one read of the table per change definition, not per job.';
