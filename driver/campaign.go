@@ -95,8 +95,8 @@ type CampaignProgress struct {
 	JobsPaused    int       `json:"jobs_paused"`
 	JobsQueued    int       `json:"jobs_queued"`
 	JobsWaiting   int       `json:"jobs_waiting"` // not yet released into the queue
-	RatePerSecond float64   `json:"rate_per_s"` // committed targets per second since created_at
-	ETASeconds    *float64  `json:"eta_s"`      // nil before the first commit
+	RatePerSecond float64   `json:"rate_per_s"`   // committed targets per second since created_at
+	ETASeconds    *float64  `json:"eta_s"`        // nil before the first commit
 }
 
 // CampaignDrift is campaign_report: report() over every job of a campaign.
