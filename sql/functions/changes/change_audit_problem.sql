@@ -14,8 +14,11 @@ as $$
        from change_audit as a
       where a.job_id = change_audit_problem.job_id
      having count(*) filter (where a.ordinal not between 0 and change_audit_problem.next_index - 1
-                                or a.key is distinct from change_key_text(change_audit_problem.definition,
-                                                                          change_audit_problem.targets -> a.ordinal)) > 0
+                                -- (a one-column key read directly: change_key_text is not inlined)
+                                or a.key is distinct from case when jsonb_typeof(change_audit_problem.definition -> 'key') = 'string'
+                                                               then change_audit_problem.targets -> a.ordinal ->> (change_audit_problem.definition ->> 'key')
+                                                               else change_key_text(change_audit_problem.definition,
+                                                                                    change_audit_problem.targets -> a.ordinal) end) > 0
          or count(*) <> change_audit_problem.next_index),
     (select format('the stored job is not sound: its chunks (change_chunks) do not run one after another from 0 to next_index %s',
                    change_audit_problem.next_index)
