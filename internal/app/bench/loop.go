@@ -21,6 +21,29 @@ import (
 const loopAuditSQL = `create table %s.loop_audit(id integer primary key, revision_before integer not null,
 	revision_after integer not null, at timestamptz not null default now())`
 
+// fairLoopAuditSQL creates the audit table of the loop that keeps what
+// chunks keeps (change_audit's columns and both unique keys): what an undo
+// and a proof of exactly once need, and the minimal loop does not write.
+const fairLoopAuditSQL = `create table %s.loop_change_audit(job_id text not null, ordinal integer not null, key text not null,
+	version_before bigint, version_after bigint, before jsonb not null, after jsonb not null, at timestamptz not null default now(),
+	primary key (job_id, ordinal), unique (job_id, key))`
+
+// fairLoopBatchSQL is that loop's statement: $1 ids, $2 revisions, $3
+// qtys, $4 the job, $5 the batch's first ordinal. Like a chunk, it locks
+// the pinned rows, takes their before values by ctid (no RETURNING OLD
+// before PostgreSQL 18), updates them, and writes one audit row each with
+// the written column's before and after image.
+const fairLoopBatchSQL = `with t as (select * from unnest($1::integer[], $2::integer[], $3::integer[]) with ordinality as t(id, revision, qty, ord)),
+	b as (select x.ctid as tid, x.id, x.state, x.revision, t.ord from %[1]s.tickets as x
+	        join t on x.id = t.id and x.revision = t.revision and x.qty = t.qty
+	       order by x.id for update of x),
+	changed as (update %[1]s.tickets as x set state = 'cancelled', revision = x.revision + 1
+	              from b where x.ctid = b.tid
+	            returning b.ord, x.id, b.revision as version_before, x.revision as version_after, b.state as state_before, x.state)
+	insert into %[1]s.loop_change_audit (job_id, ordinal, key, version_before, version_after, before, after)
+	select $4, $5 + ord::integer - 1, id::text, version_before, version_after,
+	       jsonb_build_object('state', state_before), jsonb_build_object('state', state) from changed`
+
 // loopBatchSQL is the loop's statement: $1 ids, $2 revisions, $3 qtys.
 const loopBatchSQL = `with t as (select * from unnest($1::integer[], $2::integer[], $3::integer[]) as t(id, revision, qty)),
 	changed as (update %[1]s.tickets as x set state = 'cancelled', revision = x.revision + 1
@@ -38,8 +61,9 @@ type loopBatch struct {
 // batchesOf cuts n groups of group rows, from first, into batches of
 // size, as a job of those rows is cut into chunks (so the loop commits
 // exactly as many transactions of the same sizes as chunks does). Row i of
-// a group has the revision and qty the seeder gives it.
-func batchesOf(first int64, groups, group, size int) []loopBatch {
+// a group has the revision and qty the seeder gives it. audited: the
+// batches of the fair loop, with their job (one a group) and first ordinal.
+func batchesOf(first int64, groups, group, size int, audited bool) []loopBatch {
 	var out []loopBatch
 	for g := range groups {
 		for from := 0; from < group; from += size {
@@ -49,7 +73,11 @@ func batchesOf(first int64, groups, group, size int) []loopBatch {
 				revisions = append(revisions, int32(i%5))
 				qtys = append(qtys, int32(1+i%7))
 			}
-			out = append(out, loopBatch{args: []any{ids, revisions, qtys}, rows: len(ids)})
+			args := []any{ids, revisions, qtys}
+			if audited {
+				args = append(args, fmt.Sprintf("loop-%d-%d", first, g), int32(from))
+			}
+			out = append(out, loopBatch{args: args, rows: len(ids)})
 		}
 	}
 	return out
@@ -91,16 +119,16 @@ func runLoop(ctx context.Context, conns []*pgx.Conn, statement string, work <-ch
 	return rows, errors.Join(errs...)
 }
 
-// dbaLoop runs batches to their end and returns the sample (one chunk per
-// batch).
-func dbaLoop(ctx context.Context, conns []*pgx.Conn, shop string, batches []loopBatch) (sample, error) {
+// dbaLoop runs batches of statement (loopBatchSQL or fairLoopBatchSQL) to
+// their end and returns the sample (one chunk per batch).
+func dbaLoop(ctx context.Context, conns []*pgx.Conn, shop, statement string, batches []loopBatch) (sample, error) {
 	work := make(chan loopBatch, len(batches))
 	for _, b := range batches {
 		work <- b
 	}
 	close(work)
 	start := time.Now()
-	rows, err := runLoop(ctx, conns, fmt.Sprintf(loopBatchSQL, pgx.Identifier{shop}.Sanitize()), work)
+	rows, err := runLoop(ctx, conns, fmt.Sprintf(statement, pgx.Identifier{shop}.Sanitize()), work)
 	return sample{elapsed: time.Since(start), chunks: len(batches), orders: rows}, err
 }
 
@@ -136,21 +164,28 @@ func loopPairName(size int) string {
 	return fmt.Sprintf("a declared change's jobs, 2 worker processes vs the DBA's loop, 2 connections (chunk and batch %d)", size)
 }
 
+// fairLoopPairName names the Pair of chunks against the loop that keeps
+// chunks' audit, at chunk size size.
+func fairLoopPairName(size int) string {
+	return fmt.Sprintf("a declared change's jobs, 2 worker processes vs the loop with chunks' audit, 2 connections (chunk and batch %d)", size)
+}
+
 // loopSizes are the chunk sizes the loop scenario compares at: the seed
 // lab's, and the issue's 100 and 1,000 (gh-ost's and GitLab's batches).
 var loopSizes = []int{10, 100, 1000}
 
-// loopPair measures, side by side, jobs of the declared change at chunk
+// loopPairs measures, side by side, jobs of the declared change at chunk
 // size size drained by two chunks worker processes against the DBA's loop
 // on two connections at batch size, on disjoint rows of the same table, in
-// a schema of its own (no other job in the workers' queue). A job holds 64
-// targets at chunk size 10 (the seed lab's), else 10 chunks.
+// a schema of its own (no other job in the workers' queue); then chunks
+// against the loop that keeps chunks' audit (fairLoopBatchSQL). A job
+// holds 64 targets at chunk size 10 (the seed lab's), else 10 chunks.
 // Each side's rounds together are also a Result of scenario "loop".
-func loopPair(ctx context.Context, admin *pgx.Conn, o Options, rounds, size int, add func(Result)) (p Pair, err error) {
+func loopPairs(ctx context.Context, admin *pgx.Conn, o Options, rounds, size int, add func(Result)) (ps []Pair, err error) {
 	schema := "chunks_bench_loop_" + randomHex()
 	_, seed, drop, err := newSchema(ctx, admin, o.Conn, schema)
 	if err != nil {
-		return p, err
+		return nil, err
 	}
 	defer func() { err = errors.Join(err, drop()) }()
 	group := targetsPerJob
@@ -158,14 +193,16 @@ func loopPair(ctx context.Context, admin *pgx.Conn, o Options, rounds, size int,
 		group = 10 * size
 	}
 	if _, err := seed.changeJobsOf(ctx, 1, group, size, true); err != nil { // the table and the change
-		return p, err
+		return nil, err
 	}
-	if _, err := seed.conn.Exec(ctx, fmt.Sprintf(loopAuditSQL, pgx.Identifier{seed.shop}.Sanitize())); err != nil {
-		return p, err
+	for _, create := range []string{loopAuditSQL, fairLoopAuditSQL} {
+		if _, err := seed.conn.Exec(ctx, fmt.Sprintf(create, pgx.Identifier{seed.shop}.Sanitize())); err != nil {
+			return nil, err
+		}
 	}
 	conns, stop, err := bothSides(ctx, o, schema, seed)
 	if err != nil {
-		return p, err
+		return nil, err
 	}
 	defer func() { err = errors.Join(err, stop()) }()
 	// As many rows a round as two workers change in about the scenario's
@@ -186,21 +223,23 @@ func loopPair(ctx context.Context, admin *pgx.Conn, o Options, rounds, size int,
 		}
 		return throughputOf(ctx, seed.conn, ids, group, size, 2*time.Millisecond)
 	}
-	loop := func() (sample, error) {
-		first, err := seed.rowsOf(ctx, groups, group)
-		if err != nil {
-			return sample{}, err
+	loop := func(statement string, audited bool) measureFunc {
+		return func() (sample, error) {
+			first, err := seed.rowsOf(ctx, groups, group)
+			if err != nil {
+				return sample{}, err
+			}
+			return dbaLoop(ctx, conns, seed.shop, statement, batchesOf(first, groups, group, size, audited))
 		}
-		return dbaLoop(ctx, conns, seed.shop, batchesOf(first, groups, group, size))
 	}
+	minimal, fair := loop(loopBatchSQL, false), loop(fairLoopBatchSQL, true)
 	// Each side's sessions make their plans first.
-	if _, err := chunks(); err != nil {
-		return p, err
+	for _, warm := range []measureFunc{chunks, minimal, fair} {
+		if _, err := warm(); err != nil {
+			return nil, err
+		}
 	}
-	if _, err := loop(); err != nil {
-		return p, err
-	}
-	var totals [2]sample
+	var totals [3]sample
 	counting := func(side int, measure measureFunc) measureFunc {
 		return func() (sample, error) {
 			s, err := measure()
@@ -210,8 +249,15 @@ func loopPair(ctx context.Context, admin *pgx.Conn, o Options, rounds, size int,
 			return s, err
 		}
 	}
-	p, err = sideBySide(loopPairName(size), "chunks, 2 worker processes", "the DBA's loop, 2 connections", rounds, counting(0, chunks), counting(1, loop))
+	p, err := sideBySide(loopPairName(size), "chunks, 2 worker processes", "the DBA's loop, 2 connections", rounds, counting(0, chunks), counting(1, minimal))
+	ps = append(ps, p)
+	if err != nil {
+		return ps, err
+	}
+	p, err = sideBySide(fairLoopPairName(size), "chunks, 2 worker processes", "the loop with chunks' audit, 2 connections", rounds, counting(0, chunks), counting(2, fair))
+	ps = append(ps, p)
 	add(totals[0].result("loop", fmt.Sprintf("chunks, 2 worker processes, chunk size %d", size), false))
 	add(totals[1].result("loop", fmt.Sprintf("the DBA's loop, 2 connections, batch %d", size), false))
-	return p, err
+	add(totals[2].result("loop", fmt.Sprintf("the loop with chunks' audit, 2 connections, batch %d", size), false))
+	return ps, err
 }
