@@ -95,8 +95,9 @@ type CampaignProgress struct {
 	JobsPaused    int       `json:"jobs_paused"`
 	JobsQueued    int       `json:"jobs_queued"`
 	JobsWaiting   int       `json:"jobs_waiting"` // not yet released into the queue
-	RatePerSecond float64   `json:"rate_per_s"`   // committed targets per second since created_at
-	ETASeconds    *float64  `json:"eta_s"`        // nil before the first commit
+	RatePerSecond *float64  `json:"rate_per_s"`   // committed targets per second over about the last minute; nil when no fleet worker sampled it
+	ETASeconds    *float64  `json:"eta_s"`        // nil when the rate is unknown or 0, or stalled
+	Stalled       bool      `json:"stalled"`      // targets remain and no job is running or queued (they are paused): nothing moves until a person decides
 }
 
 // CampaignDrift is campaign_report: report() over every job of a campaign.

@@ -205,8 +205,8 @@ func TestCampaignStatusReportPause(t *testing.T) {
 		t.Fatal(err)
 	}
 	if st.Targets != 300 || st.Committed != 30 || st.Remaining != 270 || st.Jobs != 5 || st.JobsQueued != 2 ||
-		st.JobsWaiting != 3 || st.JobsDone != 0 || st.ETASeconds == nil {
-		t.Fatalf("status %+v", st)
+		st.JobsWaiting != 3 || st.JobsDone != 0 || st.RatePerSecond != nil || st.ETASeconds != nil || st.Stalled {
+		t.Fatalf("status %+v (no fleet worker sampled it: no rate)", st)
 	}
 	r, err := driver.CampaignReport(ctx, s.Conn, "c")
 	if err != nil {
@@ -470,5 +470,48 @@ func TestCampaignUndo(t *testing.T) {
 	}
 	if _, err := driver.UndoCampaign(ctx, s.Conn, "c-undo", ""); !errors.Is(err, driver.ErrConflict) || !strings.Contains(err.Error(), "campaign c-undo: is the undo of c") {
 		t.Fatalf("undo of an undo: %v", err)
+	}
+}
+
+// TestCampaignRecentRateAndStall (issue 38, item 4): a campaign's rate is
+// over about the last minute, from the samples the fleet's heartbeats
+// take (record_progress: at most one a campaign every 5 s), not the
+// average since creation; with no job running or queued (the campaign
+// paused) it is stalled and has no ETA.
+func TestCampaignRecentRateAndStall(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	seedOrders(t, s, "acme", 1, 300)
+	spec := driver.CampaignSpec{Name: "c", Tenant: "acme", ChunkSize: 10, QueueWindow: 2}
+	if _, err := driver.CreateCampaign(ctx, s.Conn, spec, readTargets(t, campaignLines(1, 300))); err != nil {
+		t.Fatal(err)
+	}
+	// The campaign was made an hour ago, and a sample 30 s ago saw 0 committed.
+	s.Exec(t, "update campaigns set created_at = now() - interval '1 hour' where name = 'c'")
+	s.Exec(t, "insert into campaign_progress values ('c', clock_timestamp() - interval '30 seconds', 0)")
+	for range 6 {
+		queryString(t, s, "select run_next_chunk('w')::text")
+	}
+	// A heartbeat of a worker that ran c-000001 samples the campaign once.
+	for range 2 {
+		queryString(t, s, `select record_progress(jsonb_build_array(jsonb_build_object('job_id', 'c-000001', 'next_index', next_index, 'ago_ms', 0)))::text
+		  from jobs where job_id = 'c-000001'`)
+	}
+	if got := queryString(t, s, "select string_agg(committed::text, ' ' order by at) from campaign_progress where campaign = 'c'"); got != "0 60" {
+		t.Errorf("samples: %s, want 0 then 60 (one a heartbeat at most every 5 s)", got)
+	}
+	st, err := driver.CampaignStatus(ctx, s.Conn, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 60 in about 30 s: about 2/s (the average since creation would be 0.0).
+	if st.RatePerSecond == nil || *st.RatePerSecond < 1.5 || *st.RatePerSecond > 2.1 || st.ETASeconds == nil ||
+		*st.ETASeconds < 240/2.1 || *st.ETASeconds > 240/1.5 || st.Stalled {
+		t.Fatalf("status %+v", st)
+	}
+	// Paused: stalled (the waiting jobs are never released), no ETA, though the rate is known.
+	s.Exec(t, "select campaign_pause('c')")
+	if st, err = driver.CampaignStatus(ctx, s.Conn, "c"); err != nil || !st.Stalled || st.ETASeconds != nil || st.RatePerSecond == nil {
+		t.Fatalf("paused status %+v, %v", st, err)
 	}
 }

@@ -263,7 +263,7 @@ func TestRolesGrantAndRevoke(t *testing.T) {
 	  "status_page(text, integer)", "verify_campaign(text)", "verify_job(text)", "worker_gone(text)",
 	  "worker_heartbeat(text, text, integer, timestamp with time zone, bigint, text, text)", "worker_status()"]`
 	tables := `{"jobs": ["SELECT"], "job_audit": ["SELECT"], "job_approval": ["SELECT"], "job_kind": ["SELECT"], "job_queue": ["SELECT"],
-	  "job_progress": ["SELECT"], "workers": ["SELECT"], "campaigns": ["SELECT"], "campaign_jobs": ["SELECT"],
+	  "job_progress": ["SELECT"], "workers": ["SELECT"], "campaigns": ["SELECT"], "campaign_jobs": ["SELECT"], "campaign_progress": ["SELECT"],
 	  "changes": ["SELECT"], "job_change": ["SELECT"], "change_audit": ["SELECT"],
 	  "change_jobs": ["SELECT"], "change_targets": ["SELECT"], "change_chunks": ["SELECT"]}`
 	sameJSON(t, "operator", privileges(r.operator), `{"usage": true, "create": false, "functions": `+operatorFunctions+`, "tables": `+tables+`}`)

@@ -204,7 +204,8 @@ func campaignStatusCommand() *cli.Command {
 		Usage:     "targets, committed, remaining, jobs by state, rate and ETA of a campaign",
 		UsageText: "chunks campaign status [--json] NAME",
 		Description: "One query over the campaign's own jobs. jobs waiting are not yet in the fleet's queue: each\n" +
-			"job of the campaign that finishes releases the next. rate is the average since creation.\n" +
+			"job of the campaign that finishes releases the next. rate is over about the last minute, from\n" +
+			"what the fleet's workers saw (unknown when no worker ran it); ETA says when nothing can move.\n" +
 			"It reads no row of the table: drift is campaign report's, which reads every committed row." +
 			campaignExample("chunks --schema lab campaign status spring", "chunks --schema lab --json campaign status spring"),
 		Action: action(parseCampaign, runCampaignStatus),
@@ -216,17 +217,27 @@ func runCampaignStatus(ctx context.Context, d deps, o *campaignOptions, out io.W
 	return printResult(ctx, d, out, func(ctx context.Context, conn *pgx.Conn) (driver.CampaignProgress, error) {
 		return driver.CampaignStatus(ctx, conn, o.Name)
 	}, func(st driver.CampaignProgress) {
-		eta := "unknown"
-		if st.ETASeconds != nil {
+		rate, eta := "unknown", "unknown"
+		if st.RatePerSecond != nil {
+			rate = fmt.Sprintf("%.1f/s", *st.RatePerSecond)
+		}
+		switch {
+		case st.Remaining == 0:
+			eta = "none: done"
+		case st.Stalled && st.Paused:
+			eta = "none: the campaign is paused (chunks campaign resume)"
+		case st.Stalled:
+			eta = fmt.Sprintf("none: %s paused, waiting for a decision (chunks status says why)", plural(st.JobsPaused, "job"))
+		case st.ETASeconds != nil:
 			eta = fmt.Sprintf("%.1f s", *st.ETASeconds)
 		}
 		paused := ""
 		if st.Paused {
 			paused = " (paused)"
 		}
-		say(out, "campaign %s%s: %d targets, %d committed, %d remaining; jobs: %d done, %d running, %d queued, %d paused, %d waiting of %d; rate %.1f/s, ETA %s",
+		say(out, "campaign %s%s: %d targets, %d committed, %d remaining; jobs: %d done, %d running, %d queued, %d paused, %d waiting of %d; rate %s, ETA %s",
 			st.Name, paused, st.Targets, st.Committed, st.Remaining, st.JobsDone, st.JobsRunning, st.JobsQueued,
-			st.JobsPaused, st.JobsWaiting, st.Jobs, st.RatePerSecond, eta)
+			st.JobsPaused, st.JobsWaiting, st.Jobs, rate, eta)
 	})
 }
 

@@ -121,7 +121,7 @@ func TestCampaignRun(t *testing.T) {
 
 	spring := &campaignOptions{Name: "spring"}
 	if got, want := wantRun(t, runCampaignStatus, d, spring),
-		"campaign spring: 3 targets, 0 committed, 3 remaining; jobs: 0 done, 0 running, 1 queued, 0 paused, 0 waiting of 1; rate 0.0/s, ETA unknown\n"; got != want {
+		"campaign spring: 3 targets, 0 committed, 3 remaining; jobs: 0 done, 0 running, 1 queued, 0 paused, 0 waiting of 1; rate unknown, ETA unknown\n"; got != want {
 		t.Errorf("status: got %q, want %q", got, want)
 	}
 	if got, want := wantRun(t, runCampaignCheck, d, &campaignCheckOptions{Name: "spring", MaxListed: 100}),

@@ -135,16 +135,19 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	// Issue 26's goals, each a row with its goal and a measured value.
 	want := map[string]string{
-		"chunks vs baseline, chunks/s, no delay, size 1":                                                            ">= 1.5",
-		"chunks vs baseline, chunks/s, no delay, size 10":                                                           ">= 2",
-		"WAL bytes per chunk, chunks (size 10) vs the floor":                                                        "<= 1.5",
-		"WAL bytes per chunk, fleet (1 worker process) vs the floor":                                                "<= 1.5",
-		"fleet (1 worker process) vs RunChunk, chunks/s, same jobs":                                                 ">= 0.95",
-		"a declared change, 2 worker processes vs the DBA's loop on 2 connections, rows/s (chunk and batch 10)":     ">= 1.0",
-		"a declared change, 2 worker processes vs the DBA's loop on 2 connections, rows/s (chunk and batch 100)":    ">= 0.9",
-		"a declared change, 2 worker processes vs the DBA's loop on 2 connections, rows/s (chunk and batch 1000)":   ">= 0.9",
-		"the application's lost TPS per changed row/s, beside chunks vs beside the DBA's loop (chunk and batch 10)": "<= 1.0",
-		"the application's p99, beside chunks vs beside the DBA's loop (chunk and batch 10)":                        "<= 1.0",
+		"chunks vs baseline, chunks/s, no delay, size 1":                                                                       ">= 1.5",
+		"chunks vs baseline, chunks/s, no delay, size 10":                                                                      ">= 2",
+		"WAL bytes per chunk, chunks (size 10) vs the floor":                                                                   "<= 1.5",
+		"WAL bytes per chunk, fleet (1 worker process) vs the floor":                                                           "<= 1.5",
+		"fleet (1 worker process) vs RunChunk, chunks/s, same jobs":                                                            ">= 0.95",
+		"a declared change, 2 worker processes vs the DBA's loop on 2 connections, rows/s (chunk and batch 10)":                ">= 1.0",
+		"a declared change, 2 worker processes vs the DBA's loop on 2 connections, rows/s (chunk and batch 100)":               ">= 0.9",
+		"a declared change, 2 worker processes vs the DBA's loop on 2 connections, rows/s (chunk and batch 1000)":              ">= 0.9",
+		"a declared change, 2 worker processes vs the loop with chunks' audit on 2 connections, rows/s (chunk and batch 10)":   ">= 0.9",
+		"a declared change, 2 worker processes vs the loop with chunks' audit on 2 connections, rows/s (chunk and batch 100)":  ">= 0.9",
+		"a declared change, 2 worker processes vs the loop with chunks' audit on 2 connections, rows/s (chunk and batch 1000)": ">= 0.9",
+		"the application's lost TPS per changed row/s, beside chunks vs beside the DBA's loop (chunk and batch 10)":            "<= 1.0",
+		"the application's p99, beside chunks vs beside the DBA's loop (chunk and batch 10)":                                   "<= 1.0",
 	}
 	for _, g := range report.Ratios {
 		// The application's toll may be below 0 in a smoke run (it ran
@@ -160,17 +163,20 @@ func TestBenchSmoke(t *testing.T) {
 	// Those goals are measured side by side: each the median of its
 	// pair's rounds, every round measured.
 	goalOf := map[string]string{
-		"RunChunk vs the baseline script, size 1":                                                                   "chunks vs baseline, chunks/s, no delay, size 1",
-		"RunChunk vs the baseline script, size 10":                                                                  "chunks vs baseline, chunks/s, no delay, size 10",
-		"RunChunk (size 10) vs the floor":                                                                           "", // no goal (issue 37 retired it)
-		"one worker process vs RunChunk (size 10), the same number of jobs":                                         "fleet (1 worker process) vs RunChunk, chunks/s, same jobs",
-		"a declared change's jobs, 2 worker processes vs the DBA's loop, 2 connections (chunk and batch 10)":        "a declared change, 2 worker processes vs the DBA's loop on 2 connections, rows/s (chunk and batch 10)",
-		"a declared change's jobs, 2 worker processes vs the DBA's loop, 2 connections (chunk and batch 100)":       "a declared change, 2 worker processes vs the DBA's loop on 2 connections, rows/s (chunk and batch 100)",
-		"a declared change's jobs, 2 worker processes vs the DBA's loop, 2 connections (chunk and batch 1000)":      "a declared change, 2 worker processes vs the DBA's loop on 2 connections, rows/s (chunk and batch 1000)",
-		"the application's lost TPS per changed row/s: beside chunks vs beside the DBA's loop (chunk and batch 10)": "the application's lost TPS per changed row/s, beside chunks vs beside the DBA's loop (chunk and batch 10)",
-		"the replica lag check, nothing throttling: with it vs without":                                             "the replica lag check, nothing throttling: chunks/s with it vs without",
-		"the declared change vs the built-in cancellation, size 1 (its time per chunk over the built-in's)":         "declared change vs the built-in cancellation, time per chunk (one round trip each), size 1",
-		"the declared change vs the built-in cancellation, size 10 (its time per chunk over the built-in's)":        "declared change vs the built-in cancellation, time per chunk (one round trip each), size 10",
+		"RunChunk vs the baseline script, size 1":                                                                           "chunks vs baseline, chunks/s, no delay, size 1",
+		"RunChunk vs the baseline script, size 10":                                                                          "chunks vs baseline, chunks/s, no delay, size 10",
+		"RunChunk (size 10) vs the floor":                                                                                   "", // no goal (issue 37 retired it)
+		"one worker process vs RunChunk (size 10), the same number of jobs":                                                 "fleet (1 worker process) vs RunChunk, chunks/s, same jobs",
+		"a declared change's jobs, 2 worker processes vs the DBA's loop, 2 connections (chunk and batch 10)":                "a declared change, 2 worker processes vs the DBA's loop on 2 connections, rows/s (chunk and batch 10)",
+		"a declared change's jobs, 2 worker processes vs the DBA's loop, 2 connections (chunk and batch 100)":               "a declared change, 2 worker processes vs the DBA's loop on 2 connections, rows/s (chunk and batch 100)",
+		"a declared change's jobs, 2 worker processes vs the DBA's loop, 2 connections (chunk and batch 1000)":              "a declared change, 2 worker processes vs the DBA's loop on 2 connections, rows/s (chunk and batch 1000)",
+		"a declared change's jobs, 2 worker processes vs the loop with chunks' audit, 2 connections (chunk and batch 10)":   "a declared change, 2 worker processes vs the loop with chunks' audit on 2 connections, rows/s (chunk and batch 10)",
+		"a declared change's jobs, 2 worker processes vs the loop with chunks' audit, 2 connections (chunk and batch 100)":  "a declared change, 2 worker processes vs the loop with chunks' audit on 2 connections, rows/s (chunk and batch 100)",
+		"a declared change's jobs, 2 worker processes vs the loop with chunks' audit, 2 connections (chunk and batch 1000)": "a declared change, 2 worker processes vs the loop with chunks' audit on 2 connections, rows/s (chunk and batch 1000)",
+		"the application's lost TPS per changed row/s: beside chunks vs beside the DBA's loop (chunk and batch 10)":         "the application's lost TPS per changed row/s, beside chunks vs beside the DBA's loop (chunk and batch 10)",
+		"the replica lag check, nothing throttling: with it vs without":                                                     "the replica lag check, nothing throttling: chunks/s with it vs without",
+		"the declared change vs the built-in cancellation, size 1 (its time per chunk over the built-in's)":                 "declared change vs the built-in cancellation, time per chunk (one round trip each), size 1",
+		"the declared change vs the built-in cancellation, size 10 (its time per chunk over the built-in's)":                "declared change vs the built-in cancellation, time per chunk (one round trip each), size 10",
 	}
 	if !seen["pacing"] { // no standby of its own with --dsn
 		delete(goalOf, "the replica lag check, nothing throttling: with it vs without")

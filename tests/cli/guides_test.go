@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
@@ -91,7 +93,7 @@ func TestInstallingGuide(t *testing.T) {
 	s.data(pasteDemoExport(t, blocks[0], dsn))
 	s.data(blocks[1])
 	wantGuideLeft(t, dsn, `select format('%s %s', (select max(version) from lab.schema_version),
-	    (select count(distinct proname) from pg_proc where pronamespace = 'lab'::regnamespace and proname in ('register', 'run_chunk', 'campaign_report')))`, "11 3")
+	    (select count(distinct proname) from pg_proc where pronamespace = 'lab'::regnamespace and proname in ('register', 'run_chunk', 'campaign_report')))`, fmt.Sprintf("%d 3", driver.SchemaVersion()))
 
 	alice, grafana := pgtest.NewRole(t, pgtest.DSN(), "alice"), pgtest.NewRole(t, pgtest.DSN(), "grafana")
 	s.data("chunks --schema lab grant --operator " + alice.Name + " --viewer " + grafana.Name)

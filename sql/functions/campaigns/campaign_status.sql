@@ -37,11 +37,16 @@ begin
            'targets', c.target_count, 'committed', s.committed, 'remaining', c.target_count - s.committed,
            'jobs', c.job_count, 'jobs_done', s.done, 'jobs_running', s.running, 'jobs_paused', s.paused,
            'jobs_queued', s.queued, 'jobs_waiting', s.waiting,
-           -- The rate is the average since the campaign was created.
-           'rate_per_s', round(s.committed / greatest(extract(epoch from clock_timestamp() - c.created_at)::numeric, 0.001), 1),
-           'eta_s', case when s.committed = 0 then null
-                         else round((c.target_count - s.committed)
-                                    / (s.committed / greatest(extract(epoch from clock_timestamp() - c.created_at)::numeric, 0.001)), 1) end)
+           -- The recent rate: committed now against the campaign's progress
+           -- about a minute ago (campaign_progress, which the fleet's
+           -- heartbeats sample; with less than a minute of samples, the
+           -- oldest); NULL without a sample a second old (no fleet ran it).
+           'rate_per_s', r.rate,
+           'eta_s', case when r.rate > 0 and not s.stalled then round((c.target_count - s.committed) / r.rate, 1) end,
+           -- Nothing can progress: targets remain, and no job is running or
+           -- queued (those left are paused, and the waiting ones are
+           -- released only as a queued one finishes).
+           'stalled', s.stalled)
     into v_status
     from campaigns as c
    cross join (select coalesce(sum(p.next_index), 0)::integer as committed,
@@ -49,8 +54,18 @@ begin
                       count(*) filter (where p.state = 'running')::integer as running,
                       count(*) filter (where p.state = 'paused')::integer as paused,
                       count(*) filter (where p.state = 'queued')::integer as queued,
-                      count(*) filter (where p.state = 'waiting')::integer as waiting
+                      count(*) filter (where p.state = 'waiting')::integer as waiting,
+                      count(*) filter (where p.state in ('running', 'queued')) = 0
+                        and count(*) filter (where p.state <> 'done') > 0 as stalled
                  from per_job as p) as s
+    left join lateral (select round((s.committed - o.committed) / extract(epoch from clock_timestamp() - o.at)::numeric, 1) as rate
+                         from (select p.at, p.committed
+                                 from campaign_progress as p
+                                where p.campaign = c.name
+                                order by p.at <= clock_timestamp() - interval '1 minute' desc,
+                                         case when p.at <= clock_timestamp() - interval '1 minute' then p.at end desc, p.at
+                                limit 1) as o
+                        where o.at <= clock_timestamp() - interval '1 second') as r on true
    where c.name = campaign_status.name;
   if v_status is null then
     raise exception 'campaign %: not found', campaign_status.name using errcode = 'CH409';
@@ -63,5 +78,8 @@ $c$What campaign NAME is doing, summed over its jobs: {"name", "tenant", "chunk_
 "created_at", "paused", "queue_window", "targets", "committed", "remaining", "jobs", "jobs_done",
 "jobs_running", "jobs_paused", "jobs_queued", "jobs_waiting" (not yet released into the queue),
 "rate_per_s" (committed
-targets per second since created_at), "eta_s" (remaining / rate; null before any commit)}.
+targets per second over about the last minute, from the samples the fleet's heartbeats take,
+campaign_progress; null without a fleet's sample), "eta_s" (remaining / rate; null when the
+rate is unknown or 0, or stalled), "stalled" (targets remain and no job is running or queued: the
+ones left are paused, and nothing moves until a person decides)}.
 Reads only this campaign's jobs, not their rows (drift is campaign_report's); locks nothing. Errors: 22023 bad name; CH409 unknown campaign.$c$;

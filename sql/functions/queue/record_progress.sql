@@ -47,6 +47,22 @@ begin
                         else p.base_at end
    where excluded.at > p.at and excluded.next_index <> p.next_index;
   get diagnostics v_recorded = row_count;
+  -- The campaigns of these jobs: how far each is now, at most every 5 s
+  -- (campaign_status's recent rate), and nothing older than 15 minutes.
+  insert into campaign_progress (campaign, at, committed)
+  select c.campaign, clock_timestamp(), (select coalesce(sum(j.next_index), 0)
+                                           from campaign_jobs as cj join jobs as j on j.job_id = cj.job_id
+                                          where cj.campaign = c.campaign)
+    from (select distinct cj.campaign
+            from jsonb_array_elements(record_progress.samples) as e
+            join campaign_jobs as cj on cj.job_id = e ->> 'job_id') as c
+   where not exists (select from campaign_progress as p
+                      where p.campaign = c.campaign and p.at > clock_timestamp() - interval '5 seconds')
+  on conflict do nothing;
+  delete from campaign_progress as p
+   where p.at < clock_timestamp() - interval '15 minutes'
+     and p.campaign in (select cj.campaign from jsonb_array_elements(record_progress.samples) as e
+                          join campaign_jobs as cj on cj.job_id = e ->> 'job_id');
   return v_recorded;
 end
 $$;
@@ -56,5 +72,7 @@ $c$Records the progress a worker saw, for the rate and ETA of job_status and sta
 committed, ago_ms milliseconds ago. Updates the job's row in job_progress when the sample is newer
 and the job moved (an older sample of the same job is left out; one behind the row starts the job
 over, as a new job under an old id). The rate spans the last one to two minutes of progress: every
-minute of it, the oldest point moves up. chunks worker calls it with each heartbeat. Returns the
-number of rows written. Errors: 22023 malformed samples (at most 10000).$c$;
+minute of it, the oldest point moves up. It also samples the campaigns of those jobs
+(campaign_progress: their committed targets now, at most every 5 s, kept 15 minutes), for
+campaign_status's recent rate. chunks worker calls it with each heartbeat. Returns the
+number of job rows written. Errors: 22023 malformed samples (at most 10000).$c$;

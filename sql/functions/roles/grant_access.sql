@@ -49,7 +49,7 @@ as $$
   select t::regclass
     from unnest(array['{{ .schema }}.jobs', '{{ .schema }}.job_audit', '{{ .schema }}.job_approval', '{{ .schema }}.job_kind',
                       '{{ .schema }}.job_queue', '{{ .schema }}.job_progress', '{{ .schema }}.workers',
-                      '{{ .schema }}.campaigns', '{{ .schema }}.campaign_jobs',
+                      '{{ .schema }}.campaigns', '{{ .schema }}.campaign_jobs', '{{ .schema }}.campaign_progress',
                       '{{ .schema }}.changes', '{{ .schema }}.job_change', '{{ .schema }}.change_audit',
                       '{{ .schema }}.change_jobs', '{{ .schema }}.change_targets', '{{ .schema }}.change_chunks']) as t
 $$;
