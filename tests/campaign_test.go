@@ -188,12 +188,7 @@ func TestCampaignBadInput(t *testing.T) {
 // report, and pause/resume act on every queued job of the campaign.
 func TestCampaignStatusReportPause(t *testing.T) {
 	t.Parallel()
-	s := pgtest.NewSchema(t)
-	seedOrders(t, s, "acme", 1, 300)
-	spec := driver.CampaignSpec{Name: "c", Tenant: "acme", ChunkSize: 10, QueueWindow: 2}
-	if _, err := driver.CreateCampaign(ctx, s.Conn, spec, readTargets(t, campaignLines(1, 300))); err != nil {
-		t.Fatal(err)
-	}
+	s := campaignOf300(t)
 	// Three passes of the fleet: c-000001 gets chunks 1 and 3, c-000002 chunk 2.
 	for range 3 {
 		queryString(t, s, "select run_next_chunk('w')::text")
@@ -480,12 +475,7 @@ func TestCampaignUndo(t *testing.T) {
 // paused) it is stalled and has no ETA.
 func TestCampaignRecentRateAndStall(t *testing.T) {
 	t.Parallel()
-	s := pgtest.NewSchema(t)
-	seedOrders(t, s, "acme", 1, 300)
-	spec := driver.CampaignSpec{Name: "c", Tenant: "acme", ChunkSize: 10, QueueWindow: 2}
-	if _, err := driver.CreateCampaign(ctx, s.Conn, spec, readTargets(t, campaignLines(1, 300))); err != nil {
-		t.Fatal(err)
-	}
+	s := campaignOf300(t)
 	// The campaign was made an hour ago, and a sample 30 s ago saw 0 committed.
 	s.Exec(t, "update campaigns set created_at = now() - interval '1 hour' where name = 'c'")
 	s.Exec(t, "insert into campaign_progress values ('c', clock_timestamp() - interval '30 seconds', 0)")
@@ -514,4 +504,17 @@ func TestCampaignRecentRateAndStall(t *testing.T) {
 	if st, err = driver.CampaignStatus(ctx, s.Conn, "c"); err != nil || !st.Stalled || st.ETASeconds != nil || st.RatePerSecond == nil {
 		t.Fatalf("paused status %+v, %v", st, err)
 	}
+}
+
+// campaignOf300 is a schema with 300 pending orders of acme in campaign c
+// (chunk size 10, jobs of 60, queue window 2).
+func campaignOf300(t *testing.T) *pgtest.Schema {
+	t.Helper()
+	s := pgtest.NewSchema(t)
+	seedOrders(t, s, "acme", 1, 300)
+	spec := driver.CampaignSpec{Name: "c", Tenant: "acme", ChunkSize: 10, QueueWindow: 2}
+	if _, err := driver.CreateCampaign(ctx, s.Conn, spec, readTargets(t, campaignLines(1, 300))); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
