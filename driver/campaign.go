@@ -79,25 +79,27 @@ type CampaignCreated struct {
 
 // CampaignProgress is campaign_status: the campaign summed over its jobs.
 type CampaignProgress struct {
-	Name          string    `json:"name"`
-	Tenant        string    `json:"tenant"`
-	ChunkSize     int       `json:"chunk_size"`
-	Digest        string    `json:"digest"`
-	CreatedAt     time.Time `json:"created_at"`
-	Paused        bool      `json:"paused"`
-	QueueWindow   int       `json:"queue_window"`
-	Targets       int       `json:"targets"`
-	Committed     int       `json:"committed"`
-	Remaining     int       `json:"remaining"`
-	Jobs          int       `json:"jobs"`
-	JobsDone      int       `json:"jobs_done"`
-	JobsRunning   int       `json:"jobs_running"`
-	JobsPaused    int       `json:"jobs_paused"`
-	JobsQueued    int       `json:"jobs_queued"`
-	JobsWaiting   int       `json:"jobs_waiting"` // not yet released into the queue
-	RatePerSecond *float64  `json:"rate_per_s"`   // committed targets per second over about the last minute; nil when no fleet worker sampled it
-	ETASeconds    *float64  `json:"eta_s"`        // nil when the rate is unknown or 0, or stalled
-	Stalled       bool      `json:"stalled"`      // targets remain and no job is running or queued (they are paused): nothing moves until a person decides
+	Name             string    `json:"name"`
+	Tenant           string    `json:"tenant"`
+	ChunkSize        int       `json:"chunk_size"`
+	Digest           string    `json:"digest"`
+	CreatedAt        time.Time `json:"created_at"`
+	Paused           bool      `json:"paused"`
+	QueueWindow      int       `json:"queue_window"`
+	Targets          int       `json:"targets"`
+	Committed        int       `json:"committed"`
+	Remaining        int       `json:"remaining"`
+	Jobs             int       `json:"jobs"`
+	JobsDone         int       `json:"jobs_done"`
+	JobsRunning      int       `json:"jobs_running"`
+	JobsPaused       int       `json:"jobs_paused"`
+	JobsQueued       int       `json:"jobs_queued"`
+	JobsWaiting      int       `json:"jobs_waiting"`      // not yet released into the queue
+	JobsAbandoned    int       `json:"jobs_abandoned"`    // ended by abandon: their remaining targets are never run
+	AbandonedTargets int       `json:"abandoned_targets"` // those remaining targets
+	RatePerSecond    *float64  `json:"rate_per_s"`        // committed targets per second over about the last minute; nil when no fleet worker sampled it
+	ETASeconds       *float64  `json:"eta_s"`             // nil when the rate is unknown or 0, or stalled
+	Stalled          bool      `json:"stalled"`           // targets remain and no job is running or queued (they are paused): nothing moves until a person decides
 }
 
 // CampaignDrift is campaign_report: report() over every job of a campaign.

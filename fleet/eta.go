@@ -24,6 +24,8 @@ const (
 	ETADone    = "done"   // nothing left
 	ETAPaused  = "paused" // nothing runs it until chunks resume
 	ETAIdle    = "idle"   // not queued: nothing runs it until chunks resume
+	// ETAAbandoned: abandoned (chunks abandon); its remaining targets are never run.
+	ETAAbandoned = "abandoned"
 )
 
 // StallAfter is the least time a queued job goes without progress before
@@ -33,11 +35,11 @@ const StallAfter = time.Minute
 // ETA is when a job will be done at its recent rate, or why that cannot
 // be said: a time only where it is the truth.
 type ETA struct {
-	Kind    string   `json:"kind"`    // one of ETATime, ETAThrottled, ETAStalled, ETAUnknown, ETADone, ETAPaused, ETAIdle
+	Kind    string   `json:"kind"`    // one of ETATime, ETAThrottled, ETAStalled, ETAUnknown, ETADone, ETAPaused, ETAIdle, ETAAbandoned
 	Seconds *float64 `json:"seconds"` // from now, at the recent rate (ETATime, and ETAThrottled when known)
 	// QuietSeconds is how long the job has gone without progress: since
 	// it last moved forward, or since it was queued when it never did.
-	// Nil when not known, or when the job is done, paused or idle.
+	// Nil when not known, or when the job is done, paused, idle or abandoned.
 	QuietSeconds *float64 `json:"quiet_seconds"`
 }
 
@@ -54,6 +56,8 @@ func Estimate(j JobStatus, workers []WorkerStatus, now time.Time) ETA {
 		return ETA{Kind: ETAPaused}
 	case StateIdle:
 		return ETA{Kind: ETAIdle}
+	case StateAbandoned:
+		return ETA{Kind: ETAAbandoned}
 	}
 	var e ETA
 	since := j.ProgressedAt

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
@@ -22,11 +24,14 @@ const (
 	StatePaused  = "paused"  // no worker starts a chunk of it until [Resume]
 	StateDone    = "done"    // next_index = n; not in the queue
 	StateIdle    = "idle"    // unfinished and not in the queue; [Resume] queues it
+	// StateAbandoned: ended for good by [Abandon]; its remaining targets are
+	// never run (PauseReason, PausedAt and PausedBy say why, when, by whom).
+	StateAbandoned = "abandoned"
 )
 
 // States is every state of a job, in the order chunks status, the status
 // page and the metrics list them.
-var States = []string{StateQueued, StateRunning, StatePaused, StateDone, StateIdle}
+var States = []string{StateQueued, StateRunning, StatePaused, StateDone, StateIdle, StateAbandoned}
 
 // JobStatus is one job as chunks status shows it.
 type JobStatus struct {
@@ -221,6 +226,53 @@ const MaxPauseAfter = driver.MaxChangeTargets
 // job's tenant, as [Pause].
 func Resume(ctx context.Context, db driver.DB, job driver.JobRef) (bool, error) {
 	return jobCall(ctx, db, job, "resume_job")
+}
+
+// Abandoned is what [Abandon] answers (SQL abandon_job).
+type Abandoned struct {
+	JobID     string    `json:"job_id"`
+	Abandoned bool      `json:"abandoned"` // false: it already was, and nothing changed
+	By        string    `json:"by"`        // the session_user that abandoned it
+	At        time.Time `json:"at"`
+	Reason    string    `json:"reason"`
+	NextIndex int       `json:"next_index"` // its committed targets, which stay
+	Targets   int       `json:"targets"`
+}
+
+// MaxAbandonReason is the longest reason [Abandon] records, in characters.
+const MaxAbandonReason = 500
+
+// CheckAbandonReason checks an abandon's reason as the server does, before
+// any connection.
+func CheckAbandonReason(reason string) error {
+	if strings.TrimSpace(reason) == "" {
+		return driver.Invalidf("reason: must say why the job is abandoned, got an empty text")
+	}
+	if n := utf8.RuneCountInString(reason); n > MaxAbandonReason {
+		return driver.Invalidf("reason: at most %d characters, got %d", MaxAbandonReason, n)
+	}
+	return nil
+}
+
+// Abandon ends an unfinished job for good, for reason (recorded with who
+// and when): it leaves the queue, no chunk of it runs again (run_chunk,
+// [Resume] and [Pause] refuse it), and its committed chunks stay, with
+// their audit, for report and undo. A campaign's job gives its place in the
+// queue to the campaign's next job. A chunk of it in flight finishes first
+// (the call waits up to 5 s). An unknown or finished job is an
+// [driver.ErrConflict]; abandoning an abandoned job changes nothing.
+func Abandon(ctx context.Context, db driver.DB, job driver.JobRef, reason string) (Abandoned, error) {
+	if err := CheckAbandonReason(reason); err != nil {
+		return Abandoned{}, err
+	}
+	if err := job.Validate(); err != nil {
+		return Abandoned{}, err
+	}
+	var a Abandoned
+	if _, err := driver.QueryJSON(ctx, db, &a, "abandon_job", job.Args(reason)...); err != nil {
+		return Abandoned{}, err
+	}
+	return a, nil
 }
 
 // jobCall runs job function fn of job ([driver.JobRef.Call]), which

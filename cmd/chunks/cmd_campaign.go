@@ -222,7 +222,7 @@ func runCampaignStatus(ctx context.Context, d deps, o *campaignOptions, out io.W
 			rate = fmt.Sprintf("%.1f/s", *st.RatePerSecond)
 		}
 		switch {
-		case st.Remaining == 0:
+		case st.Remaining-st.AbandonedTargets == 0:
 			eta = "none: done"
 		case st.Stalled && st.Paused:
 			eta = "none: the campaign is paused (chunks campaign resume)"
@@ -235,9 +235,13 @@ func runCampaignStatus(ctx context.Context, d deps, o *campaignOptions, out io.W
 		if st.Paused {
 			paused = " (paused)"
 		}
-		say(out, "campaign %s%s: %d targets, %d committed, %d remaining; jobs: %d done, %d running, %d queued, %d paused, %d waiting of %d; rate %s, ETA %s",
+		abandoned := ""
+		if st.JobsAbandoned > 0 {
+			abandoned = fmt.Sprintf(", %d abandoned (%d targets never run)", st.JobsAbandoned, st.AbandonedTargets)
+		}
+		say(out, "campaign %s%s: %d targets, %d committed, %d remaining; jobs: %d done, %d running, %d queued, %d paused, %d waiting%s of %d; rate %s, ETA %s",
 			st.Name, paused, st.Targets, st.Committed, st.Remaining, st.JobsDone, st.JobsRunning, st.JobsQueued,
-			st.JobsPaused, st.JobsWaiting, st.Jobs, rate, eta)
+			st.JobsPaused, st.JobsWaiting, abandoned, st.Jobs, rate, eta)
 	})
 }
 

@@ -106,6 +106,7 @@ func commands() []*cli.Command {
 		serveCommand(),
 		pauseCommand(),
 		resumeCommand(),
+		abandonCommand(),
 		undoCommand(),
 		campaignCommand(),
 		changeCommand(),

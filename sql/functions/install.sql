@@ -38,6 +38,7 @@
 {{ template "campaigns/campaign_job_done.sql" . }}
 {{ template "queue/run_next_chunk.sql" . }}
 {{ template "queue/lock_unfinished_job.sql" . }}
+{{ template "queue/abandon_job.sql" . }}
 {{ template "undo/check_not_undone.sql" . }}
 {{ template "queue/pause_job.sql" . }}
 {{ template "queue/pause_job_after.sql" . }}

@@ -34,6 +34,7 @@
 {{ template "report.sql" . }}
 {{ template "pause_job.sql" . }}
 {{ template "pause_job_after.sql" . }}
+{{ template "abandon_job.sql" . }}
 {{ template "resume_job.sql" . }}
 {{ template "register_undo.sql" . }}
 {{ template "job_lineage.sql" . }}

@@ -17,6 +17,7 @@ begin
     select j.next_index, j.targets as n,
            case
              when j.next_index >= j.targets then 'done'
+             when exists (select from job_ends as e where e.job_id = j.job_id) then 'abandoned'
              when q.paused then 'paused'
              when exists (select from running as r where r.key = run_lock_key(j.job_id)) then 'running'
              when q.job_id is null then 'waiting'
@@ -36,13 +37,15 @@ begin
            'created_at', c.created_at, 'paused', c.paused, 'queue_window', c.queue_window,
            'targets', c.target_count, 'committed', s.committed, 'remaining', c.target_count - s.committed,
            'jobs', c.job_count, 'jobs_done', s.done, 'jobs_running', s.running, 'jobs_paused', s.paused,
-           'jobs_queued', s.queued, 'jobs_waiting', s.waiting,
+           'jobs_queued', s.queued, 'jobs_waiting', s.waiting, 'jobs_abandoned', s.abandoned,
+           'abandoned_targets', s.abandoned_targets,
            -- The recent rate: committed now against the campaign's progress
            -- about a minute ago (campaign_progress, which the fleet's
            -- heartbeats sample; with less than a minute of samples, the
            -- oldest); NULL without a sample a second old (no fleet ran it).
            'rate_per_s', r.rate,
-           'eta_s', case when r.rate > 0 and not s.stalled then round((c.target_count - s.committed) / r.rate, 1) end,
+           'eta_s', case when r.rate > 0 and not s.stalled
+                         then round((c.target_count - s.committed - s.abandoned_targets) / r.rate, 1) end,
            -- Nothing can progress: targets remain, and no job is running or
            -- queued (those left are paused, and the waiting ones are
            -- released only as a queued one finishes).
@@ -55,8 +58,10 @@ begin
                       count(*) filter (where p.state = 'paused')::integer as paused,
                       count(*) filter (where p.state = 'queued')::integer as queued,
                       count(*) filter (where p.state = 'waiting')::integer as waiting,
+                      count(*) filter (where p.state = 'abandoned')::integer as abandoned,
+                      coalesce(sum(p.n - p.next_index) filter (where p.state = 'abandoned'), 0)::integer as abandoned_targets,
                       count(*) filter (where p.state in ('running', 'queued')) = 0
-                        and count(*) filter (where p.state <> 'done') > 0 as stalled
+                        and count(*) filter (where p.state in ('paused', 'waiting')) > 0 as stalled
                  from per_job as p) as s
     left join lateral (select round((s.committed - o.committed) / extract(epoch from clock_timestamp() - o.at)::numeric, 1) as rate
                          from (select p.at, p.committed
@@ -77,9 +82,10 @@ comment on function {{ .schema }}.campaign_status(text) is
 $c$What campaign NAME is doing, summed over its jobs: {"name", "tenant", "chunk_size", "digest",
 "created_at", "paused", "queue_window", "targets", "committed", "remaining", "jobs", "jobs_done",
 "jobs_running", "jobs_paused", "jobs_queued", "jobs_waiting" (not yet released into the queue),
+"jobs_abandoned" (abandon_job) and "abandoned_targets" (their remaining targets, never run),
 "rate_per_s" (committed
 targets per second over about the last minute, from the samples the fleet's heartbeats take,
-campaign_progress; null without a fleet's sample), "eta_s" (remaining / rate; null when the
+campaign_progress; null without a fleet's sample), "eta_s" (remaining but abandoned targets / rate; null when the
 rate is unknown or 0, or stalled), "stalled" (targets remain and no job is running or queued: the
 ones left are paused, and nothing moves until a person decides)}.
 Reads only this campaign's jobs, not their rows (drift is campaign_report's); locks nothing. Errors: 22023 bad name; CH409 unknown campaign.$c$;

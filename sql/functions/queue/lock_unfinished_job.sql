@@ -9,11 +9,17 @@ as $$
 declare
   v_n integer;
   v_next_index integer;
+  v_end record;
 begin
   perform check_name(lock_unfinished_job.job_id, 'job_id');
   perform from jobs as j where j.job_id = lock_unfinished_job.job_id for share;
   if not found then
     raise exception 'job %: not found', lock_unfinished_job.job_id using errcode = 'CH409';
+  end if;
+  select e.abandoned_by, e.abandoned_at, e.reason into v_end from job_ends as e where e.job_id = lock_unfinished_job.job_id;
+  if found then
+    raise exception 'job %: abandoned by % at % (%); nothing to %', lock_unfinished_job.job_id, v_end.abandoned_by,
+      v_end.abandoned_at, v_end.reason, lock_unfinished_job.action using errcode = 'CH409';
   end if;
   select s.targets, s.next_index into v_n, v_next_index from job_shapes as s where s.job_id = lock_unfinished_job.job_id;
   if v_next_index >= v_n then
@@ -23,4 +29,4 @@ begin
 end
 $$;
 comment on function {{ .schema }}.lock_unfinished_job(text, text) is
-  'chunks helper: locks job JOB_ID FOR SHARE (waiting for a chunk in flight) and raises CH409 when it is unknown or already done, naming ACTION.';
+  'chunks helper: locks job JOB_ID FOR SHARE (waiting for a chunk in flight) and raises CH409 when it is unknown, abandoned (abandon_job) or already done, naming ACTION.';

@@ -23,10 +23,11 @@ as $$
            '{{ .schema }}.check_change(text, jsonb)',
            '{{ .schema }}.cancel_chunk(text, jsonb)', '{{ .schema }}.run_chunk(text)',
            '{{ .schema }}.run_next_chunk(text, integer, integer, integer, text, boolean)',
-           '{{ .schema }}.pause_job(text)', '{{ .schema }}.pause_job_after(text, integer)', '{{ .schema }}.resume_job(text)',
+           '{{ .schema }}.pause_job(text)', '{{ .schema }}.pause_job_after(text, integer)', '{{ .schema }}.resume_job(text)', '{{ .schema }}.abandon_job(text, text)',
            '{{ .schema }}.register_undo(text, text)',
            '{{ .schema }}.run_chunk(text, text)', '{{ .schema }}.pause_job(text, text)',
            '{{ .schema }}.pause_job_after(text, text, integer)', '{{ .schema }}.resume_job(text, text)',
+           '{{ .schema }}.abandon_job(text, text, text)',
            '{{ .schema }}.register_undo(text, text, text)',
            '{{ .schema }}.worker_heartbeat(text, text, integer, timestamptz, bigint, text, text)',
            '{{ .schema }}.worker_gone(text)', '{{ .schema }}.record_progress(jsonb)',
@@ -49,7 +50,7 @@ as $$
   select t::regclass
     from unnest(array['{{ .schema }}.jobs', '{{ .schema }}.job_audit', '{{ .schema }}.job_approval', '{{ .schema }}.job_kind',
                       '{{ .schema }}.job_queue', '{{ .schema }}.job_progress', '{{ .schema }}.workers',
-                      '{{ .schema }}.campaigns', '{{ .schema }}.campaign_jobs', '{{ .schema }}.campaign_progress',
+                      '{{ .schema }}.campaigns', '{{ .schema }}.campaign_jobs', '{{ .schema }}.campaign_progress', '{{ .schema }}.job_ends',
                       '{{ .schema }}.changes', '{{ .schema }}.job_change', '{{ .schema }}.change_audit',
                       '{{ .schema }}.change_jobs', '{{ .schema }}.change_targets', '{{ .schema }}.change_chunks']) as t
 $$;

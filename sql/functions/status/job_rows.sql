@@ -11,7 +11,8 @@ as $$
            coalesce(k.kind, case when jc.job_id is not null then 'change' else 'cancel' end) as kind, jc.change,
            k.undoes, u.job_id as undone_by,
            coalesce(nullif(r.application_name, ''), 'pid ' || r.pid) as running_in,
-           job_state(j.next_index, j.targets, r.pid is not null, q.job_id is not null, q.paused) as state,
+           job_state(j.next_index, j.targets, r.pid is not null, q.job_id is not null, q.paused, e.job_id is not null) as state,
+           e.abandoned_by, e.abandoned_at, e.reason as abandon_reason,
            -- The recent rate in ids per second, from the oldest to the
            -- newest point of the job's progress row (record_progress).
            -- A row ahead of the job is of an older job of the same id.
@@ -25,6 +26,7 @@ as $$
       left join job_change as jc on jc.job_id = j.job_id
       left join running as r on r.key = run_lock_key(j.job_id)
       left join job_progress as p on p.job_id = j.job_id and p.next_index <= j.next_index
+      left join job_ends as e on e.job_id = j.job_id
      where job_rows.after_job_id is null or j.job_id > job_rows.after_job_id
      order by j.job_id
      limit job_rows.max_jobs),
@@ -41,9 +43,10 @@ as $$
            'state', s.state,
            'running_in', case when s.state = 'running' then s.running_in end,
            'visible_at', case when s.state = 'queued' then s.visible_at end,
-           'pause_reason', s.pause_reason,
-           'paused_at', s.paused_at,
-           'paused_by', s.paused_by,
+           -- an abandoned job's: why, when and by whom it was abandoned
+           'pause_reason', case when s.state = 'abandoned' then 'abandoned: ' || s.abandon_reason else s.pause_reason end,
+           'paused_at', case when s.state = 'abandoned' then s.abandoned_at else s.paused_at end,
+           'paused_by', case when s.state = 'abandoned' then s.abandoned_by else s.paused_by end,
            'pause_after', case when s.state in ('queued', 'running') then s.pause_after end,
            'kind', s.kind,
            'change', s.change,
@@ -62,6 +65,7 @@ one jsonb object each: {"job_id", "tenant", "next_index", "n", "chunk_size", "st
 "visible_at", "pause_reason", "paused_at", "paused_by", "pause_after", "kind", "change", "undoes", "undone_by",
 "progressed_at", "rate", "drift"}, as job_status describes them. progressed_at is when a fleet worker last saw the job move forward, and
 rate its recent rate in ids per second (NULL until two points of progress are known); both come
-from job_progress. kind is 'change' for a job of a declared change (register_change) and
+from job_progress. An abandoned job (abandon_job) has state 'abandoned', and pause_reason
+("abandoned: REASON"), paused_at and paused_by say why, when and by whom. kind is 'change' for a job of a declared change (register_change) and
 'restore' for its undo, as for an orders job's; drift is report's, counted by jobs_drift;
 change is that change's name (job_change), NULL for other jobs. Read-only: it locks nothing.$c$;

@@ -22,17 +22,18 @@ begin
   -- bulk of a row) then go no further than this scan.
   with running as materialized (select rc.key from running_chunks() as rc),
        j as materialized (select s.job_id, s.next_index, s.targets as n from job_shapes as s),
-       f as (select j.job_id, job_state(j.next_index, j.n, r.key is not null, q.job_id is not null, q.paused) as state,
+       f as (select j.job_id, job_state(j.next_index, j.n, r.key is not null, q.job_id is not null, q.paused, e.job_id is not null) as state,
                     greatest(j.n - j.next_index, 0) as remaining,
                     coalesce(p.at, q.visible_at) as progress_seen
                from j
                left join job_queue as q on q.job_id = j.job_id
                left join running as r on r.key = run_lock_key(j.job_id)
-               left join job_progress as p on p.job_id = j.job_id and p.next_index <= j.next_index)
+               left join job_progress as p on p.job_id = j.job_id and p.next_index <= j.next_index
+               left join job_ends as e on e.job_id = j.job_id)
   select jsonb_build_object(
            'counts', coalesce((select jsonb_object_agg(g.state, g.jobs)
                                  from (select f.state, count(*) as jobs from f group by f.state) as g), '{}'::jsonb),
-           'unfinished_orders', coalesce(sum(f.remaining) filter (where f.state <> 'done'), 0),
+           'unfinished_orders', coalesce(sum(f.remaining) filter (where f.state not in ('done', 'abandoned')), 0),
            'oldest_progress_at', min(f.progress_seen) filter (where f.state in ('queued', 'running')),
            -- Every declared change, with its jobs by state (none: {}).
            'changes', (select coalesce(jsonb_object_agg(c.name, coalesce(g.counts, '{}'::jsonb)), '{}'::jsonb)

@@ -98,7 +98,8 @@ begin
     if v_job.approval_problem is not null then
       raise exception '%', v_job.approval_problem using errcode = 'CH409';
     end if;
-    if v_job.next_index < jsonb_array_length(v_job.targets) and v_paused is not true then
+    if v_job.next_index < jsonb_array_length(v_job.targets) and v_paused is not true
+       and not exists (select from job_ends as e where e.job_id = v_job.job_id) then  -- (abandoned: it never moves again)
       raise exception 'job %: can still make progress (next_index % of %, not paused): pause it first (chunks pause %)',
         v_job.job_id, v_job.next_index, jsonb_array_length(v_job.targets), v_job.job_id using errcode = 'CH409';
     end if;
@@ -126,8 +127,8 @@ the same change that restores the before values of its committed rows still as i
 and the answer names the change ("change").
 Errors: 22023 bad ids, or a default id that would not fit; CH409 an unknown job, an undo
 (an undo is not undone), a job already undone by another id, NEW_JOB_ID taken by another
-job, an unsound job or one that is no longer its registered approval (job_approval), a job that can still make progress (unfinished and not paused: pause
-it first), or nothing to undo.$c$;
+job, an unsound job or one that is no longer its registered approval (job_approval), a job that can still make progress (unfinished, not paused
+and not abandoned: pause it first), or nothing to undo.$c$;
 
 -- The signature of a router (the template is tenant_call.sql): the job of one tenant.
 {{ template "common/tenant_call.sql" (merge (dict "name" "register_undo" "returns" "jsonb" "volatility" "volatile" "missing" "conflict"
