@@ -14,7 +14,7 @@ func (j JobStatus) Detail(now time.Time) string {
 	switch {
 	case j.State == StateRunning && j.RunningIn != nil:
 		return "in " + *j.RunningIn
-	case j.State == StatePaused && j.PausedAt != nil:
+	case (j.State == StatePaused || j.State == StateAbandoned) && j.PausedAt != nil:
 		return fmt.Sprintf("at %s by %s: %s", j.PausedAt.Local().Format("15:04:05"), orUnknown(j.PausedBy), orUnknown(j.PauseReason))
 	case j.VisibleAt != nil && j.VisibleAt.After(now):
 		return "rests until " + j.VisibleAt.Local().Format("15:04:05.000")

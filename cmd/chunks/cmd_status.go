@@ -23,7 +23,8 @@ func statusCommand() *cli.Command {
 			"progress is next_index/n.\n" +
 			"state: queued (runnable; \"rests until\" a --rate or retry delay ends), running (a chunk of it\n" +
 			"is in flight, in the worker shown), paused (with who paused it, when and why; chunks resume\n" +
-			"JOB), done, or idle (unfinished but not queued; chunks resume JOB queues it). detail also\n" +
+			"JOB), done, idle (unfinished but not queued; chunks resume JOB queues it), or abandoned (with\n" +
+			"who abandoned it, when and why; chunks abandon: it never runs again). detail also\n" +
 			"says \"pauses after N more chunks\" while a canary (chunks pause --after N) is pending, and\n" +
 			"\"undone by UNDO\" for an undone job. drift counts the committed rows (orders, or a declared\n" +
 			"change's rows) that chunks report calls drifted or missing.\n" +
