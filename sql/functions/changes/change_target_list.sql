@@ -66,6 +66,8 @@ begin
                           coalesce(change_target_list.labels[x.ord], format('targets[%s]', x.ord - 1)))
        from jsonb_array_elements(change_target_list.items) with ordinality as x(e, ord)
       order by x.ord;
+    -- (never reached: what the set-based statements refuse, the explainer names)
+    raise exception 'targets: a target has a value that is not one of its column''s' using errcode = '22023';
   end if;
   -- @plpgsql_check_options: security_warnings = false
   execute change_target_list_sql(change_target_list.definition, 'sort')
