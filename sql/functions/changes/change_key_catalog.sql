@@ -97,7 +97,8 @@ comment on function {{ .schema }}.key_column_equality_sql(jsonb, text) is
 -- SQL text: A and B (SQL expressions of values of column COL of the change
 -- DEFINITION's table) are distinct, by that column's type's own equality
 -- (its default btree operator class's): IS DISTINCT FROM for PostgreSQL's
--- own types, as before, and for an extension's type (citext) its operator
+-- own types, as before (json, which has no equality, compared as jsonb),
+-- and for an extension's type (citext) its operator
 -- named in full, NULL-safe: the generated code runs with search_path
 -- pg_catalog, where IS DISTINCT FROM of two citext values would resolve to
 -- text's operator (case-sensitive). A type with no btree equality keeps
@@ -106,10 +107,15 @@ create or replace function {{ .schema }}.column_distinct_sql(definition jsonb, c
 language sql stable
 set search_path = {{ .schema }}, pg_temp
 as $$
-  select case when x.op = '=' then format('%s is distinct from %s', a, b)
+  select case when x.json then format('(%s)::jsonb is distinct from (%s)::jsonb', a, b)
+              when x.op = '=' then format('%s is distinct from %s', a, b)
               else format('(case when (%1$s) is null or (%2$s) is null then ((%1$s) is null) <> ((%2$s) is null) else not ((%1$s) %3$s (%2$s)) end)',
                           a, b, x.op) end
-    from (select coalesce(key_column_equality_sql(definition, col), '=') as op) as x
+    from (select coalesce(key_column_equality_sql(definition, col), '=') as op,
+                 -- json has no equality: two json values are the same when they are as jsonb
+                 exists (select from pg_attribute as at cross join lateral base_type(at.atttypid, at.atttypmod) as bt
+                          where at.attrelid = to_regclass(definition ->> 'table') and at.attname = col
+                            and bt.base_id = 'json'::regtype) as json) as x
 $$;
 comment on function {{ .schema }}.column_distinct_sql(jsonb, text, text, text) is
   'chunks helper: SQL text that A and B, values of column COL of the change DEFINITION''s table, are distinct by the column type''s own btree equality (IS DISTINCT FROM for PostgreSQL''s types; the extension''s operator named in full, NULL-safe, otherwise).';
