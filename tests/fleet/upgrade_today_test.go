@@ -10,14 +10,17 @@ import (
 	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
-// schema10Mains are the builds of main at schema version 10 (the writer)
-// whose fleets this build upgrades: the first landed one (4c9e349, before
+// earlierMains are the builds of main whose fleets this build upgrades: at
+// schema version 10 (the writer), the first landed one (4c9e349, before
 // issue 35's last fixes changed run_change_chunk's signature), the last
-// one before issue 36 (keys of any shape) began, and the last before the
-// one path (report, check, undo and campaign check on orders_change()),
-// and the last landed main before schema version 11 (d85e75f: a change's
-// targets in jobs.targets, which migration 011 moves into change_targets).
-var schema10Mains = []string{"4c9e349", "bf757d6", "ca42209", "d85e75f"}
+// one before issue 36 (keys of any shape) began, the last before the one
+// path (report, check, undo and campaign check on orders_change()), and
+// the last landed main before schema version 11 (d85e75f: a change's
+// targets in jobs.targets, which migration 011 moves into change_targets);
+// and the last landed main at schema version 11 (a1dd7f0: change_targets
+// with its foreign key, campaign status with drift, no campaign_progress
+// nor job_ends, which migrations 012 to 014 bring).
+var earlierMains = []string{"4c9e349", "bf757d6", "ca42209", "d85e75f", "a1dd7f0"}
 
 // Issue 36's upgrade: an install made by the previous build, with orders
 // jobs and a declared change's campaign in flight, one job paused and its
@@ -26,7 +29,7 @@ var schema10Mains = []string{"4c9e349", "bf757d6", "ca42209", "d85e75f"}
 // campaign's report and undo answer for the jobs the old build registered.
 func TestUpgradeTodaysFleet(t *testing.T) {
 	t.Parallel()
-	for _, rev := range schema10Mains {
+	for _, rev := range earlierMains {
 		t.Run(rev, func(t *testing.T) {
 			t.Parallel()
 			upgradeFleetFrom(t, rev)
@@ -133,8 +136,19 @@ func upgradeFleetFrom(t *testing.T, rev string) {
 	if out := clitest.Run(t, append(globals, "drain", "holds-000001-undo")...); out.Code != 0 {
 		t.Errorf("drain the undo: %v", out)
 	}
-	if got := pgtest.MustInt(t, conn, "select count(*)::int from "+shop+".payments where status = 'captured' and lock_version = 2"); got != 59 {
-		t.Errorf("%d rows restored by the undo, want the first job's 60 (12 chunks of 5) but the drifted one", got)
+	// The first job holds 60 targets (12 chunks of 5) when the old build
+	// made jobs of at most 64, and all 150 since schema version 11 (jobs of
+	// up to 100 chunks): its targets, but the drifted one, are restored.
+	first := pgtest.MustInt(t, conn, "select targets from job_shapes where job_id = 'holds-000001'")
+	want := 60
+	if rev == "a1dd7f0" {
+		want = 150
+	}
+	if first != want {
+		t.Errorf("holds-000001 holds %d targets, want %d", first, want)
+	}
+	if got := pgtest.MustInt(t, conn, "select count(*)::int from "+shop+".payments where status = 'captured' and lock_version = 2"); got != first-1 {
+		t.Errorf("%d rows restored by the undo, want the first job's %d but the drifted one", got, first)
 	}
 	for _, w := range []*clitest.Proc{oldWorker, newWorker} {
 		for _, line := range w.Lines() {
