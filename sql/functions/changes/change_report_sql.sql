@@ -56,22 +56,20 @@ begin
     -- The facts come as arrays, one per column (change_report_input),
     -- unnested side by side: a value as text (its JSON value's text; JSON
     -- itself for a json or jsonb column), cast here to its column's type.
-    v_source := format($s$
+    select format($s$
         select i.s, i.x, i.n, i.v, %s
           from jsonb_to_record($1) as a(s integer[], x integer[], n text[], v bigint[], %s)
          cross join lateral unnest(a.s, a.x, a.n, a.v, %s) as i(s, x, n, v, %s)$s$,
-      (select string_agg(format('(i.%I)::%s as %I', r.name, r.type, r.name)
-                         || case when r.part = 'e' then format(', i.%I', 'e?' || r.col) else '' end, ', ' order by r.o)
-         from change_report_columns(definition) as r),
-      (select string_agg(format('%I %s[]', r.name, r.carrier)
-                         || case when r.part = 'e' then format(', %I boolean[]', 'e?' || r.col) else '' end, ', ' order by r.o)
-         from change_report_columns(definition) as r),
-      (select string_agg(format('a.%I', r.name) || case when r.part = 'e' then format(', a.%I', 'e?' || r.col) else '' end,
-                         ', ' order by r.o)
-         from change_report_columns(definition) as r),
-      (select string_agg(format('%I', r.name) || case when r.part = 'e' then format(', %I', 'e?' || r.col) else '' end,
-                         ', ' order by r.o)
-         from change_report_columns(definition) as r));
+             string_agg(format('(i.%I)::%s as %I', r.name, r.type, r.name)
+                        || case when r.part = 'e' then format(', i.%I', 'e?' || r.col) else '' end, ', ' order by r.o),
+             string_agg(format('%I %s[]', r.name, r.carrier)
+                        || case when r.part = 'e' then format(', %I boolean[]', 'e?' || r.col) else '' end, ', ' order by r.o),
+             string_agg(format('a.%I', r.name) || case when r.part = 'e' then format(', a.%I', 'e?' || r.col) else '' end,
+                        ', ' order by r.o),
+             string_agg(format('%I', r.name) || case when r.part = 'e' then format(', %I', 'e?' || r.col) else '' end,
+                        ', ' order by r.o))
+      into v_source
+      from change_report_columns(definition) as r;
   end if;
   return format($q$
     select jsonb_build_object(

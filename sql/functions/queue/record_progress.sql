@@ -49,20 +49,22 @@ begin
   get diagnostics v_recorded = row_count;
   -- The campaigns of these jobs: how far each is now, at most every 5 s
   -- (campaign_status's recent rate), and nothing older than 15 minutes.
+  with sampled as (
+    select distinct cj.campaign
+      from jsonb_array_elements(record_progress.samples) as e
+      join campaign_jobs as cj on cj.job_id = e ->> 'job_id'
+  ), gone as (
+    delete from campaign_progress as p
+     where p.campaign in (select s.campaign from sampled as s) and p.at < clock_timestamp() - interval '15 minutes'
+  )
   insert into campaign_progress (campaign, at, committed)
-  select c.campaign, clock_timestamp(), (select coalesce(sum(j.next_index), 0)
+  select s.campaign, clock_timestamp(), (select coalesce(sum(j.next_index), 0)
                                            from campaign_jobs as cj join jobs as j on j.job_id = cj.job_id
-                                          where cj.campaign = c.campaign)
-    from (select distinct cj.campaign
-            from jsonb_array_elements(record_progress.samples) as e
-            join campaign_jobs as cj on cj.job_id = e ->> 'job_id') as c
+                                          where cj.campaign = s.campaign)
+    from sampled as s
    where not exists (select from campaign_progress as p
-                      where p.campaign = c.campaign and p.at > clock_timestamp() - interval '5 seconds')
+                      where p.campaign = s.campaign and p.at > clock_timestamp() - interval '5 seconds')
   on conflict do nothing;
-  delete from campaign_progress as p
-   where p.at < clock_timestamp() - interval '15 minutes'
-     and p.campaign in (select cj.campaign from jsonb_array_elements(record_progress.samples) as e
-                          join campaign_jobs as cj on cj.job_id = e ->> 'job_id');
   return v_recorded;
 end
 $$;
