@@ -11,21 +11,17 @@ declare
   v_status jsonb;
 begin
   perform check_name(campaign_status.name, 'name');
-  -- job_state's rules, but a job without a queue row is waiting here.
+  -- job_state's rules, in its one definition; a job of a campaign without
+  -- a queue row (idle there) is waiting for its turn here.
   with running as materialized (select rc.key from running_chunks() as rc),
   per_job as (
     select j.next_index, j.targets as n,
-           case
-             when j.next_index >= j.targets then 'done'
-             when exists (select from job_ends as e where e.job_id = j.job_id) then 'abandoned'
-             when q.paused then 'paused'
-             when exists (select from running as r where r.key = run_lock_key(j.job_id)) then 'running'
-             when q.job_id is null then 'waiting'
-             else 'queued'
-           end as state
+           replace(job_state(j.next_index, j.targets, exists (select from running as r where r.key = run_lock_key(j.job_id)),
+                             q.job_id is not null, q.paused, e.job_id is not null), 'idle', 'waiting') as state
       from campaign_jobs as cj
       join job_shapes as j on j.job_id = cj.job_id
       left join job_queue as q on q.job_id = cj.job_id
+      left join job_ends as e on e.job_id = cj.job_id
      where cj.campaign = campaign_status.name
     -- Each job's state once (offset 0): pulled up, the CASE (with its
     -- jsonb_array_length, which decompresses the job's targets) ran once per
