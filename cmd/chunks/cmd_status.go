@@ -16,7 +16,7 @@ import (
 func statusCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "status",
-		Usage:     "show every job: progress, queued / running / paused / done / idle, and drift",
+		Usage:     "show every job: progress, queued / running / paused / done / idle / abandoned, and drift",
 		UsageText: "chunks status [--dsn DSN] [--schema S] [--json]",
 		Description: "kind: cancel (a registered job), \"undo of JOB\" (chunks undo) or \"change NAME\" (a job of a\n" +
 			"declared change, chunks register --change NAME; its undo is \"undo of JOB (change NAME)\").\n" +
