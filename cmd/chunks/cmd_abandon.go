@@ -63,7 +63,7 @@ func runAbandon(ctx context.Context, d deps, o *abandonOptions, out io.Writer) e
 				a.At.UTC().Format("2006-01-02 15:04:05 UTC"), terminalSafe(a.Reason))
 			return
 		}
-		say(out, "abandoned job %s: its %d committed of %d targets stay (chunks report, chunks undo); the other %d are never run",
+		say(out, "abandoned job %s: %d of its %d targets were committed and stay (chunks report, chunks undo); the other %d will never run",
 			a.JobID, a.NextIndex, a.Targets, a.Targets-a.NextIndex)
 	})
 }

@@ -28,7 +28,7 @@ func TestAbandonRun(t *testing.T) {
 	d := labDeps(l)
 	job := driver.JobRef{ID: "j1"}
 	if got, want := wantRun(t, runAbandon, d, &abandonOptions{Job: job, Reason: "superseded by j2"}),
-		"abandoned job j1: its 0 committed of 4 targets stay (chunks report, chunks undo); the other 4 are never run\n"; got != want {
+		"abandoned job j1: 0 of its 4 targets were committed and stay (chunks report, chunks undo); the other 4 will never run\n"; got != want {
 		t.Errorf("abandon: got %q, want %q", got, want)
 	}
 	r := chunksIn(t, l, "", "abandon", "--reason", "again", "j1")
