@@ -115,6 +115,11 @@ type CampaignDrift struct {
 	// and gone: order ids, or a declared change's keys of any type.
 	Drifted []Key `json:"drifted"`
 	Missing []Key `json:"missing"`
+	// SkippedCount and Skipped are the targets operators set aside
+	// ([Skip], with its job), in the jobs' order then key order: neither
+	// committed nor remaining.
+	SkippedCount int    `json:"skipped_count,omitempty"`
+	Skipped      []Skip `json:"skipped,omitempty"`
 	// Undoes names the campaign that this one is the undo of ([UndoCampaign]),
 	// and UndoneBy the undo campaign of this one; nil when none, as
 	// [JobLineage] says of a job.

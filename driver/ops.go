@@ -96,7 +96,7 @@ func (j JobRef) Report(ctx context.Context, db DB) (JobReport, error) {
 	r.Approved, rest = splitKeys(keys.Approved)
 	if rest != nil {
 		return JobReport{Approved: []int64{}, Committed: []int64{}, Remaining: []int64{}, Matching: []int64{},
-			Drifted: []int64{}, Missing: []int64{}, Keys: &keys}, nil
+			Drifted: []int64{}, Missing: []int64{}, Skipped: keys.Skipped, Keys: &keys}, nil
 	}
 	for _, l := range []struct {
 		to   *[]int64
@@ -106,6 +106,7 @@ func (j JobRef) Report(ctx context.Context, db DB) (JobReport, error) {
 			return JobReport{}, fmt.Errorf("report: the approved keys are integers but not all the others (are the functions installed those of this chunks? run chunks migrate)")
 		}
 	}
+	r.Skipped = keys.Skipped
 	return r, nil
 }
 

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -84,6 +85,23 @@ type ReportKeys struct {
 	Matching  []Key `json:"matching"`
 	Drifted   []Key `json:"drifted"`
 	Missing   []Key `json:"missing"`
+	// Skipped is the targets an operator set aside ([Skip]), in key
+	// order: in none of the lists but Approved.
+	Skipped []Skip `json:"skipped,omitempty"`
+}
+
+// Skip is one target an operator set aside (SQL skip_target, chunks
+// skip): its job never changes it, and report lists it as skipped.
+type Skip struct {
+	JobID  string    `json:"job_id,omitempty"` // its job, in a campaign's report
+	Key    Key       `json:"key"`
+	Reason string    `json:"reason"`
+	By     string    `json:"by"` // the session_user that skipped it
+	At     time.Time `json:"at"`
+	// Found is what the change's check said of its row when it was
+	// skipped ("payment_id 5: lock_version is 9, approved 3"); "" when the
+	// row matched.
+	Found string `json:"found"`
 }
 
 // JobReport lists a job's ids: all Approved, the Committed prefix and the
@@ -96,6 +114,9 @@ type JobReport struct {
 	Matching  []int64 `json:"matching"`
 	Drifted   []int64 `json:"drifted"`
 	Missing   []int64 `json:"missing"`
+	// Skipped is the targets an operator set aside ([Skip]), in key
+	// order: in none of the lists but Approved.
+	Skipped []Skip `json:"skipped,omitempty"`
 	// Keys holds the six lists instead for a job of a declared change
 	// whose key is not an integer (the int lists are then empty); an
 	// integer key fills the int lists, as an orders job does.
@@ -108,8 +129,8 @@ func (r JobReport) AllKeys() ReportKeys {
 	if r.Keys != nil {
 		return *r.Keys
 	}
-	return ReportKeys{keysOf(r.Approved, nil), keysOf(r.Committed, nil), keysOf(r.Remaining, nil),
-		keysOf(r.Matching, nil), keysOf(r.Drifted, nil), keysOf(r.Missing, nil)}
+	return ReportKeys{Approved: keysOf(r.Approved, nil), Committed: keysOf(r.Committed, nil), Remaining: keysOf(r.Remaining, nil),
+		Matching: keysOf(r.Matching, nil), Drifted: keysOf(r.Drifted, nil), Missing: keysOf(r.Missing, nil), Skipped: r.Skipped}
 }
 
 // DrainResult sums up a [Drain]: the calls that returned a result, the ids

@@ -239,17 +239,22 @@ type Abandoned struct {
 	Targets   int       `json:"targets"`
 }
 
-// MaxAbandonReason is the longest reason [Abandon] records, in characters.
-const MaxAbandonReason = 500
+// MaxReason is the longest reason an operator's decision records
+// ([Abandon], [Skip], [SkipMismatched]), in characters.
+const MaxReason = 500
 
 // CheckAbandonReason checks an abandon's reason as the server does, before
 // any connection.
-func CheckAbandonReason(reason string) error {
+func CheckAbandonReason(reason string) error { return checkReason(reason, "the job is abandoned") }
+
+// checkReason checks a decision's reason as the server's check_reason
+// does: what is what it says why of.
+func checkReason(reason, what string) error {
 	if strings.TrimSpace(reason) == "" {
-		return driver.Invalidf("reason: must say why the job is abandoned, got an empty text")
+		return driver.Invalidf("reason: must say why %s, got an empty text", what)
 	}
-	if n := utf8.RuneCountInString(reason); n > MaxAbandonReason {
-		return driver.Invalidf("reason: at most %d characters, got %d", MaxAbandonReason, n)
+	if n := utf8.RuneCountInString(reason); n > MaxReason {
+		return driver.Invalidf("reason: at most %d characters, got %d", MaxReason, n)
 	}
 	return nil
 }

@@ -123,7 +123,7 @@ func TestSQLFunctionCatalog(t *testing.T) {
 				// One read of the table covers every committed target of the campaign;
 				// a JIT compile would cost more than the query.
 				want = append(want, "jit=off")
-			case "pause_job", "pause_job_after", "resume_job", "abandon_job", "register_undo", "campaign_pause", "campaign_resume", "campaign_undo":
+			case "pause_job", "pause_job_after", "resume_job", "abandon_job", "skip_target", "register_undo", "campaign_pause", "campaign_resume", "campaign_undo", "campaign_skip":
 				want = append(want, "lock_timeout=5s")
 			}
 			if in, ok := inlined[f.Name]; ok {
@@ -156,7 +156,7 @@ func TestSQLFunctionCatalog(t *testing.T) {
 			// runs as.
 			for _, setting := range f.Config {
 				name, _, _ := strings.Cut(setting, "=")
-				if name == "lock_timeout" && !slices.Contains([]string{"run_chunk", "run_job_chunk", "pause_job", "pause_job_after", "resume_job", "abandon_job", "register_undo", "campaign_pause", "campaign_resume", "campaign_undo"}, f.Name) ||
+				if name == "lock_timeout" && !slices.Contains([]string{"run_chunk", "run_job_chunk", "pause_job", "pause_job_after", "resume_job", "abandon_job", "skip_target", "register_undo", "campaign_pause", "campaign_resume", "campaign_undo", "campaign_skip"}, f.Name) ||
 					name == "statement_timeout" || name == "role" ||
 					name == "session_authorization" {
 					t.Errorf("%s(%s): unexpected setting %q", f.Name, f.Args, setting)

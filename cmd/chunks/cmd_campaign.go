@@ -25,6 +25,7 @@ func campaignCommand() *cli.Command {
 			campaignReportCommand(),
 			campaignCheckCommand(),
 			campaignUndoCommand(),
+			campaignSkipCommand(),
 			campaignPauseResumeCommand("pause", runCampaignPause, "stop the workers from starting any chunk of the campaign"),
 			campaignPauseResumeCommand("resume", runCampaignResume, "give every paused job of the campaign back to the workers"),
 		},
@@ -264,8 +265,10 @@ func runCampaignReport(ctx context.Context, d deps, o *campaignOptions, out io.W
 	return printResult(ctx, d, out, func(ctx context.Context, conn *pgx.Conn) (driver.CampaignDrift, error) {
 		return driver.CampaignReport(ctx, conn, o.Name)
 	}, func(r driver.CampaignDrift) {
-		say(out, "campaign %s: %d targets, %d committed, %d remaining: %d matching, %d drifted %s, %d missing %s",
-			r.Name, r.Targets, r.Committed, r.Remaining, r.Matching, r.DriftedCount, keyList(r.Drifted), r.MissingCount, keyList(r.Missing))
+		say(out, "campaign %s: %d targets, %d committed, %d remaining: %d matching, %d drifted %s, %d missing %s%s",
+			r.Name, r.Targets, r.Committed, r.Remaining, r.Matching, r.DriftedCount, keyList(r.Drifted), r.MissingCount, keyList(r.Missing),
+			skippedCount(r.SkippedCount))
+		printSkips(out, r.Skipped)
 		printCampaignLineage(out, r)
 	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	"github.com/jackc/pgx/v5"
@@ -76,8 +77,35 @@ func printReport(out io.Writer, jobID, noun string, r driver.JobReport) {
 		}
 		t.Render()
 	}
-	say(out, "job %s: %d approved, %d committed, %d remaining: %d matching, %d drifted, %d missing",
-		jobID, len(k.Approved), len(k.Committed), len(k.Remaining), len(k.Matching), len(k.Drifted), len(k.Missing))
+	say(out, "job %s: %d approved, %d committed, %d remaining: %d matching, %d drifted, %d missing%s",
+		jobID, len(k.Approved), len(k.Committed), len(k.Remaining), len(k.Matching), len(k.Drifted), len(k.Missing),
+		skippedCount(len(k.Skipped)))
+	printSkips(out, k.Skipped)
+}
+
+// skippedCount is ", N skipped" when an operator set targets aside.
+func skippedCount(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d skipped", n)
+}
+
+// printSkips lists the targets operators set aside: the decision, and
+// what the row was when it was made.
+func printSkips(out io.Writer, skips []driver.Skip) {
+	for _, s := range skips {
+		found := "its row matched then"
+		if s.Found != "" {
+			found = terminalSafe(s.Found)
+		}
+		job := ""
+		if s.JobID != "" {
+			job = "job " + s.JobID + ", "
+		}
+		say(out, "skipped %s%s by %s at %s (%s): %s", job, terminalSafe(s.Key.String()), terminalSafe(s.By),
+			s.At.UTC().Format("2006-01-02 15:04:05 UTC"), terminalSafe(s.Reason), found)
+	}
 }
 
 // printLineage says how the job is tied to an undo, when it is.

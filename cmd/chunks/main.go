@@ -107,6 +107,7 @@ func commands() []*cli.Command {
 		pauseCommand(),
 		resumeCommand(),
 		abandonCommand(),
+		skipCommand(),
 		undoCommand(),
 		campaignCommand(),
 		changeCommand(),

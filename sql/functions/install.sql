@@ -108,6 +108,8 @@
 {{ template "changes/register_change.sql" . }}
 {{ template "changes/check_change.sql" . }}
 {{ template "changes/run_change_chunk.sql" . }}
+{{ template "changes/skip_target.sql" . }}
+{{ template "campaigns/campaign_skip.sql" . }}
 {{ template "changes/change_report_job.sql" . }}
 {{ template "changes/change_report_sql.sql" . }}
 {{ template "changes/report_lists.sql" . }}
@@ -129,4 +131,5 @@ revoke all on all functions in schema {{ .schema }} from public;
 -- it. chunks migrate calls it again after handing the schema to its owner.
 select {{ .schema }}.install_writer();
 select {{ .schema }}.revoke_stray_grants();
+select {{ .schema }}.regrant_access();
 select {{ .schema }}.orders_code_warning();

@@ -35,6 +35,7 @@
 {{ template "pause_job.sql" . }}
 {{ template "pause_job_after.sql" . }}
 {{ template "abandon_job.sql" . }}
+{{ template "skip_target.sql" . }}
 {{ template "resume_job.sql" . }}
 {{ template "register_undo.sql" . }}
 {{ template "job_lineage.sql" . }}

@@ -41,7 +41,9 @@ begin
               left join job_change as jc on jc.job_id = j.job_id
               left join changes as c on c.name = jc.change
              cross join lateral job_target_rows(j.job_id) as x(e, ord)
-             where cj.campaign = campaign_check.name and x.ord > j.next_index) as d
+             where cj.campaign = campaign_check.name and x.ord > j.next_index
+               -- (a target an operator set aside never runs: skip_target)
+               and not exists (select from job_skips as s where s.job_id = j.job_id and s.ordinal = x.ord - 1)) as d
      group by d.def, d.restore, d.tenant, d.change
      order by min(d.seq)
   loop
@@ -66,7 +68,8 @@ begin
 end
 $$;
 comment on function {{ .schema }}.campaign_check(text, integer) is
-$c$Preflight over campaign NAME, without writing: for every target not yet committed, whether
+$c$Preflight over campaign NAME, without writing: for every target not yet committed (nor set
+aside: skip_target), whether
 its row can take its chunk now (orders: order_problem's words, missing, another tenant, state,
 revision or qty; a declared change: its chunk's words; an undo campaign: its inverse's).
 Returns {"name", "targets", "remaining", "ok", "problems", "listed": [{"id" (orders) or "key"

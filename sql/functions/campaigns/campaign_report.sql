@@ -28,6 +28,8 @@ $c$report() summed over campaign NAME: {"name", "targets", "committed", "remaini
 missing are lists of committed targets' keys (report's rules: ids for orders), in the jobs' order then
 key order; undoes names the campaign
 that NAME is the undo of (campaign_undo), undone_by the undo campaign of NAME (NULL when none).
+When operators set targets aside (skip_target), "skipped_count" and "skipped": [{"job_id", "key",
+"reason", "by", "at", "found"}] too; a skipped target is neither committed nor remaining.
 Reads this campaign's jobs only, and its table once per change definition; changes nothing.
 Errors: 22023 bad name; CH409 unknown campaign, or a job that is no longer its approval or whose
 change was redefined or dropped.$c$;

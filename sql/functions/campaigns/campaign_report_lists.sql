@@ -6,7 +6,9 @@
 -- its change the definition it was approved under (CH409, in report's
 -- words), checked for all the jobs in one statement; then one read of the
 -- table per definition (one, unless a job was tampered with), not one per
--- job.
+-- job. Targets an operator set aside (skip_target) are in neither
+-- committed nor remaining: "skipped" lists them with their decisions
+-- (only when there are any).
 drop function if exists {{ .schema }}.campaign_change_report(text);
 drop function if exists {{ .schema }}.campaign_committed_state(text);
 create or replace function {{ .schema }}.campaign_report_lists(name text) returns jsonb
@@ -40,7 +42,8 @@ begin
   end loop;
   return (
     select jsonb_build_object(
-             'name', c.name, 'targets', c.target_count, 'committed', p.committed, 'remaining', c.target_count - p.committed,
+             'name', c.name, 'targets', c.target_count, 'committed', p.committed - p.skipped_before,
+             'remaining', c.target_count - p.committed - (p.skipped - p.skipped_before),
              'matching', v_matching,
              'drifted_count', (select count(*) from jsonb_array_elements(v_off) as o where o ->> 3 = 'drifted')::integer,
              'missing_count', (select count(*) from jsonb_array_elements(v_off) as o where o ->> 3 = 'missing')::integer,
@@ -48,10 +51,22 @@ begin
                                     from jsonb_array_elements(v_off) as o where o ->> 3 = 'drifted'), '[]'),
              'missing', coalesce((select jsonb_agg(o -> 2 order by (o ->> 0)::integer, (o ->> 1)::integer)
                                     from jsonb_array_elements(v_off) as o where o ->> 3 = 'missing'), '[]'))
+           || case when p.skipped > 0 then jsonb_build_object('skipped_count', p.skipped, 'skipped', (
+                select jsonb_agg(jsonb_build_object('job_id', s.job_id, 'key', change_key_of(ch.definition, ct.target), 'reason', s.reason,
+                                                    'by', s.skipped_by, 'at', s.skipped_at, 'found', s.found) order by cj.seq, s.ordinal)
+                  from campaign_jobs as cj
+                  join job_skips as s on s.job_id = cj.job_id
+                  join change_targets as ct on ct.job_id = s.job_id and ct.ordinal = s.ordinal
+                  join job_change as jc on jc.job_id = s.job_id
+                  join changes as ch on ch.name = jc.change and ch.digest = jc.digest
+                 where cj.campaign = campaign_report_lists.name)) else '{}' end
       from campaigns as c
-     cross join (select coalesce(sum(j.next_index), 0)::integer as committed
+     cross join (select coalesce(sum(j.next_index), 0)::integer as committed,
+                        coalesce(sum(k.skipped), 0)::integer as skipped, coalesce(sum(k.before), 0)::integer as skipped_before
                    from campaign_jobs as cj
                    join jobs as j on j.job_id = cj.job_id
+                   left join lateral (select count(*) as skipped, count(*) filter (where s.ordinal < j.next_index) as before
+                                        from job_skips as s where s.job_id = j.job_id) as k on true
                   where cj.campaign = campaign_report_lists.name) as p
      where c.name = campaign_report_lists.name);
 end

@@ -9,7 +9,8 @@
 --   able to run (run_chunk read both with the job);
 -- - its progress: next_index is where its last committed chunk ended
 --   (change_chunks), and no audit row lies at or after it (change_audit);
--- - the chunk's range, read by primary key, is exactly its targets.
+-- - the chunk's range, read by primary key, is exactly its targets;
+--   those an operator set aside (job_skips) are passed over.
 -- The whole audit and the approved targets' sha256 are proved by verify
 -- (change_job_problem), report and undo, not at each chunk. Then the
 -- change's generated function changes the chunk's rows as the writer role
@@ -48,6 +49,15 @@ declare
   v_processed jsonb;
   v_last_end integer;
   v_beyond boolean;
+  v_skipped integer[];
+  v_from integer;
+  v_to integer;
+  v_o integer[];
+  v_k text[];
+  v_vb bigint[];
+  v_va bigint[];
+  v_b jsonb[];
+  v_a jsonb[];
   -- An undo (job_kind restore) runs the change's inverse; its approval is of kind restore.
   v_restore constant boolean := run_change_chunk.kind = 'restore';
   v_kind constant text := case when v_restore then 'restore' else 'change' end;
@@ -122,8 +132,16 @@ begin
   -- A worker's adaptive size caps the chunk below its approved size, never above.
   v_size := least(coalesce(run_change_chunk.rows, run_change_chunk.chunk_size), run_change_chunk.chunk_size);
   v_end := least(run_change_chunk.next_index + v_size, v_n);
+  -- The targets of the range an operator set aside (skip_target): passed
+  -- over, never changed. One index probe; none, nearly always.
+  select array_agg(s.ordinal order by s.ordinal) into v_skipped
+    from job_skips as s
+   where s.job_id = run_change_chunk.job_id and s.ordinal >= run_change_chunk.next_index and s.ordinal < v_end;
+  v_skipped := coalesce(v_skipped, '{}');
   -- The chunk's targets, by primary key: exactly [next_index, end).
-  select jsonb_agg(t.target order by t.ordinal), jsonb_agg(coalesce(t.target -> v_key, change_key_of(v_def, t.target)) order by t.ordinal),
+  select jsonb_agg(t.target order by t.ordinal),
+         coalesce(jsonb_agg(coalesce(t.target -> v_key, change_key_of(v_def, t.target)) order by t.ordinal)
+                    filter (where t.ordinal <> all (v_skipped)), '[]'),
          count(*)
     into v_slice, v_processed, v_count
     from change_targets as t
@@ -148,9 +166,28 @@ begin
   -- before is overwritten, and all three are empty again after it).
   perform set_config('chunks.actor', session_user, true), set_config('chunks.job_id', run_change_chunk.job_id, true),
           set_config('chunks.change', run_change_chunk.change, true);
-  execute format('select * from %I.%I($1, $2, $3, $4)', '{{ .schema }}', v_function)
-    into v_ordinals, v_keys, v_versions_before, v_versions_after, v_befores, v_afters
-    using run_change_chunk.job_id, run_change_chunk.tenant, run_change_chunk.next_index, v_slice;
+  if cardinality(v_skipped) = 0 then
+    execute format('select * from %I.%I($1, $2, $3, $4)', '{{ .schema }}', v_function)
+      into v_ordinals, v_keys, v_versions_before, v_versions_after, v_befores, v_afters
+      using run_change_chunk.job_id, run_change_chunk.tenant, run_change_chunk.next_index, v_slice;
+  else
+    -- Around the skipped targets: one call for each run of targets between
+    -- them, in key order (so rows are still locked in ascending key order).
+    v_ordinals := '{}'; v_keys := '{}'; v_versions_before := '{}'; v_versions_after := '{}'; v_befores := '{}'; v_afters := '{}';
+    v_from := run_change_chunk.next_index;
+    foreach v_to in array v_skipped || v_end loop
+      if v_to > v_from then
+        execute format('select * from %I.%I($1, $2, $3, $4)', '{{ .schema }}', v_function)
+          into v_o, v_k, v_vb, v_va, v_b, v_a
+          using run_change_chunk.job_id, run_change_chunk.tenant, v_from,
+                (select jsonb_agg(e order by o) from jsonb_array_elements(v_slice) with ordinality as x(e, o)
+                  where o - 1 + run_change_chunk.next_index >= v_from and o - 1 + run_change_chunk.next_index < v_to);
+        v_ordinals := v_ordinals || v_o; v_keys := v_keys || v_k; v_versions_before := v_versions_before || v_vb;
+        v_versions_after := v_versions_after || v_va; v_befores := v_befores || v_b; v_afters := v_afters || v_a;
+      end if;
+      v_from := v_to + 1;
+    end loop;
+  end if;
   perform set_config('chunks.actor', '', true), set_config('chunks.job_id', '', true), set_config('chunks.change', '', true);
   -- Exactly the chunk's targets, one row each, by ordinal and key: the
   -- count before anything is written (a key that named two rows gives
@@ -161,7 +198,7 @@ begin
                        and cardinality(v_ordinals) = cardinality(v_versions_after) and cardinality(v_ordinals) = cardinality(v_befores)
                        and cardinality(v_ordinals) = cardinality(v_afters)
                   then cardinality(v_ordinals) else -1 end;
-  if v_count = v_end - run_change_chunk.next_index then
+  if v_count = v_end - run_change_chunk.next_index - cardinality(v_skipped) then
     with audit as (
       insert into change_audit (job_id, ordinal, key, version_before, version_after, before, after)
       select run_change_chunk.job_id, r.ordinal, r.key, r.version_before, r.version_after, r.before, r.after
@@ -176,15 +213,15 @@ begin
     )
     select count(*) into v_matched
       from audit as a
-     where a.ordinal between run_change_chunk.next_index and v_end - 1
+     where a.ordinal between run_change_chunk.next_index and v_end - 1 and a.ordinal <> all (v_skipped)
        and a.key is not distinct from coalesce(v_slice -> (a.ordinal - run_change_chunk.next_index) ->> v_key,
                                                change_key_text(v_def, v_slice -> (a.ordinal - run_change_chunk.next_index)));
   end if;
-  if v_count <> v_end - run_change_chunk.next_index or v_matched <> v_count then
+  if v_count <> v_end - run_change_chunk.next_index - cardinality(v_skipped) or v_matched <> v_count then
     raise exception 'job %: change %''s function returned % audit rows that are not exactly the chunk''s % targets%',
-      run_change_chunk.job_id, run_change_chunk.change, v_count, v_end - run_change_chunk.next_index,
+      run_change_chunk.job_id, run_change_chunk.change, v_count, v_end - run_change_chunk.next_index - cardinality(v_skipped),
       coalesce(': ' || (select k from change_key_problem(v_def) as k),
-               case when v_count > v_end - run_change_chunk.next_index
+               case when v_count > v_end - run_change_chunk.next_index - cardinality(v_skipped)
                     then ': a key named more than one row (is it still unique in its table, and in no child table?)' else '' end)
       using errcode = 'CH409';
   end if;

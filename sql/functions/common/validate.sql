@@ -86,6 +86,26 @@ $$;
 comment on function {{ .schema }}.check_name(text, text) is
   'chunks helper: raises 22023 naming FIELD unless VALUE is 1 to 64 (limits()'' name_max_length) ASCII letters, digits, _ or -.';
 
+-- An operator's decision's reason (abandon_job, skip_target): 1 to 500
+-- characters that are not all blank, kept with the decision. WHAT is
+-- what the reason says why of ("the job is abandoned").
+create or replace function {{ .schema }}.check_reason(reason text, what text) returns void
+language plpgsql immutable security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+begin
+  if check_reason.reason is null or btrim(check_reason.reason) = '' then
+    raise exception 'reason: must say why %, got %', check_reason.what,
+      case when check_reason.reason is null then 'null' else 'an empty text' end using errcode = '22023';
+  end if;
+  if length(check_reason.reason) > 500 then
+    raise exception 'reason: at most 500 characters, got %', length(check_reason.reason) using errcode = '22023';
+  end if;
+end
+$$;
+comment on function {{ .schema }}.check_reason(text, text) is
+  'chunks helper: raises 22023 naming the field reason unless REASON has 1 to 500 characters, not all blank (WHAT: what it says why of).';
+
 -- One target entry, judged without raising: NULL when it is valid, else the
 -- reason, prefixed with FIELD[POS]. A plain SQL expression so the planner
 -- inlines it into the set-based checks of normalized_targets and run_chunk:

@@ -17,13 +17,7 @@ declare
   v_new boolean;
 begin
   perform check_name(abandon_job.job_id, 'job_id');
-  if abandon_job.reason is null or btrim(abandon_job.reason) = '' then
-    raise exception 'reason: must say why the job is abandoned, got %',
-      case when abandon_job.reason is null then 'null' else 'an empty text' end using errcode = '22023';
-  end if;
-  if length(abandon_job.reason) > 500 then
-    raise exception 'reason: at most 500 characters, got %', length(abandon_job.reason) using errcode = '22023';
-  end if;
+  perform check_reason(abandon_job.reason, 'the job is abandoned');
   -- Locks in run_next_chunk's order: the queue row, then the job row (this
   -- waits for a chunk in flight).
   select true into v_queued from job_queue as q where q.job_id = abandon_job.job_id for update;

@@ -24,17 +24,18 @@ as $$
            '{{ .schema }}.cancel_chunk(text, jsonb)', '{{ .schema }}.run_chunk(text)',
            '{{ .schema }}.run_next_chunk(text, integer, integer, integer, text, boolean)',
            '{{ .schema }}.pause_job(text)', '{{ .schema }}.pause_job_after(text, integer)', '{{ .schema }}.resume_job(text)', '{{ .schema }}.abandon_job(text, text)',
-           '{{ .schema }}.register_undo(text, text)',
+           '{{ .schema }}.skip_target(text, jsonb, text)', '{{ .schema }}.register_undo(text, text)',
            '{{ .schema }}.run_chunk(text, text)', '{{ .schema }}.pause_job(text, text)',
            '{{ .schema }}.pause_job_after(text, text, integer)', '{{ .schema }}.resume_job(text, text)',
-           '{{ .schema }}.abandon_job(text, text, text)',
+           '{{ .schema }}.abandon_job(text, text, text)', '{{ .schema }}.skip_target(text, text, jsonb, text)',
            '{{ .schema }}.register_undo(text, text, text)',
            '{{ .schema }}.worker_heartbeat(text, text, integer, timestamptz, bigint, text, text)',
            '{{ .schema }}.worker_gone(text)', '{{ .schema }}.record_progress(jsonb)',
            '{{ .schema }}.campaign_create(text, text, integer, integer[], integer[], integer[], integer)',
            '{{ .schema }}.campaign_create_change(text, text, text, integer, jsonb, text[], integer)',
            '{{ .schema }}.campaign_check(text, integer)', '{{ .schema }}.campaign_pause(text)',
-           '{{ .schema }}.campaign_resume(text)', '{{ .schema }}.campaign_undo(text, text)'
+           '{{ .schema }}.campaign_resume(text)', '{{ .schema }}.campaign_undo(text, text)',
+           '{{ .schema }}.campaign_skip(text, text)'
          ]) as f
    where access = 'operator'
 $$;
@@ -51,6 +52,7 @@ as $$
     from unnest(array['{{ .schema }}.jobs', '{{ .schema }}.job_audit', '{{ .schema }}.job_approval', '{{ .schema }}.job_kind',
                       '{{ .schema }}.job_queue', '{{ .schema }}.job_progress', '{{ .schema }}.workers',
                       '{{ .schema }}.campaigns', '{{ .schema }}.campaign_jobs', '{{ .schema }}.campaign_progress', '{{ .schema }}.job_ends',
+                      '{{ .schema }}.job_skips',
                       '{{ .schema }}.changes', '{{ .schema }}.job_change', '{{ .schema }}.change_audit',
                       '{{ .schema }}.change_jobs', '{{ .schema }}.change_targets', '{{ .schema }}.change_chunks']) as t
 $$;
@@ -140,3 +142,38 @@ USAGE included. Run it as the owner of the schema (or a superuser): it is SECURI
 GRANT needs the grant option. Returns {"role" (the name as pg_roles spells it, unquoted), "access", "revoked", "functions",
 "tables"}. Errors: 22023 bad ACCESS or REVOKE, no such ROLE, or a ROLE that owns the schema or its
 functions (their privileges are what every function runs with; migrate restores any it lost).$c$;
+
+-- An upgrade gives every role that holds a level what its level holds
+-- now: a table or function added since (a new migration's table, a new
+-- operation) reaches the viewers and operators granted before it, with no
+-- second chunks grant. A role that may read jobs is a viewer, one that may
+-- execute run_chunk(text) an operator, whoever granted it. Nothing is
+-- revoked here (chunks grant --revoke does that).
+create or replace function {{ .schema }}.regrant_access() returns void
+language plpgsql volatile security invoker
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_role regrole;
+  v_access text;
+  v_table regclass;
+  v_fn regprocedure;
+begin
+  for v_role, v_access in
+    select distinct a.grantee::regrole,
+           case when has_function_privilege(a.grantee, '{{ .schema }}.run_chunk(text)', 'execute') then 'operator' else 'viewer' end
+      from pg_class as c, aclexplode(c.relacl) as a
+     where c.oid = '{{ .schema }}.jobs'::regclass and a.privilege_type = 'SELECT'
+       and a.grantee <> c.relowner and a.grantee <> 0
+  loop
+    for v_table in select access_tables() loop
+      execute format('grant select on table %s to %s', v_table, v_role);
+    end loop;
+    for v_fn in select access_functions(v_access) loop
+      execute format('grant execute on function %s to %s', v_fn, v_role);
+    end loop;
+  end loop;
+end
+$$;
+comment on function {{ .schema }}.regrant_access() is
+  'chunks helper, run by every install: grants every role that may read jobs (a viewer; an operator when it may execute run_chunk(text)) the tables and functions its level holds now, so an upgrade''s new ones reach roles granted before it.';

@@ -73,7 +73,9 @@ begin
             from jsonb_array_elements(register_undo_job.targets) with ordinality as x(e, ord)
             left join change_audit as a on not v_orders and a.job_id = register_undo_job.job_id and a.ordinal = x.ord - 1
             left join jsonb_array_elements(v_status -> 'off') as s(e) on (s.e ->> 1)::bigint = x.ord
-           where x.ord <= register_undo_job.next_index) as c;
+           where x.ord <= register_undo_job.next_index
+             -- (a target set aside was never changed: skip_target)
+             and not exists (select from job_skips as sk where sk.job_id = register_undo_job.job_id and sk.ordinal = x.ord - 1)) as c;
 
   if register_undo_job.stored is not null then
     return jsonb_build_object('job_id', register_undo_job.new_job_id, 'undoes', register_undo_job.job_id, 'created', false)
