@@ -29,6 +29,35 @@ type Overview struct {
 	// Changes has every declared change's name, with the number of its
 	// jobs in each state (a state with none is left out).
 	Changes map[string]map[string]int `json:"changes"`
+	// CampaignsUnfinished counts the campaigns with a job neither done nor
+	// abandoned; Campaigns is the ten newest of them.
+	CampaignsUnfinished int           `json:"campaigns_unfinished"`
+	Campaigns           []CampaignRow `json:"campaigns"`
+	// AttentionCount counts the paused jobs that wait for a person (not
+	// paused by their campaign's pause); Attention is the ten paused first.
+	AttentionCount int         `json:"attention_count"`
+	Attention      []PausedJob `json:"attention"`
+}
+
+// CampaignRow is an unfinished campaign in [Overview]: its progress, and
+// its committed targets sampled over the last 15 minutes.
+type CampaignRow struct {
+	driver.CampaignProgress
+	// Samples are [unix seconds, committed targets], oldest first, as the
+	// fleet's heartbeats took them (at most one per 5 s).
+	Samples [][2]float64 `json:"samples"`
+	Shard   string       `json:"shard,omitempty"` // through a chunks router: the campaign's shard
+}
+
+// PausedJob is a paused job that waits for a person, in [Overview].
+type PausedJob struct {
+	JobID       string    `json:"job_id"`
+	Tenant      string    `json:"tenant"`
+	Campaign    *string   `json:"campaign"` // nil: not a campaign's job
+	PausedAt    time.Time `json:"paused_at"`
+	PausedBy    string    `json:"paused_by"`
+	PauseReason string    `json:"pause_reason"`
+	Shard       string    `json:"shard,omitempty"` // through a chunks router: the job's shard
 }
 
 // LoadOverview reads the fleet in one query (SQL status_page), however many jobs
@@ -81,6 +110,12 @@ func look(ctx context.Context, db driver.DB, after, max any) (*Overview, error) 
 	}
 	if ov.Workers == nil {
 		ov.Workers = []WorkerStatus{}
+	}
+	if ov.Campaigns == nil {
+		ov.Campaigns = []CampaignRow{}
+	}
+	if ov.Attention == nil {
+		ov.Attention = []PausedJob{}
 	}
 	for i := range ov.Jobs {
 		ov.Jobs[i].ETA = Estimate(ov.Jobs[i], workersOf(ov.Workers, ov.Jobs[i].Shard), ov.Now)

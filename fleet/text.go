@@ -75,3 +75,41 @@ func Rate(rate *float64) string {
 	}
 	return fmt.Sprintf("%.1f ids/h", *rate*3600)
 }
+
+// CampaignState is one word for a campaign's progress, as chunks status and
+// the status page show it: done, paused (by campaign pause), stalled
+// (targets remain and nothing can move: its jobs wait for a decision),
+// running (a chunk in flight) or queued.
+func CampaignState(p driver.CampaignProgress) string {
+	switch {
+	case p.Remaining-p.AbandonedTargets == 0:
+		return "done"
+	case p.Paused:
+		return "paused"
+	case p.Stalled:
+		return "stalled"
+	case p.JobsRunning > 0:
+		return "running"
+	}
+	return "queued"
+}
+
+// CampaignETA is a campaign's ETA in words: a time at its recent rate, or
+// why there is none, never a made-up time when nothing can move.
+func CampaignETA(p driver.CampaignProgress) string {
+	switch {
+	case p.Remaining-p.AbandonedTargets == 0:
+		return "none: done"
+	case p.Stalled && p.Paused:
+		return "none: the campaign is paused (chunks campaign resume)"
+	case p.Stalled:
+		n := "1 job"
+		if p.JobsPaused != 1 {
+			n = fmt.Sprintf("%d jobs", p.JobsPaused)
+		}
+		return "none: " + n + " paused, waiting for a decision"
+	case p.ETASeconds != nil:
+		return fmt.Sprintf("%.1f s", *p.ETASeconds)
+	}
+	return "unknown"
+}

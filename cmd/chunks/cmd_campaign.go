@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/fleet"
 )
 
 func campaignCommand() *cli.Command {
@@ -218,19 +219,12 @@ func runCampaignStatus(ctx context.Context, d deps, o *campaignOptions, out io.W
 	return printResult(ctx, d, out, func(ctx context.Context, conn *pgx.Conn) (driver.CampaignProgress, error) {
 		return driver.CampaignStatus(ctx, conn, o.Name)
 	}, func(st driver.CampaignProgress) {
-		rate, eta := "unknown", "unknown"
+		rate, eta := "unknown", fleet.CampaignETA(st)
 		if st.RatePerSecond != nil {
 			rate = fmt.Sprintf("%.1f/s", *st.RatePerSecond)
 		}
-		switch {
-		case st.Remaining-st.AbandonedTargets == 0:
-			eta = "none: done"
-		case st.Stalled && st.Paused:
-			eta = "none: the campaign is paused (chunks campaign resume)"
-		case st.Stalled:
-			eta = fmt.Sprintf("none: %s paused, waiting for a decision (chunks status says why)", plural(st.JobsPaused, "job"))
-		case st.ETASeconds != nil:
-			eta = fmt.Sprintf("%.1f s", *st.ETASeconds)
+		if st.Stalled && !st.Paused && st.Remaining-st.AbandonedTargets > 0 {
+			eta += " (chunks status says why)"
 		}
 		paused := ""
 		if st.Paused {

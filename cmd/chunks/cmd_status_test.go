@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -11,7 +12,10 @@ import (
 )
 
 func TestStatusOptions(t *testing.T) {
-	if got := parsed(t, parseNoArgs, "status"); *got != (noArgs{}) {
+	if got := parsed(t, parseStatus, "status"); *got != (statusOptions{}) {
+		t.Errorf("got %+v", got)
+	}
+	if got := parsed(t, parseStatus, "status", "--all"); *got != (statusOptions{All: true}) {
 		t.Errorf("got %+v", got)
 	}
 	wantExit(t, chunksIn(t, nil, "", "status", "j1"), 2, `status takes no arguments, got ["j1"]`)
@@ -20,7 +24,8 @@ func TestStatusOptions(t *testing.T) {
 func TestStatusRun(t *testing.T) {
 	l := clitest.NewLab(t)
 	d := labDeps(l)
-	wantRunOut(t, runStatus, d, &noArgs{}, "no jobs\nno live workers\n")
+	wantRunOut(t, runStatus, d, &statusOptions{}, "no jobs\nno live workers\n")
+	wantRunOut(t, runStatus, d, &statusOptions{All: true}, "no jobs\nno live workers\n")
 	newJob(t, l, "j1", "acme", 3, 3)
 	runChunk(t, l, "j1")
 	l.Exec(t, "update orders set qty = 5 where id = 2")
@@ -42,7 +47,7 @@ func TestStatusRun(t *testing.T) {
 		"└─────────┴────────────┴────────┴──────────┴────────┴───────────────────┴───────┴──────┴─────────────┘\n" +
 		"3 jobs: 2 queued, 1 done; 2 rows drifted or missing\n" +
 		"no live workers\n"
-	if got := wantRun(t, runStatus, d, &noArgs{}); got != want {
+	if got := wantRun(t, runStatus, d, &statusOptions{All: true}); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 	st := statusJSON(t, d)
@@ -76,7 +81,7 @@ func TestStatusShowsTheChange(t *testing.T) {
 		"└─────┴─────────────────────┴────────┴──────────┴────────┴────────┴───────┴──────┴─────────────┘\n" +
 		"2 jobs: 2 queued; 0 rows drifted or missing\n" +
 		"no live workers\n"
-	if got := wantRun(t, runStatus, d, &noArgs{}); got != want {
+	if got := wantRun(t, runStatus, d, &statusOptions{All: true}); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 	st := statusJSON(t, d)
@@ -95,7 +100,7 @@ func TestStatusShowsTheChange(t *testing.T) {
 	wantOut(t, chunksIn(t, l, "", "pause", "p1"), "paused job p1: no worker starts a chunk of it until chunks resume p1\n")
 	wantOut(t, chunksIn(t, l, "", "undo", "--json", "p1"),
 		`{"job_id":"p1-undo","undoes":"p1","created":true,"change":"hold_payment","targets":[1,2],"drifted":[],"missing":[]}`+"\n")
-	if got, want := wantRun(t, runStatus, d, &noArgs{}), "│ p1-undo │ undo of p1 (change hold_payment) │ 7      │ 0/2      │ queued │"; !strings.Contains(got, want) {
+	if got, want := wantRun(t, runStatus, d, &statusOptions{All: true}), "│ p1-undo │ undo of p1 (change hold_payment) │ 7      │ 0/2      │ queued │"; !strings.Contains(got, want) {
 		t.Errorf("status of the undo: got\n%s\nwant a row %s", got, want)
 	}
 	st = statusJSON(t, d)
@@ -124,6 +129,34 @@ func statusJSON(t testing.TB, d deps) (st struct {
 }) {
 	t.Helper()
 	d.json = true
-	decodeJSON(t, wantRun(t, runStatus, d, &noArgs{}), &st)
+	decodeJSON(t, wantRun(t, runStatus, d, &statusOptions{All: true}), &st)
 	return st
+}
+
+// The summary (chunks status without --all) on one screen: the counts,
+// the unfinished campaigns (five, then how many more), the jobs waiting
+// for a person with why (not those of a paused campaign), the workers.
+// 12 campaigns of 3 jobs each (one waiting its turn) take 22 lines.
+func TestStatusSummary(t *testing.T) {
+	l := clitest.NewLab(t)
+	d := labDeps(l)
+	l.Exec(t, "insert into orders (id, tenant, qty, state, revision) select g, 'acme', 1, 'pending', 1 from generate_series(1, 1800) g")
+	for i := range 12 {
+		l.Exec(t, "select campaign_create($1, 'acme', 10, array(select g from generate_series($2::integer, $2 + 149) g), array_fill(1, array[150]), array_fill(1, array[150]), 2)",
+			fmt.Sprintf("c%02d", i+1), i*150+1)
+	}
+	l.Exec(t, "update orders set qty = 9 where id = 1655") // c12's first chunk cannot run
+	l.Exec(t, "select run_next_chunk('w1') from generate_series(1, 30)")
+	l.Exec(t, "select campaign_pause('c10')")
+	l.Exec(t, "select worker_heartbeat('w1', 'host-a', 41, now() - interval '1 minute', 30, 'running', null)")
+	got := wantRun(t, runStatus, d, &statusOptions{})
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	if len(lines) != 22 || !clitest.ContainsAll(got,
+		"36 jobs: ", " queued, 3 paused, 12 idle; ", " targets not yet committed",
+		"│ c12      │ queued │ ", "│ c10      │ paused │ ", "none: the campaign is paused (chunks campaign resume)",
+		"(7 unfinished campaigns not listed: chunks campaign status NAME)",
+		"waiting for a person:", "│ c12-000001 │ c12      │", "│ w1 │ order 1655: qty is 9, approved 1 │",
+		"│ w1     │ host-a │") || strings.Contains(got, "c10-000001") || strings.Contains(got, "c01 ") {
+		t.Errorf("summary (%d lines):\n%s", len(lines), got)
+	}
 }

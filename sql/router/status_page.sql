@@ -73,16 +73,31 @@ begin
                                                  coalesce(jsonb_object_agg(cs.state, cs.jobs) filter (where cs.state is not null),
                                                           '{}'::jsonb) as counts
                                             from changes_by_state as cs
-                                           group by cs.change) as ch), '{}'::jsonb)));
+                                           group by cs.change) as ch), '{}'::jsonb),
+             -- Campaigns and the jobs that wait for a person, each shard's
+             -- with its "shard" (a campaign lives on one shard).
+             'campaigns_unfinished', coalesce((select sum((pg.page ->> 'campaigns_unfinished')::bigint) from pages as pg), 0),
+             'campaigns', coalesce((select jsonb_agg(c.e || jsonb_build_object('shard', pg.shard)
+                                                     order by (c.e ->> 'created_at')::timestamptz desc, c.e ->> 'name', pg.n)
+                                      from pages as pg cross join lateral jsonb_array_elements(pg.page -> 'campaigns') as c(e)),
+                                   '[]'::jsonb),
+             'attention_count', coalesce((select sum((pg.page ->> 'attention_count')::bigint) from pages as pg), 0),
+             'attention', coalesce((select jsonb_agg(a.e order by (a.e ->> 'paused_at')::timestamptz, a.e ->> 'job_id')
+                                      from (select x.e || jsonb_build_object('shard', pg.shard) as e
+                                              from pages as pg cross join lateral jsonb_array_elements(pg.page -> 'attention') as x(e)
+                                             order by (x.e ->> 'paused_at')::timestamptz, x.e ->> 'job_id'
+                                             limit 10) as a), '[]'::jsonb)));
 end
 $$;
 comment on function {{ .schema }}.status_page(text, integer) is
 $c$The fleet of every shard at one moment, as status_page shows one server's: {"now", "jobs", "more",
-"workers", "counts", "unfinished_orders", "oldest_progress_at", "changes"}, asking every shard at once (RUN ON
+"workers", "counts", "unfinished_orders", "oldest_progress_at", "changes", "campaigns_unfinished",
+"campaigns", "attention_count", "attention"}, asking every shard at once (RUN ON
 ALL). jobs are the first MAX_JOBS (NULL: all) of every shard's jobs after AFTER_JOB_ID, in (job_id,
 shard) order, each with "shard", the shard its tenant's calls go to; workers are every shard's,
 each with its "shard"; counts, unfinished_orders and changes (every change declared on a shard,
 with its jobs by state) add up the shards' own, oldest_progress_at is
-their earliest. While two partitions share a database (halfway through a reshard), its jobs are
+their earliest; campaigns and attention are every shard's, each with its "shard", the ten
+paused first of attention, and their counts add up. While two partitions share a database (halfway through a reshard), its jobs are
 listed once but counted once for each. Read-only. Errors: 22023 negative max_jobs; 08006 when a
 shard cannot be reached (the message names every shard that does not answer).$c$;

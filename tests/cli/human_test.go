@@ -102,7 +102,7 @@ func TestHumanOutputEscapes(t *testing.T) {
 			}
 		}
 	}
-	status := l.Chunks(t, "status")
+	status := l.Chunks(t, "status", "--all")
 	wantOK(t, status)
 	wantEscaped(status, `clear\x1b[2J`, `\u202eacme`, `w\x1b]0;owned\x07`, `host\u202e`, `throttle query said \x1b[5m`)
 

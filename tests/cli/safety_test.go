@@ -181,7 +181,7 @@ func TestUndo(t *testing.T) {
 		st[1].Kind != driver.KindRestore || st[1].Undoes == nil || *st[1].Undoes != "festival" || st[1].State != fleet.StateQueued {
 		t.Fatalf("status --json: %+v", st)
 	}
-	status := wantOK(t, u.lab.Chunks(t, "status"))
+	status := wantOK(t, u.lab.Chunks(t, "status", "--all"))
 	if !strings.Contains(status, "undo of festival") || !strings.Contains(status, "undone by festival-undo") {
 		t.Fatalf("status:\n%s", status)
 	}
@@ -291,7 +291,7 @@ func TestPauseAfterCLI(t *testing.T) {
 	if out := wantOK(t, j.lab.Chunks(t, "pause", "--after", "2", "--json", "festival")); out != `{"after":2,"changed":false,"job_id":"festival"}`+"\n" {
 		t.Fatalf("pause --after again: %q", out)
 	}
-	if out := wantOK(t, j.lab.Chunks(t, "status")); !strings.Contains(out, "pauses after 2 more chunks") {
+	if out := wantOK(t, j.lab.Chunks(t, "status", "--all")); !strings.Contains(out, "pauses after 2 more chunks") {
 		t.Fatalf("status:\n%s", out)
 	}
 	for _, c := range []struct {

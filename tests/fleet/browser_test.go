@@ -124,12 +124,16 @@ func TestStatusPageInBrowser(t *testing.T) {
 	}
 	l.Exec(t, "update orders set qty = qty + 1, revision = revision + 1 where id = $1", bazaar.Targets[4].ID) // drifted
 	l.Exec(t, "update orders set qty = qty + 1, revision = revision + 1 where id = $1", fair.Targets[3].ID)   // its second chunk conflicts
+	// A campaign of 60 orders in chunks of 2, one job: its row and chart.
+	l.Exec(t, "insert into orders (id, tenant, qty, state, revision) select g, 'acme', 1, 'pending', 0 from generate_series(50001, 50060) g")
+	l.Exec(t, `select campaign_create('rally', 'acme', 2, array(select g from generate_series(50001, 50060) g),
+	    array_fill(0, array[60]), array_fill(1, array[60]), 2)`)
 
 	srv := clitest.Start(t, clitest.Options{Name: "serve"}, append(l.Globals(), "serve", "--http", "127.0.0.1:0", "--refresh", "200ms")...)
 	base := servedURL(t, srv)
 	do(t, tab, "open the page", chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#jobs tr[data-job="festival"]`)))
 	rows := eval[[]string](t, tab, `Array.from(document.querySelectorAll("#jobs tbody tr")).map(tr => tr.dataset.job)`)
-	if want := []string{"comet-fair", "festival", "lunar-bazaar", "spring-cleanup"}; !slices.Equal(rows, want) {
+	if want := []string{"comet-fair", "festival", "lunar-bazaar", "rally-000001", "spring-cleanup"}; !slices.Equal(rows, want) {
 		t.Fatalf("the page shows the jobs %v, want %v", rows, want)
 	}
 	if got := eval[string](t, tab, `document.querySelector('#jobs tr[data-job="lunar-bazaar"] .drift').textContent`); got != "1" {
@@ -164,6 +168,17 @@ func TestStatusPageInBrowser(t *testing.T) {
 	}
 	if got := eval[string](t, tab, `document.querySelector('#jobs tr[data-job="comet-fair"] .detail').textContent`); !strings.Contains(got, "by w1: order") {
 		t.Errorf("comet-fair's detail %q does not say that w1 paused it on the conflict", got)
+	}
+	// Waiting for a person: comet-fair, with why. The campaign's chart
+	// draws its rate once the fleet has sampled it twice (every 5 s).
+	do(t, tab, "wait for comet-fair to wait for a person, and for rally's chart",
+		chromedp.WaitVisible(chromedp.CSS(`#attention tr[data-job="comet-fair"]`)),
+		chromedp.WaitReady(chromedp.CSS(`#campaigns tr[data-campaign="rally"] polyline[points*=","]`)))
+	if got := eval[string](t, tab, `document.querySelector('#attention tr[data-job="comet-fair"] .why').textContent`); !strings.HasPrefix(got, "order ") {
+		t.Errorf("comet-fair waits for a person because %q, want its conflict", got)
+	}
+	if got := eval[string](t, tab, `document.querySelector('#campaigns tr[data-campaign="rally"] .peak').textContent`); !strings.HasPrefix(got, "peak ") || got == "peak 0.0/s" {
+		t.Errorf("rally's chart peaks at %q, want a rate", got)
 	}
 	shot := filepath.Join(t.ArtifactDir(), "status-page.png")
 	shotCtx, cancel := context.WithTimeout(tab, browserTimeout)

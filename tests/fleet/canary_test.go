@@ -157,7 +157,7 @@ func TestCanaryWithSeveralWorkers(t *testing.T) {
 	}
 	wantOut(t, l.Chunks(t, "pause", "--after", "3", "canary"),
 		"job canary: the workers run 3 more chunks of it, then it pauses itself until chunks resume canary\n")
-	if out := wantOut(t, l.Chunks(t, "status"), ""); !strings.Contains(out, "pauses after 3 more chunks") {
+	if out := wantOut(t, l.Chunks(t, "status", "--all"), ""); !strings.Contains(out, "pauses after 3 more chunks") {
 		t.Fatalf("status before the workers start:\n%s", out)
 	}
 

@@ -147,7 +147,7 @@ func TestWorkerPausesOnPermanentError(t *testing.T) {
 	if s := st["retried"]; s.State != fleetapi.StateQueued && s.State != fleetapi.StateRunning || s.PauseReason != nil || s.NextIndex != 0 {
 		t.Fatalf("status of retried: %+v, want queued (resting) or running, not paused", s)
 	}
-	if r := l.Chunks(t, "status"); r.Code != 0 || !clitest.ContainsAll(r.Stdout, "frozen", "paused", "by w1: "+reason) {
+	if r := l.Chunks(t, "status", "--all"); r.Code != 0 || !clitest.ContainsAll(r.Stdout, "frozen", "paused", "by w1: "+reason) {
 		t.Fatalf("chunks status: %v", r)
 	}
 	for path, parts := range map[string][]string{

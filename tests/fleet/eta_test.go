@@ -82,7 +82,7 @@ func TestETA(t *testing.T) {
 	check(base)
 
 	// chunks status: the rate and the ETA, in text and JSON.
-	human := l.Chunks(t, "status")
+	human := l.Chunks(t, "status", "--all")
 	if human.Code != 0 {
 		t.Fatalf("chunks status: %v", human)
 	}

@@ -99,7 +99,7 @@ func TestMaxReplicaLagHoldsTheWorker(t *testing.T) {
 	if st.Reason == nil || !strings.HasPrefix(*st.Reason, "replica standby1 is ") || !strings.HasSuffix(*st.Reason, "behind (max 500ms)") {
 		t.Fatalf("worker status: %+v", st)
 	}
-	human := l.Chunks(t, "status")
+	human := l.Chunks(t, "status", "--all")
 	if human.Code != 0 || !strings.Contains(human.Stdout, "throttled: replica standby1 is") {
 		t.Fatalf("chunks status: %v", human)
 	}

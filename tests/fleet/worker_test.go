@@ -228,7 +228,7 @@ func TestPauseAndResume(t *testing.T) {
 	if st[paused.ID].State != fleetapi.StatePaused || st[long.ID].State != fleetapi.StatePaused || st["other-0"].State != fleetapi.StateDone {
 		t.Fatalf("status: %+v", st)
 	}
-	human := l.Chunks(t, "status")
+	human := l.Chunks(t, "status", "--all")
 	if human.Code != 0 || !strings.Contains(human.Stdout, "paused") || !strings.Contains(human.Stdout, "0/12") ||
 		!strings.Contains(human.Stdout, "by "+l.operator.Name+": paused by an operator") ||
 		!strings.Contains(human.Stdout, "5 jobs: 2 paused, 3 done; 0 rows drifted or missing") {

@@ -142,9 +142,11 @@ func checkAfter(after string) error {
 // pageData is what the status page's template reads.
 type pageData struct {
 	View
-	RefreshMs int64
-	Blank     JobView    // the row the script copies for a job that appears
-	NoWorker  WorkerView // the row it copies for a worker that appears
+	RefreshMs  int64
+	Blank      JobView      // the row the script copies for a job that appears
+	NoWorker   WorkerView   // the row it copies for a worker that appears
+	NoCampaign CampaignView // the row it copies for a campaign that appears
+	NoPaused   PausedView   // the row it copies for a paused job that appears
 }
 
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {

@@ -20,6 +20,74 @@ type View struct {
 	Workers []WorkerView `json:"workers"` // the live workers
 	After   string       `json:"after"`   // this page lists the jobs after this id ("" from the first)
 	Next    string       `json:"next"`    // the next page lists the jobs after this id ("" when this is the last)
+	// Campaigns is the newest unfinished campaigns, each with its rate over
+	// the last 15 minutes as a chart; CampaignsHidden, how many more there are.
+	Campaigns       []CampaignView `json:"campaigns"`
+	CampaignsHidden int            `json:"campaigns_hidden"`
+	// Attention is the paused jobs that wait longest for a person;
+	// AttentionHidden, how many more there are.
+	Attention       []PausedView `json:"attention"`
+	AttentionHidden int          `json:"attention_hidden"`
+}
+
+// CampaignView is an unfinished campaign: [fleet.CampaignRow] and its
+// cells' text, with its chart.
+type CampaignView struct {
+	fleet.CampaignRow
+	StateText    string `json:"state_text"`    // see [fleet.CampaignState]
+	ProgressText string `json:"progress_text"` // "4000/100000"
+	RateText     string `json:"rate_text"`     // over about the last minute: "5050.0/s", or "unknown"
+	ETAText      string `json:"eta_text"`      // see [fleet.CampaignETA]
+	Bar          int    `json:"bar"`           // the progress bar's maximum: its targets, at least 1
+	// Points is the chart's polyline in a chartWidth x chartHeight box:
+	// its rate between each two samples of the last 15 minutes, scaled
+	// to PeakText, the highest.
+	Points   string `json:"points"`
+	PeakText string `json:"peak_text"`
+}
+
+// PausedView is a paused job that waits for a person: [fleet.PausedJob]
+// and its cells' text.
+type PausedView struct {
+	fleet.PausedJob
+	CampaignText string `json:"campaign_text"` // its campaign, or "—"
+	Since        string `json:"since"`         // how long ago it was paused
+}
+
+// chartWidth and chartHeight are the box of a campaign's chart: 15
+// minutes across, 0 to the peak rate up.
+const (
+	chartWidth  = 120
+	chartHeight = 24
+	chartWindow = 15 * time.Minute
+)
+
+// ratePoints is the polyline of samples' rate over the chart's window up
+// to now (see [CampaignView].Points), and the peak it is scaled to.
+func ratePoints(samples [][2]float64, now time.Time) (points string, peak float64) {
+	type point struct{ at, rate float64 }
+	var rates []point
+	for i := 1; i < len(samples); i++ {
+		if dt := samples[i][0] - samples[i-1][0]; dt > 0 {
+			r := max((samples[i][1]-samples[i-1][1])/dt, 0)
+			rates = append(rates, point{samples[i][0], r})
+			peak = max(peak, r)
+		}
+	}
+	start := float64(now.Add(-chartWindow).UnixMilli()) / 1000
+	var b strings.Builder
+	for i, p := range rates {
+		x := min(max((p.at-start)/chartWindow.Seconds(), 0), 1) * chartWidth
+		y := float64(chartHeight)
+		if peak > 0 {
+			y = chartHeight - p.rate/peak*(chartHeight-2)
+		}
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%.1f,%.1f", x, y)
+	}
+	return b.String(), peak
 }
 
 // JobView is a job: [fleet.JobStatus] and its cells' text.
@@ -68,6 +136,29 @@ func newView(title string, ov *fleet.Overview, after string) View {
 			Up:   fleet.Duration(ov.Now.Sub(w.StartedAt).Seconds()),
 			Seen: fleet.Duration(max(ov.Now.Sub(w.LastSeen).Seconds(), 0)) + " ago"})
 	}
+	v.Campaigns = make([]CampaignView, 0, len(ov.Campaigns))
+	for _, c := range ov.Campaigns {
+		cv := CampaignView{CampaignRow: c, StateText: fleet.CampaignState(c.CampaignProgress),
+			ProgressText: fmt.Sprintf("%d/%d", c.Committed, c.Targets), RateText: "unknown",
+			ETAText: fleet.CampaignETA(c.CampaignProgress), Bar: max(c.Targets, 1)}
+		if c.RatePerSecond != nil {
+			cv.RateText = fmt.Sprintf("%.1f/s", *c.RatePerSecond)
+		}
+		var peak float64
+		cv.Points, peak = ratePoints(c.Samples, ov.Now)
+		cv.PeakText = fmt.Sprintf("peak %.1f/s", peak)
+		v.Campaigns = append(v.Campaigns, cv)
+	}
+	v.CampaignsHidden = max(ov.CampaignsUnfinished-len(ov.Campaigns), 0)
+	v.Attention = make([]PausedView, 0, len(ov.Attention))
+	for _, j := range ov.Attention {
+		pv := PausedView{PausedJob: j, CampaignText: "—", Since: fleet.Duration(max(ov.Now.Sub(j.PausedAt).Seconds(), 0)) + " ago"}
+		if j.Campaign != nil {
+			pv.CampaignText = *j.Campaign
+		}
+		v.Attention = append(v.Attention, pv)
+	}
+	v.AttentionHidden = max(ov.AttentionCount-len(ov.Attention), 0)
 	v.Summary = summary(ov)
 	return v
 }

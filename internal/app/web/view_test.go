@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/fleet"
 )
 
@@ -117,5 +118,37 @@ func TestPageEscapes(t *testing.T) {
 	// The title (twice), the tenant, the pause detail, the host and the worker's state.
 	if n := strings.Count(html, escaped); n < 6 {
 		t.Fatalf("the text shows escaped %d times, want at least 6:\n%s", n, html)
+	}
+}
+
+// A campaign's chart: its rate between each two samples, placed on 15
+// minutes up to now (older ones at the left edge) and scaled to the peak
+// (the top of the box less 2 units); a stall shows as the line at the
+// bottom. The text cells say the state and the ETA in words, and how
+// many campaigns and paused jobs are not listed.
+func TestNewViewCampaigns(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	at := func(ago time.Duration) float64 { return float64(now.Add(-ago).Unix()) }
+	rate := 100.0
+	campaign := "spring"
+	ov := &fleet.Overview{
+		Now:                 now,
+		CampaignsUnfinished: 3,
+		Campaigns: []fleet.CampaignRow{{
+			CampaignProgress: driver.CampaignProgress{Name: "spring", Targets: 1000, Committed: 400, Remaining: 600, JobsRunning: 1, RatePerSecond: &rate},
+			Samples:          [][2]float64{{at(20 * time.Minute), 0}, {at(15 * time.Minute), 100}, {at(7*time.Minute + 30*time.Second), 400}, {at(0), 400}},
+		}},
+		AttentionCount: 4,
+		Attention:      []fleet.PausedJob{{JobID: "spring-000002", Campaign: &campaign, PausedAt: now.Add(-90 * time.Second), PausedBy: "w1", PauseReason: "id 7: missing"}},
+	}
+	v := newView("lab", ov, "")
+	c := v.Campaigns[0]
+	// rates: 100 in 300 s at the left edge, 300 in 450 s (the peak) mid-way, 0 at now.
+	if c.Points != "0.0,13.0 60.0,2.0 120.0,24.0" || c.PeakText != "peak 0.7/s" || c.StateText != "running" ||
+		c.ProgressText != "400/1000" || c.RateText != "100.0/s" || c.ETAText != "unknown" || c.Bar != 1000 {
+		t.Errorf("campaign view: %+v", c)
+	}
+	if v.CampaignsHidden != 2 || v.AttentionHidden != 3 || v.Attention[0].CampaignText != "spring" || v.Attention[0].Since != "1m 30s ago" {
+		t.Errorf("hidden %d, %d; attention %+v", v.CampaignsHidden, v.AttentionHidden, v.Attention)
 	}
 }

@@ -1,32 +1,44 @@
--- Campaigns: what a campaign is doing, summed over its jobs in one query
--- that reads only its own jobs (campaign_jobs by campaign): its progress,
--- never its rows. Drift is campaign report's: it reads every committed
--- row (1,000,000 of them take seconds), which a status watched every few
--- seconds must not.
-create or replace function {{ .schema }}.campaign_status(name text) returns jsonb
-language plpgsql stable security definer
+-- Campaigns: what campaigns are doing, each summed over its jobs in one
+-- query that reads only their own jobs (campaign_jobs by campaign): their
+-- progress, never their rows. Drift is campaign report's: it reads every
+-- committed row (1,000,000 of them take seconds), which a status watched
+-- every few seconds must not. campaign_rows answers for many campaigns in
+-- one pass (status_page lists the unfinished ones), campaign_status for one.
+create or replace function {{ .schema }}.campaign_rows(names text[]) returns setof jsonb
+language sql stable
 set search_path = {{ .schema }}, pg_temp
 as $$
-declare
-  v_status jsonb;
-begin
-  perform check_name(campaign_status.name, 'name');
   -- job_state's rules, in its one definition; a job of a campaign without
   -- a queue row (idle there) is waiting for its turn here.
   with running as materialized (select rc.key from running_chunks() as rc),
   per_job as (
-    select j.next_index, j.targets as n,
+    select cj.campaign, j.next_index, j.targets as n,
            replace(job_state(j.next_index, j.targets, exists (select from running as r where r.key = run_lock_key(j.job_id)),
                              q.job_id is not null, q.paused, e.job_id is not null), 'idle', 'waiting') as state
       from campaign_jobs as cj
       join job_shapes as j on j.job_id = cj.job_id
       left join job_queue as q on q.job_id = cj.job_id
       left join job_ends as e on e.job_id = cj.job_id
-     where cj.campaign = campaign_status.name
+     where cj.campaign = any (campaign_rows.names)
     -- Each job's state once (offset 0): pulled up, the CASE (with its
     -- jsonb_array_length, which decompresses the job's targets) ran once per
     -- count below, five times a job.
     offset 0
+  ),
+  sums as (
+    select p.campaign,
+           coalesce(sum(p.next_index), 0)::integer as committed,
+           count(*) filter (where p.state = 'done')::integer as done,
+           count(*) filter (where p.state = 'running')::integer as running,
+           count(*) filter (where p.state = 'paused')::integer as paused,
+           count(*) filter (where p.state = 'queued')::integer as queued,
+           count(*) filter (where p.state = 'waiting')::integer as waiting,
+           count(*) filter (where p.state = 'abandoned')::integer as abandoned,
+           coalesce(sum(p.n - p.next_index) filter (where p.state = 'abandoned'), 0)::integer as abandoned_targets,
+           count(*) filter (where p.state in ('running', 'queued')) = 0
+             and count(*) filter (where p.state in ('paused', 'waiting')) > 0 as stalled
+      from per_job as p
+     group by p.campaign
   )
   select jsonb_build_object(
            'name', c.name, 'tenant', c.tenant, 'chunk_size', c.chunk_size, 'digest', c.digest,
@@ -46,19 +58,8 @@ begin
            -- queued (those left are paused, and the waiting ones are
            -- released only as a queued one finishes).
            'stalled', s.stalled)
-    into v_status
     from campaigns as c
-   cross join (select coalesce(sum(p.next_index), 0)::integer as committed,
-                      count(*) filter (where p.state = 'done')::integer as done,
-                      count(*) filter (where p.state = 'running')::integer as running,
-                      count(*) filter (where p.state = 'paused')::integer as paused,
-                      count(*) filter (where p.state = 'queued')::integer as queued,
-                      count(*) filter (where p.state = 'waiting')::integer as waiting,
-                      count(*) filter (where p.state = 'abandoned')::integer as abandoned,
-                      coalesce(sum(p.n - p.next_index) filter (where p.state = 'abandoned'), 0)::integer as abandoned_targets,
-                      count(*) filter (where p.state in ('running', 'queued')) = 0
-                        and count(*) filter (where p.state in ('paused', 'waiting')) > 0 as stalled
-                 from per_job as p) as s
+    join sums as s on s.campaign = c.name
     left join lateral (select round((s.committed - o.committed) / extract(epoch from clock_timestamp() - o.at)::numeric, 1) as rate
                          from (select p.at, p.committed
                                  from campaign_progress as p
@@ -67,7 +68,20 @@ begin
                                          case when p.at <= clock_timestamp() - interval '1 minute' then p.at end desc, p.at
                                 limit 1) as o
                         where o.at <= clock_timestamp() - interval '1 second') as r on true
-   where c.name = campaign_status.name;
+   order by array_position(campaign_rows.names, c.name)
+$$;
+comment on function {{ .schema }}.campaign_rows(text[]) is
+  'chunks helper (campaign_status, status_page): campaign_status''s object for each of the campaigns NAMES that exists, in that order, in one pass over their jobs.';
+
+create or replace function {{ .schema }}.campaign_status(name text) returns jsonb
+language plpgsql stable security definer
+set search_path = {{ .schema }}, pg_temp
+as $$
+declare
+  v_status jsonb;
+begin
+  perform check_name(campaign_status.name, 'name');
+  select r into v_status from campaign_rows(array[campaign_status.name]) as r;
   if v_status is null then
     raise exception 'campaign %: not found', campaign_status.name using errcode = 'CH409';
   end if;

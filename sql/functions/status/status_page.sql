@@ -23,7 +23,7 @@ begin
   with running as materialized (select rc.key from running_chunks() as rc),
        j as materialized (select s.job_id, s.next_index, s.targets as n from job_shapes as s),
        f as (select j.job_id, job_state(j.next_index, j.n, r.key is not null, q.job_id is not null, q.paused, e.job_id is not null) as state,
-                    greatest(j.n - j.next_index, 0) as remaining,
+                    greatest(j.n - j.next_index, 0) as remaining, q.pause_reason,
                     coalesce(p.at, q.visible_at) as progress_seen
                from j
                left join job_queue as q on q.job_id = j.job_id
@@ -43,7 +43,36 @@ begin
                                               from job_change as jc
                                               join f on f.job_id = jc.job_id
                                              group by jc.change, f.state) as s
-                                     group by s.change) as g on g.change = c.name))
+                                     group by s.change) as g on g.change = c.name),
+           -- The unfinished campaigns (a job neither done nor abandoned), the
+           -- ten newest with campaign_status's sums and their progress over
+           -- the last 15 minutes (campaign_progress: [epoch, committed]).
+           'campaigns_unfinished', (select count(distinct cj.campaign) from campaign_jobs as cj join f on f.job_id = cj.job_id
+                                     where f.state not in ('done', 'abandoned')),
+           'campaigns', (select coalesce(jsonb_agg(r.c || jsonb_build_object('samples', (
+                                   select coalesce(jsonb_agg(jsonb_build_array(round(extract(epoch from p.at)::numeric, 3), p.committed)
+                                                             order by p.at), '[]')
+                                     from campaign_progress as p
+                                    where p.campaign = r.c ->> 'name' and p.at > now() - interval '15 minutes')) order by r.o), '[]')
+                           from campaign_rows(array(select c.name from campaigns as c
+                                                     where exists (select from campaign_jobs as cj join f on f.job_id = cj.job_id
+                                                                    where cj.campaign = c.name and f.state not in ('done', 'abandoned'))
+                                                     order by c.created_at desc, c.name
+                                                     limit 10)) with ordinality as r(c, o)),
+           -- The jobs that wait for a person: paused, but not by their
+           -- campaign's pause (the campaign says so); the ten paused first.
+           'attention_count', count(*) filter (where f.state = 'paused' and f.pause_reason is distinct from 'campaign paused by an operator'),
+           'attention', (select coalesce(jsonb_agg(a.e order by a.paused_at, a.job_id), '[]')
+                           from (select jsonb_build_object('job_id', q.job_id, 'tenant', j.tenant,
+                                                           'campaign', (select cj.campaign from campaign_jobs as cj where cj.job_id = q.job_id),
+                                                           'paused_at', q.paused_at, 'paused_by', q.paused_by,
+                                                           'pause_reason', q.pause_reason) as e, q.paused_at, q.job_id
+                                   from job_queue as q
+                                   join jobs as j on j.job_id = q.job_id
+                                  where q.paused and q.pause_reason is distinct from 'campaign paused by an operator'
+                                    and not exists (select from job_ends as e where e.job_id = q.job_id)
+                                  order by q.paused_at, q.job_id
+                                  limit 10) as a))
     into v_fleet
     from f;
 
@@ -56,11 +85,17 @@ end
 $$;
 comment on function {{ .schema }}.status_page(text, integer) is
 $c$The fleet at one moment, in one call: {"now", "jobs", "more", "workers", "counts",
-"unfinished_orders", "oldest_progress_at", "changes"}. jobs is job_rows(AFTER_JOB_ID, MAX_JOBS): at most
+"unfinished_orders", "oldest_progress_at", "changes", "campaigns_unfinished", "campaigns",
+"attention_count", "attention"}. jobs is job_rows(AFTER_JOB_ID, MAX_JOBS): at most
 MAX_JOBS jobs (NULL: all; 0: none) after AFTER_JOB_ID (NULL: from the first), in job_id order;
 more says whether jobs follow the last one. workers is worker_status(). Over every job: counts
 is the number of jobs by state, unfinished_orders the approved orders of unfinished jobs not
 committed yet, and oldest_progress_at, of the queued and running jobs, the earliest time one
 was last seen moving forward (when it was queued, if never). changes has every declared change's
-name, with the number of its jobs by state ({} when it has none). Read-only. Errors: 22023 negative
+name, with the number of its jobs by state ({} when it has none). campaigns_unfinished counts
+the campaigns with a job neither done nor abandoned, and campaigns has the ten newest of them,
+each as campaign_status describes it, with "samples": [[epoch, committed], ...] of the last 15
+minutes (campaign_progress). attention_count counts the paused jobs that wait for a person (not
+paused by their campaign's pause), and attention has the ten paused first: {"job_id", "tenant",
+"campaign", "paused_at", "paused_by", "pause_reason"}. Read-only. Errors: 22023 negative
 max_jobs.$c$;

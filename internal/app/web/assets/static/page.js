@@ -48,6 +48,33 @@
     text(cell(tr, "seen"), w.seen);
   }
 
+  function fillCampaign(tr, c) {
+    tr.dataset.campaign = c.name;
+    tr.className = "campaign-" + c.state_text;
+    text(cell(tr, "name"), c.name);
+    text(cell(tr, "badge"), c.state_text);
+    const bar = tr.querySelector("progress");
+    bar.max = c.bar;
+    bar.value = c.committed;
+    text(cell(tr, "count"), c.progress_text);
+    text(cell(tr, "rate"), c.rate_text);
+    text(cell(tr, "peak"), c.peak_text);
+    const line = cell(tr, "line");
+    if (line.getAttribute("points") !== c.points) line.setAttribute("points", c.points);
+    text(cell(tr, "eta"), c.eta_text);
+  }
+
+  function fillPaused(tr, j) {
+    tr.dataset.job = j.job_id;
+    const link = cell(tr, "job").querySelector("a");
+    link.setAttribute("href", "jobs/" + encodeURIComponent(j.job_id));
+    text(link, j.job_id);
+    text(cell(tr, "campaign"), j.campaign_text);
+    text(cell(tr, "since"), j.since);
+    text(cell(tr, "by"), j.paused_by);
+    text(cell(tr, "why"), j.pause_reason);
+  }
+
   // sync makes tbody's rows those of list, in its order: a row is kept
   // (and updated) by its key, made from the template when new, and
   // removed when gone.
@@ -71,6 +98,17 @@
       document.getElementById("job-row"), fillJob);
     sync(document.querySelector("#workers tbody"), v.workers, "worker", (w) => w.worker_id,
       document.getElementById("worker-row"), fillWorker);
+    sync(document.querySelector("#campaigns tbody"), v.campaigns, "campaign", (c) => c.name,
+      document.getElementById("campaign-row"), fillCampaign);
+    sync(document.querySelector("#attention tbody"), v.attention, "job", (j) => j.job_id,
+      document.getElementById("paused-row"), fillPaused);
+    document.getElementById("no-campaigns").hidden = v.campaigns.length > 0;
+    document.getElementById("no-attention").hidden = v.attention.length > 0;
+    for (const [id, n] of [["campaigns-hidden", v.campaigns_hidden], ["attention-hidden", v.attention_hidden]]) {
+      const p = document.getElementById(id);
+      p.hidden = !n;
+      text(p.querySelector(".n"), n);
+    }
     document.getElementById("no-jobs").hidden = v.jobs.length > 0;
     document.getElementById("no-workers").hidden = v.workers.length > 0;
     const next = document.getElementById("next");
