@@ -62,8 +62,8 @@ func TestResultKeysMatchGoTypes(t *testing.T) {
 		goType    any
 		absent    []string // keys of the type this result lacks, path.key
 	}{
-		{"inspect_job", "select inspect_job('done')::text", nil, driver.Job{}, []string{"change"}}, // a declared change's job only
-		{"report", "select report('done')::text", nil, driver.JobReport{}, []string{"skipped"}}, // a job with skips only
+		{"inspect_job", "select inspect_job('done')::text", nil, driver.Job{}, []string{"change"}},                       // a declared change's job only
+		{"report", "select report('done')::text", nil, driver.JobReport{}, []string{"skipped"}},                          // a job with skips only
 		{"report of a change", "select report('h-000001')::text", nil, driver.JobReport{}, []string{"skipped[].job_id"}}, // a campaign report's only
 		{"check_plan", "select check_plan($1)::text", []any{plan("fresh", "acme", 1, 3, 2)}, driver.PlanCheck{}, nil},
 		{"register_undo", "select register_undo('done')::text", nil, driver.Undo{}, []string{"change"}},   // a declared change's job only
