@@ -252,7 +252,7 @@ func TestRolesGrantAndRevoke(t *testing.T) {
 	viewerFunctions := `["campaign_report(text)", "campaign_status(text)", "change_list()", "change_show(text)", "inspect_job(text)", "inspect_job(text, text)",
 	  "installed_version()", "job_lineage(text)", "job_lineage(text, text)", "job_status()", "queue_channel()", "report(text)", "report(text, text)",
 	  "status_page(text, integer)", "verify_campaign(text)", "verify_job(text)", "worker_status()"]`
-	operatorFunctions := `["abandon_job(text, text)", "abandon_job(text, text, text)", "campaign_check(text, integer)", "campaign_create(text, text, integer, integer[], integer[], integer[], integer)",
+	operatorFunctions := `["abandon_job(text, text)", "abandon_job(text, text, text)", "archive_jobs(interval)", "campaign_archive(text)", "campaign_check(text, integer)", "campaign_create(text, text, integer, integer[], integer[], integer[], integer)",
 	  "campaign_create_change(text, text, text, integer, jsonb, text[], integer)",
 	  "campaign_pause(text)", "campaign_report(text)", "campaign_resume(text)", "campaign_skip(text, text)", "campaign_status(text)", "campaign_undo(text, text)",
 	  "cancel_chunk(text, jsonb)", "change_list()", "change_show(text)", "check_change(text, jsonb)", "check_plan(jsonb)", "inspect_job(text)", "inspect_job(text, text)", "installed_version()", "job_lineage(text)",
@@ -263,7 +263,7 @@ func TestRolesGrantAndRevoke(t *testing.T) {
 	  "skip_target(text, jsonb, text)", "skip_target(text, text, jsonb, text)", "status_page(text, integer)", "verify_campaign(text)", "verify_job(text)", "worker_gone(text)",
 	  "worker_heartbeat(text, text, integer, timestamp with time zone, bigint, text, text)", "worker_status()"]`
 	tables := `{"jobs": ["SELECT"], "job_audit": ["SELECT"], "job_approval": ["SELECT"], "job_kind": ["SELECT"], "job_queue": ["SELECT"],
-	  "job_progress": ["SELECT"], "workers": ["SELECT"], "campaigns": ["SELECT"], "campaign_jobs": ["SELECT"], "campaign_progress": ["SELECT"], "job_ends": ["SELECT"], "job_skips": ["SELECT"],
+	  "job_progress": ["SELECT"], "workers": ["SELECT"], "campaigns": ["SELECT"], "campaign_jobs": ["SELECT"], "campaign_progress": ["SELECT"], "job_ends": ["SELECT"], "job_skips": ["SELECT"], "job_archive": ["SELECT"],
 	  "changes": ["SELECT"], "job_change": ["SELECT"], "change_audit": ["SELECT"],
 	  "change_jobs": ["SELECT"], "change_targets": ["SELECT"], "change_chunks": ["SELECT"]}`
 	sameJSON(t, "operator", privileges(r.operator), `{"usage": true, "create": false, "functions": `+operatorFunctions+`, "tables": `+tables+`}`)
@@ -271,7 +271,7 @@ func TestRolesGrantAndRevoke(t *testing.T) {
 
 	owner := r.connect(t, r.owner)
 	g, err := driver.Revoke(ctx, owner, r.operator.Name, driver.Operator)
-	if err != nil || !g.Revoked || len(g.Functions) != 30 || len(g.Tables) != 0 {
+	if err != nil || !g.Revoked || len(g.Functions) != 32 || len(g.Tables) != 0 {
 		t.Fatalf("revoke operator: %+v, %v", g, err)
 	}
 	sameJSON(t, "operator revoked", privileges(r.operator), `{"usage": true, "create": false, "functions": `+viewerFunctions+`, "tables": `+tables+`}`)

@@ -27,6 +27,7 @@ func campaignCommand() *cli.Command {
 			campaignCheckCommand(),
 			campaignUndoCommand(),
 			campaignSkipCommand(),
+			campaignArchiveCommand(),
 			campaignPauseResumeCommand("pause", runCampaignPause, "stop the workers from starting any chunk of the campaign"),
 			campaignPauseResumeCommand("resume", runCampaignResume, "give every paused job of the campaign back to the workers"),
 		},

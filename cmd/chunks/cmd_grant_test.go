@@ -37,8 +37,8 @@ func TestGrantRun(t *testing.T) {
 	if executes(alice.Name) {
 		t.Fatal("a refused grant left alice an operator")
 	}
-	want := "granted operator to " + alice.Name + ": EXECUTE on 47 functions, SELECT on 18 tables\n" +
-		"granted viewer to " + bob.Name + ": EXECUTE on 17 functions, SELECT on 18 tables\n"
+	want := "granted operator to " + alice.Name + ": EXECUTE on 49 functions, SELECT on 19 tables\n" +
+		"granted viewer to " + bob.Name + ": EXECUTE on 17 functions, SELECT on 19 tables\n"
 	if got := wantRun(t, runGrant, d, &grantOptions{Schema: l.Name, Operators: []string{alice.Name}, Viewers: []string{bob.Name}}); got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
@@ -48,10 +48,10 @@ func TestGrantRun(t *testing.T) {
 	r := chunksIn(t, l, "", "grant", "--json", "--revoke", "--operator", alice.Name)
 	var g driver.Granted
 	decodeJSON(t, r.Stdout, &g)
-	if r.Code != 0 || g.Role != alice.Name || g.Access != driver.Operator || !g.Revoked || len(g.Functions) != 30 || !slices.IsSorted(g.Functions) || len(g.Tables) != 0 {
+	if r.Code != 0 || g.Role != alice.Name || g.Access != driver.Operator || !g.Revoked || len(g.Functions) != 32 || !slices.IsSorted(g.Functions) || len(g.Tables) != 0 {
 		t.Errorf("grant --json --revoke: %+v from %v", g, r)
 	}
-	wantRunOut(t, runGrant, d, &grantOptions{Schema: l.Name, Viewers: []string{bob.Name}, Revoke: true}, "revoked viewer from "+bob.Name+": EXECUTE on 47 functions, SELECT on 18 tables\n")
+	wantRunOut(t, runGrant, d, &grantOptions{Schema: l.Name, Viewers: []string{bob.Name}, Revoke: true}, "revoked viewer from "+bob.Name+": EXECUTE on 49 functions, SELECT on 19 tables\n")
 	if executes(alice.Name) {
 		t.Error("alice is still an operator")
 	}

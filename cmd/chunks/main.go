@@ -108,6 +108,7 @@ func commands() []*cli.Command {
 		resumeCommand(),
 		abandonCommand(),
 		skipCommand(),
+		archiveCommand(),
 		undoCommand(),
 		campaignCommand(),
 		changeCommand(),

@@ -39,6 +39,7 @@
 {{ template "queue/run_next_chunk.sql" . }}
 {{ template "queue/lock_unfinished_job.sql" . }}
 {{ template "queue/abandon_job.sql" . }}
+{{ template "queue/archive_jobs.sql" . }}
 {{ template "undo/check_not_undone.sql" . }}
 {{ template "queue/pause_job.sql" . }}
 {{ template "queue/pause_job_after.sql" . }}
@@ -110,6 +111,7 @@
 {{ template "changes/run_change_chunk.sql" . }}
 {{ template "changes/skip_target.sql" . }}
 {{ template "campaigns/campaign_skip.sql" . }}
+{{ template "campaigns/campaign_archive.sql" . }}
 {{ template "changes/change_report_job.sql" . }}
 {{ template "changes/change_report_sql.sql" . }}
 {{ template "changes/report_lists.sql" . }}

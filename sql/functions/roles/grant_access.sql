@@ -35,7 +35,7 @@ as $$
            '{{ .schema }}.campaign_create_change(text, text, text, integer, jsonb, text[], integer)',
            '{{ .schema }}.campaign_check(text, integer)', '{{ .schema }}.campaign_pause(text)',
            '{{ .schema }}.campaign_resume(text)', '{{ .schema }}.campaign_undo(text, text)',
-           '{{ .schema }}.campaign_skip(text, text)'
+           '{{ .schema }}.campaign_skip(text, text)', '{{ .schema }}.campaign_archive(text)', '{{ .schema }}.archive_jobs(interval)'
          ]) as f
    where access = 'operator'
 $$;
@@ -52,7 +52,7 @@ as $$
     from unnest(array['{{ .schema }}.jobs', '{{ .schema }}.job_audit', '{{ .schema }}.job_approval', '{{ .schema }}.job_kind',
                       '{{ .schema }}.job_queue', '{{ .schema }}.job_progress', '{{ .schema }}.workers',
                       '{{ .schema }}.campaigns', '{{ .schema }}.campaign_jobs', '{{ .schema }}.campaign_progress', '{{ .schema }}.job_ends',
-                      '{{ .schema }}.job_skips',
+                      '{{ .schema }}.job_skips', '{{ .schema }}.job_archive',
                       '{{ .schema }}.changes', '{{ .schema }}.job_change', '{{ .schema }}.change_audit',
                       '{{ .schema }}.change_jobs', '{{ .schema }}.change_targets', '{{ .schema }}.change_chunks']) as t
 $$;

@@ -27,7 +27,9 @@ as $$
       left join running as r on r.key = run_lock_key(j.job_id)
       left join job_progress as p on p.job_id = j.job_id and p.next_index <= j.next_index
       left join job_ends as e on e.job_id = j.job_id
-     where job_rows.after_job_id is null or j.job_id > job_rows.after_job_id
+     where (job_rows.after_job_id is null or j.job_id > job_rows.after_job_id)
+       -- an archived job (archive_jobs) is out of the default status
+       and not exists (select from job_archive as ar where ar.job_id = j.job_id)
      order by j.job_id
      limit job_rows.max_jobs),
   -- report's rules (jobs_drift): how many committed targets are drifted or
@@ -61,6 +63,7 @@ as $$
 $$;
 comment on function {{ .schema }}.job_rows(text, integer) is
 $c$The jobs after AFTER_JOB_ID (NULL: from the first), at most MAX_JOBS (NULL: all), in job_id order,
+archived ones (archive_jobs) left out,
 one jsonb object each: {"job_id", "tenant", "next_index", "n", "chunk_size", "state", "running_in",
 "visible_at", "pause_reason", "paused_at", "paused_by", "pause_after", "kind", "change", "undoes", "undone_by",
 "progressed_at", "rate", "drift"}, as job_status describes them. progressed_at is when a fleet worker last saw the job move forward, and

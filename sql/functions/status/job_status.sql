@@ -8,7 +8,7 @@ as $$
     from job_rows(null, null) with ordinality as r(job, ord)
 $$;
 comment on function {{ .schema }}.job_status() is
-$c$Every job with its fleet state, as a jsonb list ordered by job_id: [{"job_id", "tenant",
+$c$Every job with its fleet state (but those archived: archive_jobs), as a jsonb list ordered by job_id: [{"job_id", "tenant",
 "next_index", "n", "chunk_size", "state", "running_in", "visible_at", "pause_reason", "paused_at",
 "paused_by", "pause_after", "kind", "change", "undoes", "undone_by", "progressed_at", "rate", "drift"}, ...]. state is done (next_index = n), running (a
 chunk of it is in flight right now, in the session running_in: a worker's id, or "pid N"; only

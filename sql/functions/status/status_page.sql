@@ -21,7 +21,8 @@ begin
   -- Each job's number of targets first, on its own: the targets (the
   -- bulk of a row) then go no further than this scan.
   with running as materialized (select rc.key from running_chunks() as rc),
-       j as materialized (select s.job_id, s.next_index, s.targets as n from job_shapes as s),
+       j as materialized (select s.job_id, s.next_index, s.targets as n from job_shapes as s
+                           where not exists (select from job_archive as ar where ar.job_id = s.job_id)),
        f as (select j.job_id, job_state(j.next_index, j.n, r.key is not null, q.job_id is not null, q.paused, e.job_id is not null) as state,
                     greatest(j.n - j.next_index, 0) as remaining, q.pause_reason,
                     coalesce(p.at, q.visible_at) as progress_seen
@@ -79,7 +80,8 @@ begin
   return jsonb_build_object(
            'now', now(),
            'jobs', v_page,
-           'more', v_last is not null and exists (select from jobs as j where j.job_id > v_last),
+           'more', v_last is not null and exists (select from jobs as j where j.job_id > v_last
+                                                    and not exists (select from job_archive as ar where ar.job_id = j.job_id)),
            'workers', worker_status()) || v_fleet;
 end
 $$;
@@ -88,7 +90,8 @@ $c$The fleet at one moment, in one call: {"now", "jobs", "more", "workers", "cou
 "unfinished_orders", "oldest_progress_at", "changes", "campaigns_unfinished", "campaigns",
 "attention_count", "attention"}. jobs is job_rows(AFTER_JOB_ID, MAX_JOBS): at most
 MAX_JOBS jobs (NULL: all; 0: none) after AFTER_JOB_ID (NULL: from the first), in job_id order;
-more says whether jobs follow the last one. workers is worker_status(). Over every job: counts
+more says whether jobs follow the last one. workers is worker_status(). Over every job but the
+archived ones (archive_jobs): counts
 is the number of jobs by state, unfinished_orders the approved orders of unfinished jobs not
 committed yet, and oldest_progress_at, of the queued and running jobs, the earliest time one
 was last seen moving forward (when it was queued, if never). changes has every declared change's
