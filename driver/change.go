@@ -336,6 +336,31 @@ func DropChange(ctx context.Context, db DB, name string) (bool, error) {
 	return dropped, nil
 }
 
+// ChangeRetired is what [RetireChange] answers (SQL retire_change).
+type ChangeRetired struct {
+	Name   string `json:"name"`
+	Digest string `json:"digest"` // the retired version's
+	Jobs   int    `json:"jobs"`   // its jobs, which still report
+}
+
+// RetireChange retires the declared change name once every job of it has
+// ended (finished, abandoned or archived; otherwise an [ErrConflict]): its
+// generated functions are dropped, and its definition and digest stay, so
+// its jobs still report and verify by the definition they were approved
+// under (they never run again, nor undo). A new definition under the name
+// is then a new version. Only the owner of the chunks schema may retire a
+// change: any other role gets an [*OwnerError].
+func RetireChange(ctx context.Context, db DB, name string) (ChangeRetired, error) {
+	if err := checkChangeName("name", name); err != nil {
+		return ChangeRetired{}, err
+	}
+	var r ChangeRetired
+	if _, err := QueryJSON(ctx, db, &r, "retire_change", name); err != nil {
+		return ChangeRetired{}, explainOwnerOnly(ctx, db, err, "retire")
+	}
+	return r, nil
+}
+
 // RegisterChange records a job of the declared change with the server's
 // register_change: true when the job is new, false when the same approval
 // is already registered; a different job under the same id is an

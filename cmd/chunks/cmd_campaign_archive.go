@@ -19,7 +19,7 @@ func campaignArchiveCommand() *cli.Command {
 			"status page and the metrics' counts; chunks campaign status, campaign report, report and\n" +
 			"inspect still answer for them. Archiving it again changes nothing. With --json it prints\n" +
 			"{\"name\", \"archived\"}." +
-			campaignExample("chunks --schema lab campaign report spring", "chunks --schema lab campaign archive spring"),
+			campaignExample("chunks --schema lab drain spring-000001", "chunks --schema lab campaign archive spring"),
 		Action: action(parseCampaign, runCampaignArchive),
 	}
 }

@@ -69,6 +69,20 @@ func changeCommand() *cli.Command {
 					"Example:\n  chunks --schema lab change drop hold_payment",
 				Action: action(parseChangeName, runChangeDrop),
 			},
+			{
+				Name:      "retire",
+				Usage:     "retire a change whose jobs have all ended: its functions go, its definition stays for their reports",
+				UsageText: "chunks change retire [--dsn DSN] [--schema S] [--json] NAME",
+				Description: "Every job of the change must have ended (finished, abandoned or archived; exit 3 otherwise).\n" +
+					"Its generated functions are dropped; its definition and digest are kept, so chunks report,\n" +
+					"inspect and verify still answer for its jobs by the definition they were approved under (they\n" +
+					"never run again, and have no undo: undo before retiring). A new definition under the name\n" +
+					"(chunks change define) is then a new version; the same definition again is this one, live\n" +
+					"again. Only the owner of the chunks schema may retire a change. --json prints {\"name\",\n" +
+					"\"digest\", \"jobs\"}.\n\n" +
+					"Example:\n  chunks --schema lab change retire hold_payment",
+				Action: action(parseChangeName, runChangeRetire),
+			},
 		},
 	}
 }
@@ -217,7 +231,24 @@ func runChangeDrop(ctx context.Context, d deps, o *changeNameOptions, out io.Wri
 	return nil
 }
 
-// ownerOnly is err of chunks change define or drop (action), where a role
+// runChangeRetire retires the change.
+func runChangeRetire(ctx context.Context, d deps, o *changeNameOptions, out io.Writer) error {
+	var r driver.ChangeRetired
+	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
+		r, err = driver.RetireChange(ctx, conn, o.Name)
+		return err
+	})
+	if err != nil {
+		return ownerOnly(err, "retire")
+	}
+	if d.json {
+		return printJSON(out, r)
+	}
+	say(out, "retired change %s (digest %s): its functions are dropped; report still answers for its %s", r.Name, r.Digest, plural(r.Jobs, "job"))
+	return nil
+}
+
+// ownerOnly is err of chunks change define, drop or retire (action), where a role
 // with no chunks access at all (a driver.AccessError, which names the
 // grant it lacks) is told what an operator or a viewer is told: only the
 // schema's owner may, and no grant helps.

@@ -167,3 +167,24 @@ func TestChangeRun(t *testing.T) {
 	wantRunOut(t, runChangeDrop, d, &changeNameOptions{Name: "spare"}, "dropped change spare and its function\n")
 	wantOut(t, chunksIn(t, l, "", "change", "drop", "--json", "spare"), `{"dropped":false,"name":"spare"}`+"\n")
 }
+
+// chunks change retire: refused while a job of the change has not ended;
+// then its functions go, its job still reports, and a new definition
+// under the name is a new version.
+func TestChangeRetireRun(t *testing.T) {
+	l := clitest.NewLab(t)
+	shop := userTables(t, l)
+	l.Exec(t, "select define_change($1)", pgtest.HoldPayment(shop))
+	l.Exec(t, "select register_change('hold_payment', $1)", holdPlan("p1", 2, 1, 2))
+	wantExit(t, chunksIn(t, l, "", "change", "retire", "hold_payment"), 3, "change hold_payment: 1 job of it has not ended")
+	runChunk(t, l, "p1")
+	digest := pgtest.MustString(t, l.Conn, "select digest from changes")
+	wantOut(t, chunksIn(t, l, "", "change", "retire", "hold_payment"),
+		"retired change hold_payment (digest "+digest+"): its functions are dropped; report still answers for its 1 job\n")
+	wantExit(t, chunksIn(t, l, "", "change", "retire", "hold_payment"), 3, "change hold_payment: not defined (or already retired)")
+	if r := chunksIn(t, l, "", "report", "p1"); r.Code != 0 || !strings.Contains(r.Stdout, "job p1: 2 approved, 2 committed, 0 remaining: 2 matching") {
+		t.Errorf("report after retire: %v", r)
+	}
+	wantOut(t, chunksIn(t, l, strings.Replace(pgtest.HoldPayment(shop), `"on_hold"`, `"held"`, 1), "change", "define", "-"),
+		"defined change hold_payment on "+shop+".payments (its function: apply_hold_payment; chunks change show hold_payment prints it)\n")
+}

@@ -28,8 +28,9 @@ func skipCommand() *cli.Command {
 			"Skipping a skipped target changes nothing. With --json it prints {\"job_id\", \"key\",\n" +
 			"\"skipped\", \"by\", \"at\", \"reason\", \"found\", \"paused\"}. With --tenant, through a chunks\n" +
 			"router: on the tenant's shard.\n\n" +
-			"Example:\n  chunks --schema lab skip --reason 'edited by support, ticket 4411' hold-7 5\n" +
-			"  chunks --schema lab resume hold-7",
+			"Example:\n  chunks --schema lab register --change hold_payment holds-1.json\n" +
+			"  chunks --schema lab skip --reason 'edited by support, ticket 4411' holds-1 2\n" +
+			"  chunks --schema lab report holds-1",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "reason", Usage: "why the target is set aside, kept with the decision (`TEXT`, 1 to 500 characters)"},
 			tenantFlag(),

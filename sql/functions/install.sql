@@ -94,6 +94,7 @@
 {{ template "changes/define_change.sql" . }}
 {{ template "changes/define_change_text.sql" . }}
 {{ template "changes/drop_change.sql" . }}
+{{ template "changes/retire_change.sql" . }}
 {{ template "changes/change_list.sql" . }}
 {{ template "changes/change_show.sql" . }}
 {{ template "changes/change_target.sql" . }}

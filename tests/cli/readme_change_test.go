@@ -28,7 +28,7 @@ func TestChangeREADMECLI(t *testing.T) {
 	}
 	env := shellEnv("CHUNKS_DSN="+l.ChunksDSN, "CHUNKS_SCHEMA="+l.Name)
 	ran := runGuideLines(t, blocks[2], env, dir, func(s string) string { return strings.ReplaceAll(s, "shop.payments", shop+".payments") })
-	if ran != 8 {
-		t.Errorf("ran %d guide command lines, want 8", ran)
+	if ran != 10 {
+		t.Errorf("ran %d guide command lines, want 10", ran)
 	}
 }

@@ -39,7 +39,7 @@ func TestGrant(t *testing.T) {
 		t.Fatal("grant did not grant what it said")
 	}
 	g := decode[driver.Granted](t, l.Chunks(t, "--json", "grant", "--revoke", "--operator", alice.Name))
-	if g.Role != alice.Name || g.Access != driver.Operator || !g.Revoked || len(g.Functions) != 27 || len(g.Tables) != 0 {
+	if g.Role != alice.Name || g.Access != driver.Operator || !g.Revoked || len(g.Functions) != 32 || len(g.Tables) != 0 {
 		t.Fatalf("grant --revoke --json: %+v", g)
 	}
 	if executes(alice.Name, "run_chunk(text)") != "false" || executes(alice.Name, "report(text)") != "true" {

@@ -39,7 +39,7 @@ begin
               join jobs as j on j.job_id = cj.job_id
               left join job_kind as k on k.job_id = j.job_id
               left join job_change as jc on jc.job_id = j.job_id
-              left join changes as c on c.name = jc.change
+              left join changes as c on c.name = jc.change and c.retired_at is null
              cross join lateral job_target_rows(j.job_id) as x(e, ord)
              where cj.campaign = campaign_check.name and x.ord > j.next_index
                -- (a target an operator set aside never runs: skip_target)

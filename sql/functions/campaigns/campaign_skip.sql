@@ -33,7 +33,7 @@ begin
       join job_queue as q on q.job_id = cj.job_id and q.paused
       join jobs as j on j.job_id = cj.job_id
       left join job_change as jc on jc.job_id = j.job_id
-      left join changes as c on c.name = jc.change and c.digest = jc.digest
+      left join changes as c on c.name = jc.change and c.digest = jc.digest and c.retired_at is null
       left join job_kind as k on k.job_id = j.job_id
      where cj.campaign = v_campaign.name
        and not exists (select from job_ends as e where e.job_id = j.job_id)

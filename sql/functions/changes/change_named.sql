@@ -13,7 +13,7 @@ declare
 begin
   perform check_change_name(change_named.change, change_named.field);
   select c.name, c.definition, c.digest, c.function_name into name, definition, digest, v_function
-    from changes as c where c.name = change_named.change;
+    from changes as c where c.name = change_named.change and c.retired_at is null;
   if not found then
     raise exception '%: there is no change % (chunks change list)', change_named.field, change_named.change using errcode = '22023';
   end if;

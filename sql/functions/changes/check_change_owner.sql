@@ -9,7 +9,7 @@ declare
 begin
   select n.nspowner into v_owner from pg_namespace as n where n.nspname = '{{ .schema }}';
   if not pg_has_role(current_user, v_owner, 'MEMBER') then
-    raise exception '%: only the owner of schema {{ .schema }} (%) may declare or drop a change', check_change_owner.function,
+    raise exception '%: only the owner of schema {{ .schema }} (%) may declare, drop or retire a change', check_change_owner.function,
       v_owner::regrole using errcode = '42501';
   end if;
 end

@@ -66,7 +66,7 @@ begin
   -- as it is now): say so before making its functions a second time.
   if current_setting('transaction_isolation') <> 'read committed'
      and to_regprocedure(format('%I.%I(text, text, integer, jsonb)', '{{ .schema }}', 'apply_' || v_name)) is not null
-     and not exists (select from changes as c where c.name = v_name) then
+     and not exists (select from changes as c where c.name = v_name and c.retired_at is null) then
     raise exception 'change %: defined by another transaction that this one''s snapshot cannot see; run define_change again',
       v_name using errcode = '40001';
   end if;
@@ -283,7 +283,7 @@ begin
   -- set_from_target is the same as none: it is not kept.
   v_def := (select jsonb_object_agg(e.key, e.value) from jsonb_each(v_def) as e
              where e.value not in ('[]'::jsonb, '{}'::jsonb));
-  select c.definition into v_existing from changes as c where c.name = v_name for update;
+  select c.definition into v_existing from changes as c where c.name = v_name and c.retired_at is null for update;
   if found then
     if v_existing = v_def then
       return false;
@@ -311,8 +311,14 @@ begin
   if v_problem is not null then
     raise notice '%', v_problem;
   end if;
-  insert into changes (name, definition, digest, function_name)
-  values (v_name, v_def, encode(sha256(convert_to(v_def::text, 'UTF8')), 'hex'), 'apply_' || v_name);
+  -- A new version of a retired change (retire_change), or the very
+  -- definition of a retired version again, which is that version live again.
+  update changes as c set retired_at = null, retired_by = null
+   where c.name = v_name and c.digest = encode(sha256(convert_to(v_def::text, 'UTF8')), 'hex');
+  if not found then
+    insert into changes (name, definition, digest, function_name)
+    values (v_name, v_def, encode(sha256(convert_to(v_def::text, 'UTF8')), 'hex'), 'apply_' || v_name);
+  end if;
   return true;
 exception when unique_violation then
   -- Another define of this name committed after this transaction's

@@ -38,7 +38,7 @@ begin
     into v_job
     from jobs as j
     left join job_change as jc on jc.job_id = j.job_id
-    left join changes as c on c.name = jc.change and c.digest = jc.digest
+    left join changes as c on c.name = jc.change and c.digest = jc.digest and c.retired_at is null
     left join job_kind as k on k.job_id = j.job_id
    where j.job_id = skip_target.job_id;
   if v_job.change is null then

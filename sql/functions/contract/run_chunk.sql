@@ -69,7 +69,7 @@ begin
     left join job_kind as k on k.job_id = j.job_id
     left join job_approval as ap on ap.job_id = j.job_id
     left join job_change as jc on jc.job_id = j.job_id
-    left join changes as ch on ch.name = jc.change and ch.digest = jc.digest
+    left join changes as ch on ch.name = jc.change and ch.digest = jc.digest and ch.retired_at is null
     left join change_jobs as cj on cj.job_id = j.job_id
     left join job_ends as e on e.job_id = j.job_id
    where j.job_id = run_job_chunk.job_id

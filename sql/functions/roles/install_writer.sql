@@ -31,7 +31,7 @@ begin
         quote_ident(v_name) using errcode = '22023';
     end if;
     if not exists (select from pg_roles as r where r.rolname = current_user and (r.rolsuper or r.rolcreaterole)) then
-      perform drop_change_functions(c.function_name) from changes as c;
+      perform drop_change_functions(c.function_name) from changes as c where c.retired_at is null;
       raise notice 'chunks: declared changes need a writer role, and % may not create one: a role that may runs chunks migrate, or chunks migrate --writer ROLE names a NOLOGIN role made for it%',
         current_user, coalesce(' (changes ' || (select string_agg(c.name, ', ' order by c.name) from changes as c) || ' cannot run until then)', '');
       return;
@@ -62,7 +62,7 @@ begin
   if cardinality(v_removed) > 0 then
     raise notice 'chunks: took back EXECUTE on writer_exec from %', array_to_string(v_removed, ', ');
   end if;
-  for v_change in select c.name, c.definition, c.function_name from changes as c order by c.name loop
+  for v_change in select c.name, c.definition, c.function_name from changes as c where c.retired_at is null order by c.name loop
     begin
       v_removed := generate_change(v_change.definition);
       if cardinality(v_removed) > 0 then

@@ -38,7 +38,7 @@ begin
            'oldest_progress_at', min(f.progress_seen) filter (where f.state in ('queued', 'running')),
            -- Every declared change, with its jobs by state (none: {}).
            'changes', (select coalesce(jsonb_object_agg(c.name, coalesce(g.counts, '{}'::jsonb)), '{}'::jsonb)
-                         from changes as c
+                         from (select distinct c.name from changes as c) as c
                          left join (select s.change, jsonb_object_agg(s.state, s.jobs) as counts
                                       from (select jc.change, f.state, count(*) as jobs
                                               from job_change as jc

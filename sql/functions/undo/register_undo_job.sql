@@ -38,7 +38,7 @@ begin
     v_def := orders_change();
   else
     select c.definition into v_def from changes as c
-     where c.name = register_undo_job.change and c.digest = register_undo_job.digest;
+     where c.name = register_undo_job.change and c.digest = register_undo_job.digest and c.retired_at is null;
     if not found then
       raise exception 'job %: its change % was redefined or dropped since it was approved', register_undo_job.job_id,
         register_undo_job.change using errcode = 'CH409';
