@@ -172,9 +172,9 @@ func TestStatusPageInBrowser(t *testing.T) {
 	// Waiting for a person: comet-fair, with why. The campaign's chart
 	// draws its rate once the fleet has sampled it twice (every 5 s).
 	do(t, tab, "wait for comet-fair to wait for a person, and for rally's chart",
-		chromedp.WaitVisible(chromedp.CSS(`#attention tr[data-job="comet-fair"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#attention tr[data-paused="comet-fair"]`)),
 		chromedp.WaitReady(chromedp.CSS(`#campaigns tr[data-campaign="rally"] polyline[points*=","]`)))
-	if got := eval[string](t, tab, `document.querySelector('#attention tr[data-job="comet-fair"] .why').textContent`); !strings.HasPrefix(got, "order ") {
+	if got := eval[string](t, tab, `document.querySelector('#attention tr[data-paused="comet-fair"] .why').textContent`); !strings.HasPrefix(got, "order ") {
 		t.Errorf("comet-fair waits for a person because %q, want its conflict", got)
 	}
 	if got := eval[string](t, tab, `document.querySelector('#campaigns tr[data-campaign="rally"] .peak').textContent`); !strings.HasPrefix(got, "peak ") || got == "peak 0.0/s" {

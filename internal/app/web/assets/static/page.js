@@ -65,7 +65,7 @@
   }
 
   function fillPaused(tr, j) {
-    tr.dataset.job = j.job_id;
+    tr.dataset.paused = j.job_id;
     const link = cell(tr, "job").querySelector("a");
     link.setAttribute("href", "jobs/" + encodeURIComponent(j.job_id));
     text(link, j.job_id);
@@ -100,7 +100,7 @@
       document.getElementById("worker-row"), fillWorker);
     sync(document.querySelector("#campaigns tbody"), v.campaigns, "campaign", (c) => c.name,
       document.getElementById("campaign-row"), fillCampaign);
-    sync(document.querySelector("#attention tbody"), v.attention, "job", (j) => j.job_id,
+    sync(document.querySelector("#attention tbody"), v.attention, "paused", (j) => j.job_id,
       document.getElementById("paused-row"), fillPaused);
     document.getElementById("no-campaigns").hidden = v.campaigns.length > 0;
     document.getElementById("no-attention").hidden = v.attention.length > 0;
