@@ -18,7 +18,7 @@ declare
   v_judged record;
   v_skip jsonb;
   v_skipped jsonb := '[]'::jsonb;
-  v_resumed text[] := '{}';
+  v_resumed text[] := '{}'::text[];
 begin
   perform check_name(campaign_skip.name, 'name');
   perform check_reason(campaign_skip.reason, 'the targets are skipped');
@@ -65,7 +65,7 @@ begin
   end loop;
   -- Those jobs go on past what was set aside, unless the campaign is paused.
   if v_campaign.paused then
-    v_resumed := '{}';
+    v_resumed := '{}'::text[];
   elsif cardinality(v_resumed) > 0 then
     update job_queue as q
        set paused = false, visible_at = clock_timestamp(), pause_reason = null, paused_at = null, paused_by = null,
