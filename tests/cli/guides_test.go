@@ -38,6 +38,19 @@ func TestFleetGuide(t *testing.T) {
 	    (select count(*) from lab.job_audit where job_id = 'umbrella-recall')) from lab.orders where tenant = 'umbrella'`, "20 20")
 }
 
+// docs/operating-a-campaign.md: a campaign of a declared change, three
+// rows edited by hand stall three jobs, one campaign skip sets them aside
+// and resumes them, the report shows 297 matching and 3 skipped with their
+// reason, then the campaign is archived and the change retired, and the
+// report still answers. Every other price doubled exactly once.
+func TestOperatingGuide(t *testing.T) {
+	t.Parallel()
+	dsn := replayGuide(t, "operating-a-campaign.md", "TestOperatingGuide", 15)
+	wantGuideLeft(t, dsn, `select format('%s %s %s', count(*) filter (where currency = 'EUR' and price_cents = 2 * (1000 + substr(sku, 5)::int) and version = 1),
+	    count(*) filter (where price_cents = 1 and version = 0), count(*) filter (where currency = 'USD' and version = 0))
+	  from shop.prices`, "297 3 300")
+}
+
 // docs/safety.md: the preflight, the canary (pause --after 1, a worker
 // started with &, the report of its one chunk), resume, the undo run by the
 // same worker, and the worker stopped by the guide's own kill: every order

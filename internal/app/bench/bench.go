@@ -751,6 +751,12 @@ func ratios(r Report) []Ratio {
 		ratio("campaign create, s", c.Seconds, "< 3 (100,000 targets)", c.Seconds < 3)
 		v = div(get("campaign", "register").Seconds, c.Seconds)
 		ratio("campaign create vs one register per job", v, ">= 20", v >= 20)
+		// The preflight against one worker's drain, per target.
+		check, drain := get("campaign", fmt.Sprintf("check of %d targets, none committed", c.Orders)), get("campaign", "drain of the other")
+		if check.Orders > 0 && drain.Orders > 0 {
+			v = div(check.Seconds/float64(check.Orders), drain.Seconds/float64(drain.Orders))
+			ratio("campaign check vs one connection's drain, time per target", v, "<= 1", v <= 1)
+		}
 		for _, what := range []string{"status", "report"} {
 			for _, at := range []string{"60 committed", "all committed"} {
 				x := get("campaign", fmt.Sprintf("%s of %d targets, %s", what, c.Orders, at))

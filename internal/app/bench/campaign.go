@@ -11,9 +11,12 @@ import (
 )
 
 // campaigns measures campaign create of n targets (one transaction) against
-// registering the same split, one register call per job, and campaign
-// status and report over the n targets (reps times each, a few chunks
-// committed first, with other campaigns' jobs in the same tables).
+// registering the same split, one register call per job; campaign check
+// of the n targets, none committed, against draining them on one
+// connection (one worker's pace; issue 38: a preflight no slower than the
+// run); and campaign status and report over the n targets (reps times
+// each, a few chunks committed first, with other campaigns' jobs in the
+// same tables).
 func campaigns(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, n int, add func(Result)) (err error) {
 	conn, _, err := connect(ctx, cfg)
 	if err != nil {
@@ -89,6 +92,14 @@ func campaigns(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, n int, ad
 		}
 		return nil
 	}
+	// The preflight, before anything is committed.
+	start = time.Now()
+	if _, err := driver.CheckCampaign(ctx, conn, name, 100); err != nil {
+		return err
+	}
+	d = time.Since(start)
+	add(sample{chunks: 1, orders: n, elapsed: d, latencies: []time.Duration{d}}.result("campaign",
+		fmt.Sprintf("check of %d targets, none committed", n), false))
 	for range 20 {
 		if _, err := conn.Exec(ctx, "select run_chunk($1)", name+"-000001"); err != nil {
 			return err
@@ -97,7 +108,10 @@ func campaigns(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, n int, ad
 	if err := measure("60 committed"); err != nil {
 		return err
 	}
-	// Every job of the campaign run to its end, one chunk at a time.
+	// Every job of the campaign run to its end, one chunk at a time, on
+	// one connection: one worker's drain (the 200 targets already
+	// committed aside).
+	start = time.Now()
 	for _, job := range seqJobIDs(name, created.Jobs) {
 		for {
 			var done bool
@@ -109,6 +123,9 @@ func campaigns(ctx context.Context, cfg *pgx.ConnConfig, seed *seeder, n int, ad
 			}
 		}
 	}
+	d = time.Since(start)
+	add(sample{chunks: 1, orders: n - 200, elapsed: d, latencies: []time.Duration{d}}.result("campaign",
+		fmt.Sprintf("drain of the other %d targets on one connection", n-200), false))
 	return measure("all committed")
 }
 
