@@ -54,6 +54,11 @@ type CampaignSpec struct {
 	// (docs/your-own-tables.md): its targets are then [CampaignTargets].Objects.
 	// "" is a campaign of orders.
 	Change string
+	// TenantFrom (with Change, and Tenant "") makes one campaign over many
+	// tenants: each target's tenant is its field TenantFrom (a value of the
+	// change's tenant column), taken out of the target; each job holds one
+	// tenant's targets, and one approval and digest cover them all.
+	TenantFrom string
 }
 
 // CampaignTargets is an approval read from a file or a query: the targets
@@ -100,6 +105,18 @@ type CampaignProgress struct {
 	RatePerSecond    *float64  `json:"rate_per_s"`        // committed targets per second over about the last minute; nil when no fleet worker sampled it
 	ETASeconds       *float64  `json:"eta_s"`             // nil when the rate is unknown or 0, or stalled
 	Stalled          bool      `json:"stalled"`           // targets remain and no job is running or queued (they are paused): nothing moves until a person decides
+	// Tenants is a campaign over many tenants' progress by tenant
+	// ([CampaignSpec].TenantFrom; its Tenant is ""), in tenant order.
+	Tenants []TenantProgress `json:"tenants,omitempty"`
+}
+
+// TenantProgress is one tenant's part of a campaign over many tenants.
+type TenantProgress struct {
+	Tenant    string `json:"tenant"`
+	Targets   int    `json:"targets"`
+	Committed int    `json:"committed"`
+	Jobs      int    `json:"jobs"`
+	JobsDone  int    `json:"jobs_done"`
 }
 
 // CampaignDrift is campaign_report: report() over every job of a campaign.
@@ -382,8 +399,15 @@ func (s CampaignSpec) check() (CampaignSpec, error) {
 	if len(s.Name) > MaxCampaignNameLen {
 		return s, Invalidf("name: must be at most %d characters (job ids add -NNNNNN), got %d", MaxCampaignNameLen, len(s.Name))
 	}
-	if err := checkName("tenant", s.Tenant); err != nil {
-		return s, err
+	switch {
+	case s.TenantFrom != "" && s.Change == "":
+		return s, Invalidf("tenant_from: a campaign over many tenants is a declared change's (name the change)")
+	case s.TenantFrom != "" && s.Tenant != "":
+		return s, Invalidf("tenant: give one tenant, or the field each target's comes from (tenant_from), not both")
+	case s.TenantFrom == "":
+		if err := checkName("tenant", s.Tenant); err != nil {
+			return s, err
+		}
 	}
 	maxChunk := int64(MaxChunkSize)
 	if s.Change != "" {

@@ -154,16 +154,57 @@ func createChangeCampaign(ctx context.Context, db DB, spec CampaignSpec, ct Camp
 	}
 	var body bytes.Buffer
 	labels := make([]string, len(ct.Objects))
+	var tenants []string
 	body.WriteByte('[')
 	for i, o := range ct.Objects {
 		if i > 0 {
 			body.WriteByte(',')
 		}
+		if spec.TenantFrom != "" {
+			var tenant string
+			var err error
+			if o, tenant, err = takeTenant(o, spec.TenantFrom, ct.where(i)); err != nil {
+				return CampaignCreated{}, err
+			}
+			tenants = append(tenants, tenant)
+		}
 		body.Write(o)
 		labels[i] = ct.where(i)
 	}
 	body.WriteByte(']')
-	return createInTx(ctx, db, "campaign_create_change", spec.Name, spec.Change, spec.Tenant, spec.ChunkSize, body.String(), labels, spec.QueueWindow)
+	var tenant any = spec.Tenant
+	if spec.TenantFrom != "" {
+		tenant = nil
+	}
+	return createInTx(ctx, db, "campaign_create_change", spec.Name, spec.Change, tenant, spec.ChunkSize, body.String(), labels,
+		spec.QueueWindow, tenants)
+}
+
+// takeTenant takes field from the target o (where names it): the target
+// without it, and its value as text (a string's, or a number as written).
+func takeTenant(o json.RawMessage, field, where string) (json.RawMessage, string, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(o, &fields); err != nil {
+		return nil, "", Invalidf("%s: %v", where, err)
+	}
+	v, ok := fields[field]
+	if !ok {
+		return nil, "", Invalidf("%s: has no %s (tenant_from), the field its tenant comes from", where, Excerpt(field, true))
+	}
+	delete(fields, field)
+	var tenant string
+	if err := json.Unmarshal(v, &tenant); err != nil {
+		var n json.Number
+		if err := json.Unmarshal(v, &n); err != nil {
+			return nil, "", Invalidf("%s.%s: the tenant must be a string or a number, got %s", where, field, Excerpt(string(v), false))
+		}
+		tenant = n.String()
+	}
+	rest, err := json.Marshal(fields)
+	if err != nil {
+		return nil, "", err
+	}
+	return rest, tenant, nil
 }
 
 // createInTx calls fn (campaign_create or campaign_create_change) in an

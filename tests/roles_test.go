@@ -253,7 +253,7 @@ func TestRolesGrantAndRevoke(t *testing.T) {
 	  "installed_version()", "job_lineage(text)", "job_lineage(text, text)", "job_status()", "queue_channel()", "report(text)", "report(text, text)",
 	  "status_page(text, integer)", "verify_campaign(text)", "verify_job(text)", "worker_status()"]`
 	operatorFunctions := `["abandon_job(text, text)", "abandon_job(text, text, text)", "archive_jobs(interval)", "campaign_archive(text)", "campaign_check(text, integer)", "campaign_create(text, text, integer, integer[], integer[], integer[], integer)",
-	  "campaign_create_change(text, text, text, integer, jsonb, text[], integer)",
+	  "campaign_create_change(text, text, text, integer, jsonb, text[], integer, text[])",
 	  "campaign_pause(text)", "campaign_report(text)", "campaign_resume(text)", "campaign_skip(text, text)", "campaign_status(text)", "campaign_undo(text, text)",
 	  "cancel_chunk(text, jsonb)", "change_list()", "change_show(text)", "check_change(text, jsonb)", "check_plan(jsonb)", "inspect_job(text)", "inspect_job(text, text)", "installed_version()", "job_lineage(text)",
 	  "job_lineage(text, text)", "job_status()", "pause_job(text)", "pause_job(text, text)", "pause_job_after(text, integer)",

@@ -43,6 +43,8 @@ func resultSchema(t *testing.T) *pgtest.Schema {
 	s.Exec(t, "select run_chunk('h-000001'), skip_target('h-000001', '3', 'set aside')")
 	s.Exec(t, "update "+shop+".payments set hold_reason = 'x' where payment_id = 1")
 	s.Exec(t, "update "+shop+".payments set lock_version = 9 where payment_id = 4")
+	// A campaign over many tenants (here, one of them).
+	s.Exec(t, "select campaign_create_change('mt', 'hold_payment', null, 2, $1, null, 16, array['7'])", paymentTargets(5))
 	return s
 }
 
@@ -72,12 +74,13 @@ func TestResultKeysMatchGoTypes(t *testing.T) {
 		{"job_status", "select job_status()::text", nil, []fleet.JobStatus{}, []string{"[].shard"}},
 		{"status_page", "select status_page(null, null)::text", nil, fleet.Overview{},
 			[]string{"jobs[].shard", "workers[].shard", "campaigns[].shard", "attention[].shard"}},
-		{"campaign_status", "select campaign_status('c')::text", nil, driver.CampaignProgress{}, nil},
+		{"campaign_status", "select campaign_status('c')::text", nil, driver.CampaignProgress{}, []string{"tenants"}}, // over many tenants only
+		{"campaign_status over many tenants", "select campaign_status('mt')::text", nil, driver.CampaignProgress{}, nil},
 		{"campaign_report", "select campaign_report('c')::text", nil, driver.CampaignDrift{}, []string{"skipped", "skipped_count"}},
 		{"campaign_check", "select campaign_check('c', 100)::text", nil, driver.CampaignCheck{}, []string{"listed[].key"}},
 		{"campaign_check of a change", "select campaign_check('h', 100)::text", nil, driver.CampaignCheck{}, []string{"listed[].id"}},
 		{"campaign_report of a change", "select campaign_report('h')::text", nil, driver.CampaignDrift{}, nil},
-		{"campaign_status of a change", "select campaign_status('h')::text", nil, driver.CampaignProgress{}, nil},
+		{"campaign_status of a change", "select campaign_status('h')::text", nil, driver.CampaignProgress{}, []string{"tenants"}},
 		{"campaign_pause", "select campaign_pause('c')::text", nil, driver.CampaignChange{}, nil},
 		{"campaign_undo", "select campaign_undo('c')::text", nil, driver.CampaignUndo{}, []string{"change"}}, // a change's campaign only
 		{"campaign_undo again", "select campaign_undo('c')::text", nil, driver.CampaignUndo{}, []string{"drifted", "missing", "change"}},

@@ -38,7 +38,7 @@ func campaignCreateCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "create",
 		Usage:     "register a campaign from a file of targets or from a query",
-		UsageText: "chunks campaign create --tenant T --chunk-size N --allow-partial [--queue-window W] [--change CHANGE] NAME (FILE | --from-query SQL)",
+		UsageText: "chunks campaign create (--tenant T | --change CHANGE --tenant-from COLUMN) --chunk-size N --allow-partial [--queue-window W] [--change CHANGE] NAME (FILE | --from-query SQL)",
 		Description: "FILE (- for stdin) is a JSON array or JSON Lines of {\"id\", \"revision\", \"qty\"}, read strictly\n" +
 			"as a job's targets (at most 1,000,000 targets, 4096 bytes per entry and 128 MiB). --from-query runs SQL in a READ ONLY\n" +
 			"transaction and takes its rows (id, revision, qty) as the approval, frozen at that moment.\n" +
@@ -48,15 +48,22 @@ func campaignCreateCommand() *cli.Command {
 			"its jobs the fleet's queue holds at once (default 16), so a job registered later is not starved.\n" +
 			"With --change, the campaign is of a declared change (chunks change list): FILE's entries are its\n" +
 			"targets, objects of exactly the change's fields, and --from-query's columns are named as those\n" +
-			"fields; the server checks each as register --change does, naming the line, index or row.\n\n" +
+			"fields; the server checks each as register --change does, naming the line, index or row.\n" +
+			"--tenant-from COLUMN (with --change, instead of --tenant) makes one campaign over many tenants:\n" +
+			"each target's tenant is its COLUMN (a column of --from-query, or a field of FILE's entries, a\n" +
+			"value of the change's tenant column), taken out of the target; each job holds one tenant's\n" +
+			"targets, one approval and digest cover them all, and campaign status shows progress by tenant.\n\n" +
 			"Example:\n  chunks --schema lab campaign create --tenant alien-desert --chunk-size 10 --allow-partial \\\n" +
 			"    --from-query \"select id, revision, qty from orders where state = 'pending'\" festival\n" +
 			"  chunks --schema lab campaign create --tenant alien-desert --chunk-size 10 --allow-partial \\\n" +
 			"    spring - < targets.jsonl\n" +
 			"  chunks --schema lab campaign create --change hold_payment --tenant 42 --chunk-size 10 --allow-partial \\\n" +
-			"    --from-query \"select payment_id, lock_version, amount_cents, 'chargeback' as reason from shop.payments where status = 'captured'\" payment-holds",
+			"    --from-query \"select payment_id, lock_version, amount_cents, 'chargeback' as reason from shop.payments where status = 'captured'\" payment-holds\n" +
+			"  chunks --schema lab campaign create --change hold_payment --tenant-from merchant_id --chunk-size 10 --allow-partial \\\n" +
+			"    --from-query \"select merchant_id, payment_id, lock_version, amount_cents, 'chargeback' as reason from shop.payments where status = 'captured'\" every-hold",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "tenant", Usage: "the tenant of every target (required)"},
+			&cli.StringFlag{Name: "tenant", Usage: "the tenant of every target (required, unless --tenant-from)"},
+			&cli.StringFlag{Name: "tenant-from", Usage: "with --change: each target's tenant is this `COLUMN` of its row (one campaign over many tenants)"},
 			&cli.IntFlag{Name: "chunk-size", Usage: "orders per chunk, 1 to 10 (required)"},
 			&cli.BoolFlag{Name: "allow-partial", Usage: "must be given: each chunk commits on its own (required)"},
 			&cli.IntFlag{Name: "queue-window", Value: driver.DefaultQueueWindow, Usage: "jobs of the campaign queued at once"},
@@ -80,7 +87,7 @@ type campaignCreateOptions struct {
 func parseCampaignCreate(c *cli.Context) (*campaignCreateOptions, error) {
 	o := &campaignCreateOptions{Query: c.String("from-query"), AllowPartial: c.Bool("allow-partial"),
 		Spec: driver.CampaignSpec{Tenant: c.String("tenant"), ChunkSize: c.Int("chunk-size"), QueueWindow: c.Int("queue-window"),
-			Change: c.String("change")}}
+			Change: c.String("change"), TenantFrom: c.String("tenant-from")}}
 	params := []param{nameParam, fileParam("FILE")}
 	second := c.Args().Get(1) // FILE, - (stdin), or a flag typed after NAME
 	switch {
@@ -95,7 +102,11 @@ func parseCampaignCreate(c *cli.Context) (*campaignCreateOptions, error) {
 	if err != nil {
 		return o, err
 	}
-	if err := requireFlags(c, "tenant", "chunk-size", "allow-partial"); err != nil {
+	required := []string{"tenant", "chunk-size", "allow-partial"}
+	if o.Spec.TenantFrom != "" {
+		required = required[1:] // --tenant-from instead
+	}
+	if err := requireFlags(c, required...); err != nil {
 		return o, err
 	}
 	o.Spec.Name = args[0]
@@ -144,8 +155,12 @@ func runCampaignCreate(ctx context.Context, d deps, o *campaignCreateOptions, ou
 		return printJSON(out, created)
 	}
 	if created.Created && o.Spec.Change != "" {
+		of := o.Spec.Tenant
+		if o.Spec.TenantFrom != "" {
+			of = "each one's " + o.Spec.TenantFrom
+		}
 		say(out, "created campaign %s of change %s: %s of %s in %s of up to %d, %d per chunk (digest %s)", o.Spec.Name, o.Spec.Change,
-			plural(created.Targets, "target"), o.Spec.Tenant, plural(created.Jobs, "job"), driver.CampaignJobTargets(o.Spec.ChunkSize, true),
+			plural(created.Targets, "target"), of, plural(created.Jobs, "job"), driver.CampaignJobTargets(o.Spec.ChunkSize, true),
 			o.Spec.ChunkSize, created.Digest[:12])
 	} else if created.Created {
 		say(out, "created campaign %s: %s of %s in %s of up to %d, %d per chunk (digest %s)", o.Spec.Name,
@@ -238,6 +253,14 @@ func runCampaignStatus(ctx context.Context, d deps, o *campaignOptions, out io.W
 		say(out, "campaign %s%s: %d targets, %d committed, %d remaining; jobs: %d done, %d running, %d queued, %d paused, %d waiting%s of %d; rate %s, ETA %s",
 			st.Name, paused, st.Targets, st.Committed, st.Remaining, st.JobsDone, st.JobsRunning, st.JobsQueued,
 			st.JobsPaused, st.JobsWaiting, abandoned, st.Jobs, rate, eta)
+		// A campaign over many tenants: each one's progress (the first ten).
+		for _, tp := range st.Tenants[:min(len(st.Tenants), 10)] {
+			say(out, "  tenant %s: %d of %d targets committed; %d of %s done", terminalSafe(tp.Tenant), tp.Committed, tp.Targets,
+				tp.JobsDone, plural(tp.Jobs, "job"))
+		}
+		if len(st.Tenants) > 10 {
+			say(out, "  (%s not listed: --json lists every one)", plural(len(st.Tenants)-10, "tenant"))
+		}
 	})
 }
 

@@ -288,3 +288,30 @@ func mustCount(t testing.TB, l *clitest.Lab, sql string) int64 {
 	}
 	return n
 }
+
+// campaign create --tenant-from: one campaign over two merchants from a
+// query, a job each, and campaign status by tenant. --tenant-from needs
+// --change and excludes --tenant; a row without the column is named.
+func TestCampaignOverManyTenantsRun(t *testing.T) {
+	l := clitest.NewLab(t)
+	shop := userTables(t, l)
+	d := labDeps(l)
+	l.Exec(t, "select define_change($1)", pgtest.HoldPayment(shop))
+	l.Exec(t, "update "+shop+".payments set merchant_id = 8 where payment_id > 2")
+	query := "select merchant_id, payment_id, lock_version, amount_cents, 'chargeback' as reason from " + shop + ".payments"
+	create := []string{"campaign", "create", "--change", "hold_payment", "--tenant-from", "merchant_id", "--chunk-size", "1", "--allow-partial"}
+	wantExit(t, chunksIn(t, l, "", "campaign", "create", "--tenant-from", "merchant_id", "--chunk-size", "1", "--allow-partial", "--from-query", query, "m"),
+		2, "tenant_from: a campaign over many tenants is a declared change's")
+	wantExit(t, chunksIn(t, l, "", append(create, "--tenant", "7", "--from-query", query, "m")...), 2, "tenant: give one tenant, or the field")
+	wantExit(t, chunksIn(t, l, "", append(create, "--from-query", "select payment_id, lock_version, amount_cents, 'x' as reason from "+shop+".payments", "m")...),
+		2, `row 1: has no "merchant_id" (tenant_from)`)
+	r := chunksIn(t, l, "", append(create, "--from-query", query, "m")...)
+	if first, _, _ := strings.Cut(r.Stdout, " (digest "); r.Code != 0 || first != "created campaign m of change hold_payment: 4 targets of each one's merchant_id in 2 jobs of up to 100, 1 per chunk" {
+		t.Fatalf("create: %v", r)
+	}
+	got := wantRun(t, runCampaignStatus, d, &campaignOptions{Name: "m"})
+	if !clitest.ContainsAll(got, "campaign m: 4 targets, 0 committed, 4 remaining; jobs: ", "  tenant 7: 0 of 2 targets committed; 0 of 1 job done\n",
+		"  tenant 8: 0 of 2 targets committed; 0 of 1 job done\n") {
+		t.Errorf("status:\n%s", got)
+	}
+}

@@ -16,7 +16,7 @@ begin
     return format('it is a campaign of %s, this approval is of change %s',
                   coalesce('change ' || v_old_change, 'orders'), campaign_change_difference.change);
   end if;
-  if v_old.tenant <> campaign_change_difference.tenant or v_old.chunk_size <> campaign_change_difference.chunk_size then
+  if v_old.tenant is distinct from campaign_change_difference.tenant or v_old.chunk_size <> campaign_change_difference.chunk_size then
     return campaign_difference(campaign_change_difference.name, campaign_change_difference.tenant,
                                campaign_change_difference.chunk_size, null, null, null);
   end if;

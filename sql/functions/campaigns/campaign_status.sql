@@ -12,7 +12,7 @@ as $$
   -- a queue row (idle there) is waiting for its turn here.
   with running as materialized (select rc.key from running_chunks() as rc),
   per_job as (
-    select cj.campaign, j.next_index, j.targets as n,
+    select cj.campaign, j.tenant, j.next_index, j.targets as n,
            replace(job_state(j.next_index, j.targets, exists (select from running as r where r.key = run_lock_key(j.job_id)),
                              q.job_id is not null, q.paused, e.job_id is not null), 'idle', 'waiting') as state
       from campaign_jobs as cj
@@ -58,6 +58,14 @@ as $$
            -- queued (those left are paused, and the waiting ones are
            -- released only as a queued one finishes).
            'stalled', s.stalled)
+         -- A campaign over many tenants (campaign_create_change's TENANTS):
+         -- its progress by tenant.
+         || case when c.tenant is null then jsonb_build_object('tenants', (
+              select jsonb_agg(jsonb_build_object('tenant', t.tenant, 'targets', t.n, 'committed', t.committed,
+                                                  'jobs', t.jobs, 'jobs_done', t.done) order by t.tenant collate "C")
+                from (select p.tenant, sum(p.n)::integer as n, sum(p.next_index)::integer as committed, count(*)::integer as jobs,
+                             count(*) filter (where p.state = 'done')::integer as done
+                        from per_job as p where p.campaign = c.name group by p.tenant) as t)) else '{}' end
     from campaigns as c
     join sums as s on s.campaign = c.name
     left join lateral (select round((s.committed - o.committed) / extract(epoch from clock_timestamp() - o.at)::numeric, 1) as rate
@@ -97,5 +105,6 @@ $c$What campaign NAME is doing, summed over its jobs: {"name", "tenant", "chunk_
 targets per second over about the last minute, from the samples the fleet's heartbeats take,
 campaign_progress; null without a fleet's sample), "eta_s" (remaining but abandoned targets / rate; null when the
 rate is unknown or 0, or stalled), "stalled" (targets remain and no job is running or queued: the
-ones left are paused, and nothing moves until a person decides)}.
+ones left are paused, and nothing moves until a person decides)}; for a campaign over many
+tenants (tenant null), "tenants": [{"tenant", "targets", "committed", "jobs", "jobs_done"}] too.
 Reads only this campaign's jobs, not their rows (drift is campaign_report's); locks nothing. Errors: 22023 bad name; CH409 unknown campaign.$c$;

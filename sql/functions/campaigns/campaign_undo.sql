@@ -73,7 +73,7 @@ begin
   end if;
   -- The digest of the undo's approval: its targets, in its order (a
   -- change's, as campaign_create_change's digest names the change).
-  select encode(sha256(convert_to(v_campaign.tenant || '/' || v_campaign.chunk_size || '/'
+  select encode(sha256(convert_to(coalesce(v_campaign.tenant, '*') || '/' || v_campaign.chunk_size || '/'
                                   || case when v_change is null
                                           then string_agg(x.e ->> 'id' || ':' || (x.e ->> 'revision') || ':' || (x.e ->> 'qty'), ','
                                                           order by (x.e -> 'id')::integer)

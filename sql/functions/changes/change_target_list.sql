@@ -12,23 +12,25 @@
 -- targets taken one by one by change_target, so that the first bad one is
 -- named (LABELS[i], default targets[i]) in its words.
 --
--- SORTED is the typed targets in key order; DUPLICATE the place (from 1)
+-- SORTED is the typed targets in key order, ORDS each one's place in
+-- ITEMS (from 1); DUPLICATE the place (from 1)
 -- of the first target whose key an earlier one has, FIRST that earlier
 -- one's, WORDS its key in words ("email ann@example.com"; "tenant_id 7,
 -- order_no 12"); all three NULL when no key is twice.
 drop function if exists {{ .schema }}.change_key_sort(jsonb, jsonb);
--- (before schema version 12 it returned the typed targets unsorted: made again once)
+-- (before schema version 12 it returned the typed targets unsorted, and
+-- before 18 without their places: made again once)
 do $$
 begin
   if exists (select from pg_proc as p where p.oid = to_regprocedure('{{ .schema }}.change_target_list(jsonb, jsonb, text[])')
-                                        and p.prorettype = 'jsonb'::regtype) then
+                                        and (p.prorettype = 'jsonb'::regtype or not 'ords' = any (p.proargnames))) then
     drop function {{ .schema }}.change_target_list(jsonb, jsonb, text[]);
   end if;
 end
 $$;
 create or replace function {{ .schema }}.change_target_list(definition jsonb, items jsonb, labels text[],
                                                             out sorted jsonb[], out duplicate bigint, out first bigint,
-                                                            out words text)
+                                                            out words text, out ords integer[])
 language plpgsql stable security invoker
 set search_path = {{ .schema }}, pg_temp
 -- (the sort of a campaign's 1,000,000 targets in memory)
@@ -71,7 +73,7 @@ begin
   end if;
   -- @plpgsql_check_options: security_warnings = false
   execute change_target_list_sql(change_target_list.definition, 'sort')
-    into sorted, duplicate using change_target_list.items;
+    into sorted, duplicate, ords using change_target_list.items;
   if duplicate is not null then
     -- @plpgsql_check_options: security_warnings = false
     execute change_target_list_sql(change_target_list.definition, 'first')
@@ -82,4 +84,4 @@ begin
 end
 $$;
 comment on function {{ .schema }}.change_target_list(jsonb, jsonb, text[]) is
-  'chunks helper: every target of ITEMS validated (as the writer role) and typed as change_target does one, and sorted by key, set-based unless one has a problem (then one by one, naming the first bad one by LABELS[i], default targets[i]); with the first key given twice (the places of its second and first targets, and the key in words).';
+  'chunks helper: every target of ITEMS validated (as the writer role) and typed as change_target does one, and sorted by key, set-based unless one has a problem (then one by one, naming the first bad one by LABELS[i], default targets[i]), with each sorted target''s place in ITEMS (ords); with the first key given twice (the places of its second and first targets, and the key in words).';

@@ -5,8 +5,9 @@
 -- to its column's type and returns whether none is rounded or cut and no
 -- version is at its type's largest value ($1 the items); 'sort' returns
 -- the targets typed by their base types (change_fields: no domain's check
--- runs) in key order, and the place of the first target whose key an
--- earlier one has ($1 the items); 'first' the place of the first target
+-- runs) in key order, the place of the first target whose key an
+-- earlier one has, and each sorted target's place in the items ($1 the
+-- items); 'first' the place of the first target
 -- with the key of the target at place $2, and that target typed.
 create or replace function {{ .schema }}.change_target_list_sql(definition jsonb, part text) returns text
 language sql stable security invoker
@@ -31,7 +32,7 @@ as $$
                                                                                    else '9223372036854775807' end)
                                 else '' end, ' and ' order by f.ord))
            when 'sort' then format($q$
-             select array_agg(y.o order by %1$s, y.ord), min(y.ord) filter (where y.again)
+             select array_agg(y.o order by %1$s, y.ord), min(y.ord) filter (where y.again), array_agg(y.ord::integer order by %1$s, y.ord)
                from (select x.ord, t.o, %2$s, %3$s as again
                        from jsonb_array_elements($1) with ordinality as x(e, ord)
                       cross join lateral (select jsonb_build_object(%4$s) as o) as t

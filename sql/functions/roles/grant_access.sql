@@ -32,7 +32,7 @@ as $$
            '{{ .schema }}.worker_heartbeat(text, text, integer, timestamptz, bigint, text, text)',
            '{{ .schema }}.worker_gone(text)', '{{ .schema }}.record_progress(jsonb)',
            '{{ .schema }}.campaign_create(text, text, integer, integer[], integer[], integer[], integer)',
-           '{{ .schema }}.campaign_create_change(text, text, text, integer, jsonb, text[], integer)',
+           '{{ .schema }}.campaign_create_change(text, text, text, integer, jsonb, text[], integer, text[])',
            '{{ .schema }}.campaign_check(text, integer)', '{{ .schema }}.campaign_pause(text)',
            '{{ .schema }}.campaign_resume(text)', '{{ .schema }}.campaign_undo(text, text)',
            '{{ .schema }}.campaign_skip(text, text)', '{{ .schema }}.campaign_archive(text)', '{{ .schema }}.archive_jobs(interval)'
