@@ -113,7 +113,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	l := newLab(t)
 	s := newSeeder(l, 14)
 	festival := s.job(t, "festival", 40, 4)
-	cleanup := s.job(t, "spring-cleanup", 24, 2)
+	cleanup := s.job(t, "spring-cleanup", 60, 2) // 30 chunks at 2 a second: long enough to show an ETA however slow the page polls
 	bazaar := s.job(t, "lunar-bazaar", 6, 3)
 	fair := s.job(t, "comet-fair", 8, 2)
 	for _, j := range []job{festival, cleanup, bazaar, fair} {
