@@ -89,6 +89,12 @@ func Start(t testing.TB, o Options, args ...string) *Proc {
 	p.cmd.Env = append(pgtest.CleanEnv(), o.Env...)
 	p.cmd.Stdin = strings.NewReader(o.Stdin)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	// Once the process has ended (or been killed at the timeout), its
+	// output is read for at most 5 s more: a child it started and left
+	// running (a bench's worker, orphaned by the kill) keeps the pipes open,
+	// and Wait would otherwise wait for it for ever (a TestBenchSmoke under
+	// a heavy load did, 19 minutes).
+	p.cmd.WaitDelay = 5 * time.Second
 	if o.Stderr != nil {
 		p.cmd.Stderr = o.Stderr
 	}
