@@ -240,7 +240,7 @@ func TestChangeDefineRefusals(t *testing.T) {
 		{"target field taken", definitionWith(t, shop, map[string]any{"set_from_target": map[string]any{"hold_reason": "amount_cents"}}),
 			"set_from_target.hold_reason: target field amount_cents is already the field of the key, the version or an expect column"},
 		{"nothing written", definitionWith(t, shop, map[string]any{"set": nil, "set_from_target": nil}),
-			"set: a change must write at least one column (set, set_from_target or set_now)"},
+			"set: a change must write at least one column (set, set_from_target or set_now), or delete its rows (\"delete\": true)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := pgtest.TryString(s.Conn, "select define_change($1)::text", c.def)

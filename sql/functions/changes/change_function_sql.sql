@@ -46,6 +46,8 @@ declare
   v_checks text := '';
   v_sets text;
   v_apply text;
+  v_u text;             -- the statement's CTE u: the update, or the delete
+  v_delete constant boolean := change_function_sql.definition ? 'delete' and not change_function_sql.restore;
   v_sql text;
 begin
   select c.oid into v_rel
@@ -102,18 +104,86 @@ begin
   -- and the row is left unchanged (b's values would be stale). So every
   -- before value audited is the one the update replaced, for any column
   -- type, without a separate statement.
-  v_apply := format($f$
-  with %2$s,
+  if v_delete then
+    -- A change that deletes: the rows that can take it now are deleted, by
+    -- the same WHERE, and each deleted version's full image (every column,
+    -- generated ones too, as the row type makes it jsonb) is returned for
+    -- the audit (RETURNING gives the version deleted, re-read when a
+    -- concurrent transaction changed it), and inserted into the archive in
+    -- the same statement. No column is written: "?after" is {}.
+    v_u := format($f$
   u as (
-    update %3$s as l
-       set %5$s
-      from t, %3$s as b
-     where %4$s
-       and %8$s and t."?ordinal" <> all (v_done)
+    delete from %1$s as l
+     using t
+     where %2$s
+       and %3$s and t."?ordinal" <> all (v_done)
+       and %4$s is null
+    returning t."?ordinal" as "?ordinal", %5$s as "?key", %6$s as "?version_before", null::bigint as "?version_after",
+              to_jsonb(l) as "?before", '{}'::jsonb as "?after"
+  )%7$s$f$,
+      v_table, change_key_any_sql(v_def, 'l', 'from t where t."?ordinal" <> all (v_done)'), change_key_equal_sql(v_def, 'l', 't'),
+      v_checks, (change_key_sql(v_def, 't')).as_text,
+      case when v_version is not null then format('l.%I', v_version) else 'null::bigint' end,
+      case when v_def ? 'archive' then format($f$,
+  archived as (
+    insert into %1$s overriding system value
+    select r.* from u cross join lateral jsonb_populate_record(null::%1$s, u."?before") as r
+  )$f$, (v_def ->> 'archive')::regclass) else '' end);
+  elsif change_function_sql.restore and v_def ? 'delete' then
+    -- The undo of a change that deletes: each row whose key is still
+    -- absent is put back from its image (the audit's "?before"), every
+    -- column but the generated ones as it was (identity columns too:
+    -- overriding system value), and taken out of the archive, in one
+    -- statement; the inserted row is returned for the audit ("?after").
+    v_u := format($f$
+  ins as (
+    insert into %1$s as l (%2$s) overriding system value
+    select %3$s
+      from t
+     where t."?ordinal" <> all (v_done)
+       and not exists (select from %1$s as r where %4$s)
+    returning l.*
+  ),
+  u as (
+    select t."?ordinal" as "?ordinal", %5$s as "?key", null::bigint as "?version_before", %6$s as "?version_after",
+           '{}'::jsonb as "?before", to_jsonb(ins) as "?after"
+      from ins join t on %7$s
+  )%8$s$f$,
+      v_table,
+      (select string_agg(format('%I', a.attname), ', ' order by a.attnum) from pg_attribute as a
+        where a.attrelid = v_rel and a.attnum > 0 and not a.attisdropped and a.attgenerated = ''),
+      (select string_agg(typed_field_sql('t."?before"', a.attname, format_type(a.atttypid, a.atttypmod)), ', ' order by a.attnum)
+         from pg_attribute as a where a.attrelid = v_rel and a.attnum > 0 and not a.attisdropped and a.attgenerated = ''),
+      change_key_equal_sql(v_def, 'r', 't'), (change_key_sql(v_def, 't')).as_text,
+      case when v_version is not null then format('ins.%I', v_version) else 'null::bigint' end,
+      change_key_equal_sql(v_def, 'ins', 't'),
+      case when v_def ? 'archive' then format($f$,
+  unarchived as (
+    delete from %1$s as a using u join t on t."?ordinal" = u."?ordinal" where %2$s
+  )$f$, (v_def ->> 'archive')::regclass, change_key_equal_sql(v_def, 'a', 't')) else '' end);
+  else
+    v_u := format($f$
+  u as (
+    update %1$s as l
+       set %2$s
+      from t, %1$s as b
+     where %3$s
+       and %6$s and t."?ordinal" <> all (v_done)
        and b.tableoid = l.tableoid and b.ctid = l.ctid
-       and %6$s is null
-    returning t."?ordinal" as "?ordinal", %9$s as "?key", %7$s
-  )
+       and %4$s is null
+    returning t."?ordinal" as "?ordinal", %7$s as "?key", %5$s
+  )$f$,
+      v_table, v_sets, change_key_any_sql(v_def, 'l', 'from t where t."?ordinal" <> all (v_done)'), v_checks,
+      format('%s as "?version_before", %s as "?version_after", %s',
+             case when v_version is not null then format('b.%I', v_version) else 'null::bigint' end,
+             case when v_version is not null then format('l.%I', v_version) else 'null::bigint' end,
+             (select format('jsonb_build_object(%s) as "?before", jsonb_build_object(%s) as "?after"',
+                            string_agg(format('%L, b.%I', c, c), ', '), string_agg(format('%L, l.%I', c, c), ', '))
+                from unnest(v_written) as c)),
+      change_key_equal_sql(v_def, 'l', 't'), (change_key_sql(v_def, 't')).as_text);
+  end if;
+  v_apply := format($f$
+  with %2$s,%3$s
   select v_done || coalesce(array_agg(u."?ordinal"), '{}'),
          %1$I.ordinals || coalesce(array_agg((%1$I.first_ordinal + (u."?ordinal" - 1))::integer), '{}'),
          %1$I.keys || coalesce(array_agg(u."?key"), '{}'),
@@ -123,14 +193,7 @@ begin
          %1$I.afters || coalesce(array_agg(u."?after"), '{}')
     into v_done, %1$I.ordinals, %1$I.keys, %1$I.versions_before, %1$I.versions_after, %1$I.befores, %1$I.afters
     from u;$f$,
-    v_fn, v_t, v_table, change_key_any_sql(v_def, 'l', 'from t where t."?ordinal" <> all (v_done)'), v_sets, v_checks,
-    format('%s as "?version_before", %s as "?version_after", %s',
-           case when v_version is not null then format('b.%I', v_version) else 'null::bigint' end,
-           case when v_version is not null then format('l.%I', v_version) else 'null::bigint' end,
-           (select format('jsonb_build_object(%s) as "?before", jsonb_build_object(%s) as "?after"',
-                          string_agg(format('%L, b.%I', c, c), ', '), string_agg(format('%L, l.%I', c, c), ', '))
-              from unnest(v_written) as c)),
-    change_key_equal_sql(v_def, 'l', 't'), (change_key_sql(v_def, 't')).as_text);
+    v_fn, v_t, v_u);
 
   -- The body is passed as one quoted literal (%L), so no text of the
   -- definition can end it, as it could end a dollar quote.
@@ -188,7 +251,7 @@ begin%8$s
                              from t
                             where t."?ordinal" <> all (v_done))
       using errcode = 'CH409';
-  end if;
+  end if;%12$s
 end
 $f$,
     v_fn, v_t,
@@ -196,7 +259,14 @@ $f$,
     v_table, change_key_any_sql(v_def, 'r', 'from t where t."?ordinal" <> all (v_done)'), v_apply,
     v_checks,
     writer_guard_sql(change_function_sql.writer, format('%I.job_id', v_fn)),
-    change_key_words_sql(v_def, 't'), change_key_order_sql(v_def, 'r'), change_key_equal_sql(v_def, 'l', 't'));
+    change_key_words_sql(v_def, 't'), change_key_order_sql(v_def, 'r'), change_key_equal_sql(v_def, 'l', 't'),
+    -- A row another table still references (ON DELETE RESTRICT or NO
+    -- ACTION) is a conflict naming that table and the key, not a raw 23503.
+    case when v_delete then $h$
+exception when foreign_key_violation then
+  get stacked diagnostics v_problem = pg_exception_detail;
+  raise exception '%', format('%s (a change that deletes leaves a row that another table references)', v_problem)
+    using errcode = 'CH409';$h$ else '' end);
   return format($f$create or replace function {{ .schema }}.%I(job_id text, tenant text, first_ordinal integer, targets jsonb,
   out ordinals integer[], out keys text[], out versions_before bigint[], out versions_after bigint[], out befores jsonb[], out afters jsonb[])
 language plpgsql volatile security definer

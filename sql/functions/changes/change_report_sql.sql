@@ -35,6 +35,7 @@ declare
   v_expect text[] := array(select c from jsonb_array_elements_text(coalesce(definition -> 'expect', '[]')) as c
                             where c <> all (change_written(definition)));
   v_source text;
+  v_match text;
 begin
   if definition ->> 'audit' = 'job_audit' then
     v_source := format($s$
@@ -57,9 +58,9 @@ begin
     -- unnested side by side: a value as text (its JSON value's text; JSON
     -- itself for a json or jsonb column), cast here to its column's type.
     select format($s$
-        select i.s, i.x, i.n, i.v, %s
-          from jsonb_to_record($1) as a(s integer[], x integer[], n text[], v bigint[], %s)
-         cross join lateral unnest(a.s, a.x, a.n, a.v, %s) as i(s, x, n, v, %s)$s$,
+        select i.s, i.x, i.n, i.v, i.u, %s
+          from jsonb_to_record($1) as a(s integer[], x integer[], n text[], v bigint[], u boolean[], %s)
+         cross join lateral unnest(a.s, a.x, a.n, a.v, a.u, %s) as i(s, x, n, v, u, %s)$s$,
              string_agg(format('(i.%I)::%s as %I', r.name, r.type, r.name)
                         || case when r.part = 'e' then format(', i.%I', 'e?' || r.col) else '' end, ', ' order by r.o),
              string_agg(format('%I %s[]', r.name, r.carrier)
@@ -71,18 +72,8 @@ begin
       into v_source
       from change_report_columns(definition) as r;
   end if;
-  return format($q$
-    select jsonb_build_object(
-             'matching', count(*) filter (where m.ok),
-             'off', coalesce(jsonb_agg(jsonb_build_array(x.s, x.x, case when r.%1$I is null then 'missing' else 'drifted' end, %6$s)
-                                       order by x.s, x.x) filter (where not m.ok), '[]'))
-      from (%2$s) as x
-      left join %3$s as r on %4$s
-     cross join lateral (select r.%1$I is not null%5$s as ok) as m$q$,
-    v_keys[1], v_source, v_rel,
-    (select string_agg(format('r.%I %s x.%I', c, key_column_equality_sql(definition, c), 'k.' || c), ' and ' order by o)
-       from unnest(v_keys) with ordinality as u(c, o)),
-    (select coalesce(string_agg(E'\n                                  and ' || t, ''), '')
+  -- The row is as its job left it: each check, typed.
+  v_match := (select coalesce(string_agg(E'\n                                  and ' || t, ''), '')
        from (select format('not %s', column_distinct_sql(definition, c, format('r.%I', c), format('x.%I', 'w.' || c))) as t
                from unnest(v_written) as c
              union all
@@ -91,12 +82,29 @@ begin
              union all
              select format('r.%I = x.v', definition ->> 'version') where definition ? 'version'
              union all
-             select format('r.%I::text = x.n', definition ->> 'tenant') where definition ? 'tenant') as w),
+             select format('r.%I::text = x.n', definition ->> 'tenant') where definition ? 'tenant') as w);
+  return format($q$
+    select jsonb_build_object(
+             'matching', count(*) filter (where m.ok),
+             'off', coalesce(jsonb_agg(jsonb_build_array(x.s, x.x, case when r.%1$I is null then 'missing' else 'drifted' end, %6$s)
+                                       order by x.s, x.x) filter (where not m.ok), '[]'))
+      from (%2$s) as x
+      left join %3$s as r on %4$s
+     cross join lateral (select %7$s as ok) as m$q$,
+    v_keys[1], v_source, v_rel,
+    (select string_agg(format('r.%I %s x.%I', c, key_column_equality_sql(definition, c), 'k.' || c), ' and ' order by o)
+       from unnest(v_keys) with ordinality as u(c, o)),
+    v_match,
     -- the key as its audit row names it (change_key_of's shape)
     case when jsonb_typeof(definition -> 'key') = 'array'
          then format('jsonb_build_object(%s)', (select string_agg(format('%L, x.%I', c, 'k.' || c), ', ' order by o)
                                                   from unnest(v_keys) with ordinality as u(c, o)))
-         else format('to_jsonb(x.%I)', 'k.' || v_keys[1]) end);
+         else format('to_jsonb(x.%I)', 'k.' || v_keys[1]) end,
+    -- A change that deletes: its target is matching while no row has its
+    -- key (a row with it again is drifted); its undo's (x.u), while the
+    -- row put back is there, as the undo left it.
+    case when definition ? 'delete' then format('case when x.u then r.%1$I is not null%2$s else r.%1$I is null end', v_keys[1], v_match)
+         else format('r.%I is not null%s', v_keys[1], v_match) end);
 end
 $$;
 comment on function {{ .schema }}.change_report_sql(jsonb) is
@@ -149,10 +157,12 @@ begin
   -- @plpgsql_check_options: security_warnings = false
   execute format($q$
     select jsonb_build_object('s', coalesce(to_jsonb(array_agg(p.seq)), '[]'), 'x', coalesce(to_jsonb(array_agg(au.ordinal + 1)), '[]'),
-                              'n', coalesce(to_jsonb(array_agg(j.tenant)), '[]'), 'v', coalesce(to_jsonb(array_agg(au.version_after)), '[]'))
+                              'n', coalesce(to_jsonb(array_agg(j.tenant)), '[]'), 'v', coalesce(to_jsonb(array_agg(au.version_after)), '[]'),
+                              'u', coalesce(to_jsonb(array_agg(coalesce(k.kind, '') = 'restore')), '[]'))
            || jsonb_build_object(%s)
       from unnest($1) with ordinality as p(job_id, seq)
       join jobs as j on j.job_id = p.job_id
+      left join job_kind as k on k.job_id = j.job_id
       -- (a declared change's targets are rows: joined with the audit by
       -- ordinal as two tables, not target by target)
       join change_targets as ct on ct.job_id = j.job_id

@@ -30,6 +30,15 @@ begin
     into targets_cte
     from change_fields(v_def) as f
    where f.role in ('key', 'version');
+  -- The undo of a change that deletes puts rows back: a target can take it
+  -- while no row has its key (its image is the audit's "?before"); one that
+  -- exists again is the difference. No set list: it inserts.
+  if v_def ? 'delete' then
+    compared := (select string_agg(format('r.%I', c), ', ' order by o) from unnest(change_key_columns(v_def)) with ordinality as k(c, o));
+    problem := format('case when l.%I is not null then format(%L, %s) end', (change_key_columns(v_def))[1],
+                      '%s: a row has this key again', v_words);
+    return;
+  end if;
   compared := (select string_agg(format('r.%I', c), ', ' order by c)
                  from (select distinct c from unnest(change_key_columns(v_def) || array[v_tenant, v_version] || change_restore_parts.written) as c
                         where c is not null) as d);

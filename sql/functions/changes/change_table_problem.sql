@@ -98,6 +98,25 @@ begin
                     change_table_problem.writer, quote_ident(v_col), v_rel, v_owner, v_rel, change_table_problem.writer);
     end if;
   end loop;
+  -- A change that deletes: its foreign keys and archive (change_delete_problem),
+  -- DELETE (and INSERT, which its undo puts rows back with) on the table, and
+  -- SELECT, INSERT and DELETE on the archive.
+  if v_def ? 'delete' then
+    v_col := change_delete_problem(v_def);
+    if v_col is not null then
+      return v_col;
+    end if;
+    if not (has_table_privilege(change_table_problem.writer, v_rel, 'DELETE') and has_table_privilege(change_table_problem.writer, v_rel, 'INSERT')) then
+      return format('the writer %s may not DELETE from %s and INSERT into it (its undo puts rows back); its owner (%s) grants it: grant select, delete, insert on %s to %s',
+                    change_table_problem.writer, v_rel, v_owner, v_rel, change_table_problem.writer);
+    end if;
+    if v_def ? 'archive' and not (has_table_privilege(change_table_problem.writer, to_regclass(v_def ->> 'archive'), 'SELECT')
+                                 and has_table_privilege(change_table_problem.writer, to_regclass(v_def ->> 'archive'), 'INSERT')
+                                 and has_table_privilege(change_table_problem.writer, to_regclass(v_def ->> 'archive'), 'DELETE')) then
+      return format('the writer %s may not SELECT, INSERT into and DELETE from the archive %s; its owner (%s) grants it: grant select, insert, delete on %s to %s',
+                    change_table_problem.writer, to_regclass(v_def ->> 'archive'), v_owner, to_regclass(v_def ->> 'archive'), change_table_problem.writer);
+    end if;
+  end if;
   return null;
 end
 $$;

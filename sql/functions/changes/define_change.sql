@@ -11,7 +11,8 @@ language plpgsql volatile security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
 declare
-  v_fields constant text[] := array['name', 'table', 'key', 'tenant', 'version', 'expect', 'when', 'set', 'set_from_target', 'set_now'];
+  v_fields constant text[] := array['name', 'table', 'key', 'tenant', 'version', 'expect', 'when', 'set', 'set_from_target', 'set_now',
+                                    'delete', 'archive'];
   v_def jsonb := define_change.definition;
   v_field text;
   v_name text;
@@ -269,8 +270,27 @@ begin
     end if;
     v_written := v_written || v_k;
   end loop;
-  if cardinality(v_written) = 0 then
-    raise exception 'set: a change must write at least one column (set, set_from_target or set_now)' using errcode = '22023';
+  -- delete: the change deletes the rows (and writes none); archive: the
+  -- table its deleted rows go to, in the same statement (change_delete_problem).
+  if v_def ? 'delete' and v_def -> 'delete' <> 'true'::jsonb then
+    raise exception 'delete: must be true (leave it out for a change that updates), got %', excerpt((v_def -> 'delete')::text, false)
+      using errcode = '22023';
+  end if;
+  if v_def ? 'delete' and cardinality(v_written) > 0 then
+    raise exception 'delete: a change that deletes writes no column (no set, set_from_target or set_now)' using errcode = '22023';
+  end if;
+  if v_def ? 'archive' and not v_def ? 'delete' then
+    raise exception 'archive: only a change that deletes has an archive ("delete": true)' using errcode = '22023';
+  end if;
+  if cardinality(v_written) = 0 and not v_def ? 'delete' then
+    raise exception 'set: a change must write at least one column (set, set_from_target or set_now), or delete its rows ("delete": true)'
+      using errcode = '22023';
+  end if;
+  if v_def ? 'delete' then
+    v_problem := change_delete_problem(v_def);
+    if v_problem is not null then
+      raise exception '%', v_problem using errcode = '22023';
+    end if;
   end if;
 
   v_problem := change_field_problem(v_def);
