@@ -24,6 +24,12 @@ type ChangeDefinition struct {
 	Set           map[string]any    `json:"set,omitempty"`             // column -> constant written
 	SetFromTarget map[string]string `json:"set_from_target,omitempty"` // column -> target field carrying its new value
 	SetNow        []string          `json:"set_now,omitempty"`         // columns set to the chunk's transaction time
+	// Delete makes the change delete its rows instead of setting columns
+	// (then Set, SetFromTarget and SetNow are empty): each deleted row's
+	// full image is audited, and inserted into Archive ("schema.table",
+	// with exactly the table's columns) when it names one.
+	Delete  bool   `json:"delete,omitempty"`
+	Archive string `json:"archive,omitempty"`
 }
 
 // ChangeSummary is one declared change as [Changes] lists it.
@@ -138,7 +144,13 @@ func (def *ChangeDefinition) setField(key string, v any) error {
 		default:
 			return Invalidf("key: must be a column name or a non-empty list of column names, got %s", describe(v))
 		}
-	case "name", "table", "tenant", "version":
+	case "delete":
+		b, ok := v.(bool)
+		if !ok || !b {
+			return Invalidf("delete: must be true (leave it out for a change that updates), got %s", describe(v))
+		}
+		def.Delete = true
+	case "name", "table", "tenant", "version", "archive":
 		s, ok := v.(string)
 		if !ok {
 			return Invalidf("%s: must be a string, got %s", key, describe(v))
@@ -150,6 +162,8 @@ func (def *ChangeDefinition) setField(key string, v any) error {
 			def.Table = s
 		case "tenant":
 			def.Tenant = s
+		case "archive":
+			def.Archive = s
 		default:
 			def.Version = s
 		}
@@ -241,7 +255,7 @@ func changeConstant(field, col string, v any) (any, error) {
 // PostgreSQL text (and so jsonb) cannot store it.
 func (def ChangeDefinition) checkText() error {
 	for _, f := range []struct{ name, value string }{
-		{"name", def.Name}, {"table", def.Table}, {"tenant", def.Tenant}, {"version", def.Version},
+		{"name", def.Name}, {"table", def.Table}, {"tenant", def.Tenant}, {"version", def.Version}, {"archive", def.Archive},
 	} {
 		if err := checkNUL(f.name, f.value); err != nil {
 			return err

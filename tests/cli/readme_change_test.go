@@ -32,3 +32,35 @@ func TestChangeREADMECLI(t *testing.T) {
 		t.Errorf("ran %d guide command lines, want 10", ran)
 	}
 }
+
+// docs/your-own-tables.md "Deleting and archiving", from the CLI: the
+// definition and the plan as the guide shows them, its lines run by sh on
+// auth.sessions and archive.sessions (schemas of their own, this test's
+// only): three sessions deleted into the archive, one re-inserted by hand
+// (drifted), the undo puts the other two back.
+func TestDeleteGuide(t *testing.T) {
+	t.Parallel()
+	blocks := pgtest.WantDocBlocks(t, 3, "purge_sessions.json, purge-1.json, session", "<!-- tests TestDeleteGuide", "your-own-tables.md")
+	l := newLab(t)
+	for _, sql := range []string{"drop schema if exists auth, archive cascade", "create schema auth", "create schema archive",
+		`create table auth.sessions(session_id bigint primary key, account_id integer not null,
+		   revoked boolean not null, expires_at timestamptz not null, seq bigint generated always as identity)`,
+		"create table archive.sessions (like auth.sessions)",
+		`insert into auth.sessions (session_id, account_id, revoked, expires_at)
+		 select g, 7, true, timestamptz '2026-01-01 00:00:00+00' + g * interval '1 hour' from generate_series(1, 4) g`,
+		`do $g$ begin execute format('grant usage on schema auth, archive to %1$I; grant select, insert, delete on auth.sessions, archive.sessions to %1$I',
+		   (select role from change_writer)); end $g$`} {
+		l.Exec(t, sql)
+	}
+	t.Cleanup(func() { l.Exec(t, "drop schema auth, archive cascade") })
+	dir := t.TempDir()
+	for i, name := range []string{"purge_sessions.json", "purge-1.json"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(blocks[i]), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := shellEnv("CHUNKS_DSN="+l.ChunksDSN, "CHUNKS_SCHEMA="+l.Name)
+	if ran := runGuideLines(t, blocks[2], env, dir, func(s string) string { return s }); ran != 10 {
+		t.Errorf("ran %d guide command lines, want 10", ran)
+	}
+}
