@@ -30,6 +30,10 @@ type ChangeDefinition struct {
 	// with exactly the table's columns) when it names one.
 	Delete  bool   `json:"delete,omitempty"`
 	Archive string `json:"archive,omitempty"`
+	// Cascade names the child tables ("schema.table") whose foreign key
+	// to the table is ON DELETE CASCADE: their rows deleted with a parent
+	// are audited with it, and put back by its undo.
+	Cascade []string `json:"cascade,omitempty"`
 }
 
 // ChangeSummary is one declared change as [Changes] lists it.
@@ -167,20 +171,27 @@ func (def *ChangeDefinition) setField(key string, v any) error {
 		default:
 			def.Version = s
 		}
-	case "expect", "set_now":
+	case "expect", "set_now", "cascade":
+		what := "column name"
+		if key == "cascade" {
+			what = "table name (schema.table)"
+		}
 		list, ok := v.([]any)
 		if !ok {
-			return Invalidf("%s: must be a list of column names, got %s", key, describe(v))
+			return Invalidf("%s: must be a list of %ss, got %s", key, what, describe(v))
 		}
 		names := make([]string, len(list))
 		for i, e := range list {
 			if names[i], ok = e.(string); !ok {
-				return Invalidf("%s[%d]: must be a column name (a string), got %s", key, i, describe(e))
+				return Invalidf("%s[%d]: must be a %s (a string), got %s", key, i, what, describe(e))
 			}
 		}
-		if key == "expect" {
+		switch key {
+		case "expect":
 			def.Expect = names
-		} else {
+		case "cascade":
+			def.Cascade = names
+		default:
 			def.SetNow = names
 		}
 	case "when", "set":
@@ -264,7 +275,7 @@ func (def ChangeDefinition) checkText() error {
 	for _, l := range []struct {
 		name  string
 		names []string
-	}{{"key", def.Key.Columns}, {"expect", def.Expect}, {"set_now", def.SetNow}} {
+	}{{"key", def.Key.Columns}, {"expect", def.Expect}, {"set_now", def.SetNow}, {"cascade", def.Cascade}} {
 		for i, e := range l.names {
 			if err := checkNUL(fmt.Sprintf("%s[%d]", l.name, i), e); err != nil {
 				return err

@@ -63,7 +63,7 @@ func TestChangeDelete(t *testing.T) {
 		refuse(t, s, "22023", c.want, "select define_change($1)", c.def)
 	}
 	s.Exec(t, fmt.Sprintf("create table %[1]s.notes(note_id bigint primary key, session_id bigint references %[1]s.sessions on delete cascade)", shop))
-	refuse(t, s, "22023", "table: "+shop+".sessions is referenced by "+shop+".notes (foreign key notes_session_id_fkey, ON DELETE CASCADE): deleting a row would delete its rows there with no audit; a change that deletes refuses such a table",
+	refuse(t, s, "22023", "table: "+shop+".sessions is referenced by "+shop+".notes (foreign key notes_session_id_fkey, ON DELETE CASCADE): deleting a row would delete its rows there with no audit; a change that deletes refuses such a table (or name it in cascade: [\""+shop+".notes\"], to audit them too)",
 		"select define_change($1)", def)
 	s.Exec(t, fmt.Sprintf("drop table %s.notes", shop))
 
@@ -102,4 +102,41 @@ func TestChangeDelete(t *testing.T) {
 	sameJSON(t, "archive after the undo", q(fmt.Sprintf("select jsonb_agg(session_id order by session_id)::text from %s.sessions_archive", shop)), `[2]`)
 	sameJSON(t, "undo's report", q("select jsonb_build_array(r -> 'matching', r -> 'drifted')::text from report('p-undo') as r"), `[[1, 3, 4, 5, 6], []]`)
 	sameJSON(t, "verify", q("select (verify_job('p') -> 'sound')::text"), `true`)
+}
+
+// TestChangeDeleteCascade (issue 39, item 3): a table whose child is ON
+// DELETE CASCADE is refused unless the definition names the child in
+// cascade; then each deleted parent's audit image holds its children's
+// rows too ("?cascade"), and the undo puts the parent back first, then its
+// children, every one byte for byte.
+func TestChangeDeleteCascade(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	shop := s.UserSchema(t, sessionsSQL+fmt.Sprintf(`
+create table %[1]s.tokens(token_id bigint primary key, session_id bigint not null references %[1]s.sessions on delete cascade,
+  value text not null, n bigint generated always as identity);
+insert into %[1]s.tokens (token_id, session_id, value) select g, 1 + mod(g, 3), 'v' || g from generate_series(1, 6) g;
+delete from %[1]s.devices;`, "%[1]s"))
+	w := writerOf(t, s)
+	s.Exec(t, fmt.Sprintf("grant select, delete, insert on %[1]s.sessions, %[1]s.tokens to %[2]s; grant select, insert, delete on %[1]s.sessions_archive to %[2]s", shop, w))
+	q := func(sql string, args ...any) string { return pgtest.MustString(t, s.Conn, sql, args...) }
+	def := purgeSessions(shop)
+	refuse(t, s, "22023", "table: "+shop+".sessions is referenced by "+shop+".tokens (foreign key tokens_session_id_fkey, ON DELETE CASCADE): deleting a row would delete its rows there with no audit; a change that deletes refuses such a table (or name it in cascade: [\""+shop+".tokens\"], to audit them too)",
+		"select define_change($1)", def)
+	refuse(t, s, "22023", "cascade: "+shop+".devices has no foreign key to "+shop+".sessions ON DELETE CASCADE",
+		"select define_change($1)", strings.Replace(def, `"delete": true`, fmt.Sprintf(`"delete": true, "cascade": [%q]`, shop+".devices"), 1))
+	def = strings.Replace(def, `"delete": true`, fmt.Sprintf(`"delete": true, "cascade": [%q]`, shop+".tokens"), 1)
+	if !pgtest.MustBool(t, s.Conn, "select define_change($1)", def) {
+		t.Fatal("define_change: false")
+	}
+	tokens := q(fmt.Sprintf("select jsonb_agg(to_jsonb(x) order by token_id)::text from %s.tokens as x", shop))
+	q("select register_change('purge_sessions', $1)::text", changePlan("c", "7", sessionTargets(1, 2, 3), 3))
+	q("select run_chunk('c')::text")
+	sameJSON(t, "tokens left", q(fmt.Sprintf("select count(*)::text from %s.tokens", shop)), `0`)
+	sameJSON(t, "children in the audit", q(`select jsonb_agg(jsonb_array_length(before -> '?cascade' -> $1) order by ordinal)::text from change_audit where job_id = 'c'`, shop+".tokens"),
+		`[2, 2, 2]`)
+	q("select register_undo('c')::text")
+	q("select run_chunk('c-undo')::text")
+	sameJSON(t, "tokens back", q(fmt.Sprintf("select jsonb_agg(to_jsonb(x) order by token_id)::text from %s.tokens as x", shop)), tokens)
+	sameJSON(t, "sessions back", q(fmt.Sprintf("select jsonb_agg(session_id order by session_id)::text from %s.sessions", shop)), `[1, 2, 3, 4, 5, 6, 7, 8]`)
 }

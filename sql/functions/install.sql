@@ -84,6 +84,7 @@
 {{ template "changes/change_function_names.sql" . }}
 {{ template "changes/change_problem_start.sql" . }}
 {{ template "changes/change_delete_problem.sql" . }}
+{{ template "changes/change_cascade_sql.sql" . }}
 {{ template "changes/change_table_problem.sql" . }}
 {{ template "changes/change_key_problem.sql" . }}
 {{ template "changes/change_code_warning.sql" . }}

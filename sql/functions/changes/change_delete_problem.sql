@@ -19,14 +19,38 @@ declare
   v_nsp text;
   v_problem text;
 begin
-  select format('table: %s is referenced by %s (foreign key %s, ON DELETE %s): deleting a row would %s with no audit; a change that deletes refuses such a table',
-                v_rel, c.conrelid::regclass, quote_ident(c.conname),
+  -- cascade: the children the definition accepts, each a table whose
+  -- foreign key to this one is ON DELETE CASCADE (their deleted rows are
+  -- audited with their parent's, and put back by its undo), itself with
+  -- no such child.
+  if change_delete_problem.definition ? 'cascade' then
+    if jsonb_typeof(change_delete_problem.definition -> 'cascade') <> 'array' or jsonb_array_length(change_delete_problem.definition -> 'cascade') = 0
+       or exists (select from jsonb_array_elements(change_delete_problem.definition -> 'cascade') as e where jsonb_typeof(e) <> 'string') then
+      return format('cascade: must be a non-empty list of the child tables (schema.table) whose rows a delete cascades to, got %s',
+                    excerpt((change_delete_problem.definition -> 'cascade')::text, false));
+    end if;
+    select format('cascade: %s', case when to_regclass(e) is null then format('there is no table %s', excerpt(e, true))
+                                      else format('%s has no foreign key to %s ON DELETE CASCADE', to_regclass(e), v_rel) end)
+      into v_problem
+      from jsonb_array_elements_text(change_delete_problem.definition -> 'cascade') as e
+     where to_regclass(e) is null
+        or not exists (select from pg_constraint as c where c.contype = 'f' and c.confrelid = v_rel and c.conrelid = to_regclass(e) and c.confdeltype = 'c')
+     limit 1;
+    if v_problem is not null then
+      return v_problem;
+    end if;
+  end if;
+  select format('table: %s is referenced by %s (foreign key %s, ON DELETE %s): deleting a row would %s with no audit; a change that deletes refuses such a table%s',
+                c.confrelid::regclass, c.conrelid::regclass, quote_ident(c.conname),
                 case c.confdeltype when 'c' then 'CASCADE' when 'n' then 'SET NULL' else 'SET DEFAULT' end,
-                case c.confdeltype when 'c' then 'delete its rows there' else 'change its rows there' end)
+                case c.confdeltype when 'c' then 'delete its rows there' else 'change its rows there' end,
+                case when c.confdeltype = 'c' and c.confrelid = v_rel then format(' (or name it in cascade: ["%s"], to audit them too)', c.conrelid::regclass) else '' end)
     into v_problem
     from pg_constraint as c
-   where c.contype = 'f' and c.confrelid = v_rel and c.confdeltype in ('c', 'n', 'd')
-   order by c.conrelid::regclass::text, c.conname
+   where c.contype = 'f' and c.confdeltype in ('c', 'n', 'd')
+     and (c.confrelid = v_rel and not (c.confdeltype = 'c' and c.conrelid = any (change_cascade(change_delete_problem.definition)::oid[]))
+          or c.confrelid = any (change_cascade(change_delete_problem.definition)::oid[]))
+   order by c.confrelid = v_rel desc, c.conrelid::regclass::text, c.conname
    limit 1;
   if v_problem is not null or not change_delete_problem.definition ? 'archive' then
     return v_problem;
@@ -75,4 +99,5 @@ begin
 end
 $$;
 comment on function {{ .schema }}.change_delete_problem(jsonb) is
-  'chunks helper: why the declared change DEFINITION, which deletes, cannot run on its table and archive (a foreign key ON DELETE CASCADE, SET NULL or SET DEFAULT to the table; an archive that is missing, not an ordinary table of the same owner, or without exactly the table''s columns by name and type), or NULL.';
+  'chunks helper: why the declared change DEFINITION, which deletes, cannot run on its table and archive (a foreign key ON DELETE CASCADE from a table not in cascade, SET NULL or SET DEFAULT to the table, or any of them to a cascade child; an archive that is missing, not an ordinary table of the same owner, or without exactly the table''s columns by name and type), or NULL.';
+

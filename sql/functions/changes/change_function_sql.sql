@@ -119,7 +119,7 @@ begin
        and %3$s and t."?ordinal" <> all (v_done)
        and %4$s is null
     returning t."?ordinal" as "?ordinal", %5$s as "?key", %6$s as "?version_before", null::bigint as "?version_after",
-              to_jsonb(l) as "?before", '{}'::jsonb as "?after"
+              to_jsonb(l) || %8$s as "?before", '{}'::jsonb as "?after"
   )%7$s$f$,
       v_table, change_key_any_sql(v_def, 'l', 'from t where t."?ordinal" <> all (v_done)'), change_key_equal_sql(v_def, 'l', 't'),
       v_checks, (change_key_sql(v_def, 't')).as_text,
@@ -128,7 +128,8 @@ begin
   archived as (
     insert into %1$s overriding system value
     select r.* from u cross join lateral jsonb_populate_record(null::%1$s, u."?before") as r
-  )$f$, (v_def ->> 'archive')::regclass) else '' end);
+  )$f$, (v_def ->> 'archive')::regclass) else '' end,
+      change_cascade_sql(v_def, 'image'));
   elsif change_function_sql.restore and v_def ? 'delete' then
     -- The undo of a change that deletes: each row whose key is still
     -- absent is put back from its image (the audit's "?before"), every
@@ -160,7 +161,8 @@ begin
       case when v_def ? 'archive' then format($f$,
   unarchived as (
     delete from %1$s as a using u join t on t."?ordinal" = u."?ordinal" where %2$s
-  )$f$, (v_def ->> 'archive')::regclass, change_key_equal_sql(v_def, 'a', 't')) else '' end);
+  )$f$, (v_def ->> 'archive')::regclass, change_key_equal_sql(v_def, 'a', 't')) else '' end
+      || change_cascade_sql(v_def, 'restore'));
   else
     v_u := format($f$
   u as (

@@ -110,6 +110,16 @@ begin
       return format('the writer %s may not DELETE from %s and INSERT into it (its undo puts rows back); its owner (%s) grants it: grant select, delete, insert on %s to %s',
                     change_table_problem.writer, v_rel, v_owner, v_rel, change_table_problem.writer);
     end if;
+    select format('the writer %s may not SELECT, INSERT into and DELETE from %s, a table its deletes cascade to; its owner (%s) grants it: grant select, insert, delete on %s to %s',
+                  change_table_problem.writer, c, v_owner, c, change_table_problem.writer)
+      into v_col
+      from unnest(change_cascade(v_def)) as c
+     where not (has_table_privilege(change_table_problem.writer, c, 'SELECT') and has_table_privilege(change_table_problem.writer, c, 'INSERT')
+                and has_table_privilege(change_table_problem.writer, c, 'DELETE'))
+     limit 1;
+    if v_col is not null then
+      return v_col;
+    end if;
     if v_def ? 'archive' and not (has_table_privilege(change_table_problem.writer, to_regclass(v_def ->> 'archive'), 'SELECT')
                                  and has_table_privilege(change_table_problem.writer, to_regclass(v_def ->> 'archive'), 'INSERT')
                                  and has_table_privilege(change_table_problem.writer, to_regclass(v_def ->> 'archive'), 'DELETE')) then

@@ -12,7 +12,7 @@ set search_path = {{ .schema }}, pg_temp
 as $$
 declare
   v_fields constant text[] := array['name', 'table', 'key', 'tenant', 'version', 'expect', 'when', 'set', 'set_from_target', 'set_now',
-                                    'delete', 'archive'];
+                                    'delete', 'archive', 'cascade'];
   v_def jsonb := define_change.definition;
   v_field text;
   v_name text;
@@ -281,6 +281,9 @@ begin
   end if;
   if v_def ? 'archive' and not v_def ? 'delete' then
     raise exception 'archive: only a change that deletes has an archive ("delete": true)' using errcode = '22023';
+  end if;
+  if v_def ? 'cascade' and not v_def ? 'delete' then
+    raise exception 'cascade: only a change that deletes cascades ("delete": true)' using errcode = '22023';
   end if;
   if cardinality(v_written) = 0 and not v_def ? 'delete' then
     raise exception 'set: a change must write at least one column (set, set_from_target or set_now), or delete its rows ("delete": true)'
