@@ -101,6 +101,9 @@ func TestChangeDelete(t *testing.T) {
 		q("select (select jsonb_object_agg(e.key, e.value) from jsonb_each($1::jsonb) as e where e.key::int <> 2)::text", images))
 	sameJSON(t, "archive after the undo", q(fmt.Sprintf("select jsonb_agg(session_id order by session_id)::text from %s.sessions_archive", shop)), `[2]`)
 	sameJSON(t, "undo's report", q("select jsonb_build_array(r -> 'matching', r -> 'drifted')::text from report('p-undo') as r"), `[[1, 3, 4, 5, 6], []]`)
+	// Any column of a row put back changed since (not only a pinned one) is drift.
+	s.Exec(t, fmt.Sprintf("update %s.sessions set token = 'other' where session_id = 4", shop))
+	sameJSON(t, "undo's report after an edit", q("select jsonb_build_array(r -> 'matching', r -> 'drifted')::text from report('p-undo') as r"), `[[1, 3, 5, 6], [4]]`)
 	sameJSON(t, "verify", q("select (verify_job('p') -> 'sound')::text"), `true`)
 }
 

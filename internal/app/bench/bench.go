@@ -225,6 +225,15 @@ func Run(ctx context.Context, o Options) (r Report, err error) {
 					return err
 				}
 				add(declared.result("declared change", fmt.Sprintf("declared, size %d", size), true))
+				// The same rows deleted, each archived (issue 39).
+				if jobs, err = seed.jobsOfChange(ctx, deleteName, jobsFor(d.Seconds(), size, 1), targetsPerJob, size, false); err != nil {
+					return err
+				}
+				deleted, err := parallel(ctx, cfg, d, 1, jobs, runChunk)
+				if err != nil {
+					return err
+				}
+				add(deleted.result("declared change", fmt.Sprintf("delete, archived, size %d", size), true))
 			}
 			return nil
 		}},
@@ -769,6 +778,10 @@ func ratios(r Report) []Ratio {
 		if declared.Variant == "declared, "+size && builtin.Variant == "built-in, "+size {
 			v = side("the declared change vs the built-in cancellation, " + size + " (its time per chunk over the built-in's)")
 			ratio("declared change vs the built-in cancellation, time per chunk (one round trip each), "+size, v, "<= 1.1", v <= 1.1)
+		}
+		if deleted := get("declared change", "delete, archived, "+size); deleted.ChunksPerS > 0 && declared.ChunksPerS > 0 {
+			v = declared.ChunksPerS / deleted.ChunksPerS
+			ratio("a declared change's delete (archived) vs its update, time per chunk, "+size, v, "<= 1.5", v <= 1.5)
 		}
 	}
 	if r.DrainPeakRSSMB > 0 {

@@ -73,6 +73,11 @@ const jobSQL = `jsonb_build_object('job_id', $3::text || j, 'tenant', $5::text, 
 // version, one expect column, one constant set).
 const changeName = "bench_cancel"
 
+// deleteName is the bench's declared change that deletes (issue 39): the
+// same table and targets as changeName's, each deleted row archived in
+// shop.tickets_archive.
+const deleteName = "bench_purge"
+
 // changeJobs registers n new jobs of 64 targets with chunkSize of the
 // declared change changeName over new rows of its table (in the schema
 // shop, created with the change on the first call), in one transaction,
@@ -85,6 +90,12 @@ func (s *seeder) changeJobs(ctx context.Context, n, chunkSize int, paused bool) 
 // changeJobsOf is changeJobs with jobs of size targets (up to a declared
 // change's 10,000).
 func (s *seeder) changeJobsOf(ctx context.Context, n, size, chunkSize int, paused bool) (ids []string, err error) {
+	return s.jobsOfChange(ctx, changeName, n, size, chunkSize, paused)
+}
+
+// jobsOfChange is changeJobsOf for the bench's change name: changeName or
+// deleteName.
+func (s *seeder) jobsOfChange(ctx context.Context, name string, n, size, chunkSize int, paused bool) (ids []string, err error) {
 	table := pgx.Identifier{s.shop, "tickets"}.Sanitize()
 	if err := s.defineChange(ctx); err != nil {
 		return nil, err
@@ -99,7 +110,7 @@ func (s *seeder) changeJobsOf(ctx context.Context, n, size, chunkSize int, pause
 		return nil, fmt.Errorf("seed the change's rows: %w", err)
 	}
 	if _, err := tx.Exec(ctx, `select count(register_change($7, `+jobSQL+`))
-		from generate_series(0, $2 - 1) as j`, first, n, prefix, chunkSize, s.tenant, size, changeName); err != nil {
+		from generate_series(0, $2 - 1) as j`, first, n, prefix, chunkSize, s.tenant, size, name); err != nil {
 		return nil, fmt.Errorf("register the change's jobs: %w", err)
 	}
 	if paused {
@@ -145,16 +156,23 @@ func (s *seeder) defineChange(ctx context.Context) error {
 	if !s.changeDefined {
 		if _, err := s.conn.Exec(ctx, "create schema "+pgx.Identifier{s.shop}.Sanitize()+"; create table "+table+
 			"(id integer primary key, qty integer not null, state text not null, revision integer not null); "+
+			"create table "+pgx.Identifier{s.shop, "tickets_archive"}.Sanitize()+" (like "+table+"); "+
+			"create index on "+pgx.Identifier{s.shop, "tickets_archive"}.Sanitize()+" (id); "+
 			// The writer of the chunks schema writes the table (docs/roles.md "Code on your tables").
 			"do $g$ declare w text := (select quote_ident(role) from change_writer); begin "+
-			"execute format('grant usage on schema %1$I to %2$s; grant select, update on %1$I.tickets to %2$s', "+
+			"execute format('grant usage on schema %1$I to %2$s; grant select, update, delete, insert on %1$I.tickets, %1$I.tickets_archive to %2$s', "+
 			pgQuote(s.shop)+", w); end $g$"); err != nil {
 			return fmt.Errorf("create the declared change's table: %w", err)
 		}
-		def := fmt.Sprintf(`{"name": %q, "table": %q, "key": "id", "version": "revision", "expect": ["qty"], "set": {"state": "cancelled"}}`,
-			changeName, s.shop+".tickets")
-		if _, err := s.conn.Exec(ctx, "select define_change($1)", def); err != nil {
-			return fmt.Errorf("define the bench's change: %w", err)
+		for _, def := range []string{
+			fmt.Sprintf(`{"name": %q, "table": %q, "key": "id", "version": "revision", "expect": ["qty"], "set": {"state": "cancelled"}}`,
+				changeName, s.shop+".tickets"),
+			fmt.Sprintf(`{"name": %q, "table": %q, "key": "id", "version": "revision", "expect": ["qty"], "delete": true, "archive": %q}`,
+				deleteName, s.shop+".tickets", s.shop+".tickets_archive"),
+		} {
+			if _, err := s.conn.Exec(ctx, "select define_change($1)", def); err != nil {
+				return fmt.Errorf("define the bench's change: %w", err)
+			}
 		}
 		s.changeDefined = true
 	}

@@ -57,10 +57,11 @@ begin
     -- The facts come as arrays, one per column (change_report_input),
     -- unnested side by side: a value as text (its JSON value's text; JSON
     -- itself for a json or jsonb column), cast here to its column's type.
+    -- (a change that deletes: also "img", each row's image as its undo put it back)
     select format($s$
-        select i.s, i.x, i.n, i.v, i.u, %s
-          from jsonb_to_record($1) as a(s integer[], x integer[], n text[], v bigint[], u boolean[], %s)
-         cross join lateral unnest(a.s, a.x, a.n, a.v, a.u, %s) as i(s, x, n, v, u, %s)$s$,
+        select i.s, i.x, i.n, i.v, i.u,%5$s %1$s
+          from jsonb_to_record($1) as a(s integer[], x integer[], n text[], v bigint[], u boolean[],%6$s %2$s)
+         cross join lateral unnest(a.s, a.x, a.n, a.v, a.u,%7$s %3$s) as i(s, x, n, v, u,%8$s %4$s)$s$,
              string_agg(format('(i.%I)::%s as %I', r.name, r.type, r.name)
                         || case when r.part = 'e' then format(', i.%I', 'e?' || r.col) else '' end, ', ' order by r.o),
              string_agg(format('%I %s[]', r.name, r.carrier)
@@ -68,7 +69,9 @@ begin
              string_agg(format('a.%I', r.name) || case when r.part = 'e' then format(', a.%I', 'e?' || r.col) else '' end,
                         ', ' order by r.o),
              string_agg(format('%I', r.name) || case when r.part = 'e' then format(', %I', 'e?' || r.col) else '' end,
-                        ', ' order by r.o))
+                        ', ' order by r.o),
+             case when definition ? 'delete' then ' i.img,' else '' end, case when definition ? 'delete' then ' img jsonb[],' else '' end,
+             case when definition ? 'delete' then ' a.img,' else '' end, case when definition ? 'delete' then ' img,' else '' end)
       into v_source
       from change_report_columns(definition) as r;
   end if;
@@ -103,7 +106,7 @@ begin
     -- A change that deletes: its target is matching while no row has its
     -- key (a row with it again is drifted); its undo's (x.u), while the
     -- row put back is there, as the undo left it.
-    case when definition ? 'delete' then format('case when x.u then r.%1$I is not null%2$s else r.%1$I is null end', v_keys[1], v_match)
+    case when definition ? 'delete' then format('case when x.u then r.%1$I is not null and to_jsonb(r) = x.img else r.%1$I is null end', v_keys[1])
          else format('r.%I is not null%s', v_keys[1], v_match) end);
 end
 $$;
@@ -159,6 +162,7 @@ begin
     select jsonb_build_object('s', coalesce(to_jsonb(array_agg(p.seq)), '[]'), 'x', coalesce(to_jsonb(array_agg(au.ordinal + 1)), '[]'),
                               'n', coalesce(to_jsonb(array_agg(j.tenant)), '[]'), 'v', coalesce(to_jsonb(array_agg(au.version_after)), '[]'),
                               'u', coalesce(to_jsonb(array_agg(coalesce(k.kind, '') = 'restore')), '[]'))
+           || %s
            || jsonb_build_object(%s)
       from unnest($1) with ordinality as p(job_id, seq)
       join jobs as j on j.job_id = p.job_id
@@ -167,6 +171,9 @@ begin
       -- ordinal as two tables, not target by target)
       join change_targets as ct on ct.job_id = j.job_id
       join change_audit as au on au.job_id = ct.job_id and au.ordinal = ct.ordinal$q$,
+    -- a change that deletes: each row's image (its undo's: as put back)
+    case when change_report_input.definition ? 'delete' then $i$jsonb_build_object('img', coalesce(to_jsonb(array_agg(au.after)), '[]'))$i$
+         else $i$'{}'::jsonb$i$ end,
     (select string_agg(format('%L, coalesce(to_jsonb(array_agg(%s %s %L)), ''[]'')', r.name,
                               case r.part when 'w' then 'au.after' else 'ct.target' end,
                               case r.carrier when 'jsonb' then '->' else '->>' end, r.col)
