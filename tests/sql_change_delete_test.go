@@ -70,6 +70,12 @@ func TestChangeDelete(t *testing.T) {
 	if !pgtest.MustBool(t, s.Conn, "select define_change($1)", def) {
 		t.Fatal("define_change: false for a new change")
 	}
+	// define says which index a delete lacks (a notice; nothing refused).
+	sameJSON(t, "notice", q("select to_jsonb(change_delete_notice($1))::text", def),
+		`"chunks: no index leads with `+shop+`.devices (session_id), the foreign key devices_session_id_fkey; `+shop+
+			`.sessions_archive (session_id), the archive: each deleted row (or its undo) scans that table (create index on ... (those columns))"`)
+	s.Exec(t, fmt.Sprintf("create index on %[1]s.devices (session_id); create index on %[1]s.sessions_archive (session_id)", shop))
+	sameJSON(t, "no notice", q("select coalesce(to_jsonb(change_delete_notice($1)), 'null')::text", def), `null`)
 	images := q(fmt.Sprintf("select jsonb_object_agg(session_id, to_jsonb(x))::text from %s.sessions as x", shop))
 	q("select register_change('purge_sessions', $1)::text", changePlan("p", "7", sessionTargets(1, 2, 3, 4, 5, 6), 2))
 	sameJSON(t, "chunk 1", q("select run_chunk('p')::text"), `{"processed": [1, 2], "next_index": 2, "done": false}`)

@@ -101,3 +101,33 @@ $$;
 comment on function {{ .schema }}.change_delete_problem(jsonb) is
   'chunks helper: why the declared change DEFINITION, which deletes, cannot run on its table and archive (a foreign key ON DELETE CASCADE from a table not in cascade, SET NULL or SET DEFAULT to the table, or any of them to a cascade child; an archive that is missing, not an ordinary table of the same owner, or without exactly the table''s columns by name and type), or NULL.';
 
+-- What a change that deletes (DEFINITION) would do slowly, or NULL: a
+-- child whose foreign key columns to the table lead no index (each deleted
+-- row's RESTRICT check or CASCADE scans it), an archive whose key columns
+-- lead none (the undo takes each row out of it by key). define_change says
+-- so in a notice; nothing is refused.
+create or replace function {{ .schema }}.change_delete_notice(definition jsonb) returns text
+language sql stable
+set search_path = {{ .schema }}, pg_temp
+as $$
+  select 'chunks: no index leads with ' || string_agg(x.what, '; ' order by x.what)
+         || ': each deleted row (or its undo) scans that table (create index on ... (those columns))'
+    from (select format('%s (%s), the foreign key %s', c.conrelid::regclass,
+                        (select string_agg(quote_ident(a.attname), ', ' order by u.n) from unnest(c.conkey) with ordinality as u(k, n)
+                           join pg_attribute as a on a.attrelid = c.conrelid and a.attnum = u.k), quote_ident(c.conname)) as what
+            from pg_constraint as c
+           where c.contype = 'f' and c.confrelid = to_regclass(change_delete_notice.definition ->> 'table')
+             and not exists (select from pg_index as i where i.indrelid = c.conrelid and (i.indkey::int2[])[0:cardinality(c.conkey) - 1] @> c.conkey
+                                                          and c.conkey @> (i.indkey::int2[])[0:cardinality(c.conkey) - 1])
+          union all
+          select format('%s (%s), the archive', to_regclass(change_delete_notice.definition ->> 'archive'),
+                        (select string_agg(quote_ident(k), ', ') from unnest(change_key_columns(change_delete_notice.definition)) as k))
+           where to_regclass(change_delete_notice.definition ->> 'archive') is not null
+             and not exists (select from pg_index as i
+                              where i.indrelid = to_regclass(change_delete_notice.definition ->> 'archive')
+                                and (select a.attname from pg_attribute as a where a.attrelid = i.indrelid and a.attnum = i.indkey[0])
+                                    = (change_key_columns(change_delete_notice.definition))[1])) as x
+  having count(*) > 0
+$$;
+comment on function {{ .schema }}.change_delete_notice(jsonb) is
+  'chunks helper (define_change): a notice naming the children of a change that deletes whose foreign key columns lead no index, and an archive whose key leads none, or NULL.';

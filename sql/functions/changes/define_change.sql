@@ -330,9 +330,9 @@ begin
     raise exception 'table: %', v_problem using errcode = '22023';
   end if;
   perform generate_change(v_def);
-  v_problem := change_code_warning(v_rel);
-  if v_problem is not null then
-    raise notice '%', v_problem;
+  v_problem := coalesce(change_code_warning(v_rel), '') || coalesce(E'\n' || case when v_def ? 'delete' then change_delete_notice(v_def) end, '');
+  if v_problem <> '' then
+    raise notice '%', ltrim(v_problem, E'\n');
   end if;
   -- A new version of a retired change (retire_change), or the very
   -- definition of a retired version again, which is that version live again.
