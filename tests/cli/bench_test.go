@@ -106,32 +106,35 @@ func TestBenchSmoke(t *testing.T) {
 	if report.DrainPeakRSSMB <= 0 || report.DrainPeakRSSMB >= 30 {
 		t.Errorf("drain peak memory %.1f MB, want its own, under 30 MB", report.DrainPeakRSSMB)
 	}
-	// The declared change beside the built-in cancellation, sizes 1 and
-	// 10, in this run: its four rows (one round trip per chunk each, every
-	// chunk of 10 but a job's last changing 10 rows) and its two goal rows.
+	// The declared change beside the built-in cancellation, and its delete
+	// (archived), sizes 1 and 10, in this run: its six rows (one round trip
+	// per chunk each, every chunk of 10 but a job's last changing 10 rows)
+	// and its four goal rows.
 	declared := map[string]bench.Result{}
 	for _, x := range report.Results {
 		if x.Scenario == "declared change" {
 			declared[x.Variant] = x
 		}
 	}
-	for _, v := range []string{"built-in, size 1", "declared, size 1", "built-in, size 10", "declared, size 10"} {
+	for _, v := range []string{"built-in, size 1", "declared, size 1", "built-in, size 10", "declared, size 10",
+		"delete, archived, size 1", "delete, archived, size 10"} {
 		x, ok := declared[v]
 		if !ok || x.Chunks == 0 || x.RoundTrips != 1 || x.MeanMs <= 0 || x.Orders < x.Chunks || x.Orders > 10*x.Chunks {
 			t.Errorf("declared change/%s: %+v (present: %t)", v, x, ok)
 		}
 	}
-	if len(declared) != 4 {
-		t.Errorf("declared change: rows %v, want 4", declared)
+	if len(declared) != 6 {
+		t.Errorf("declared change: rows %v, want 6", declared)
 	}
 	goals := 0
 	for _, g := range report.Ratios {
-		if strings.HasPrefix(g.Name, "declared change vs the built-in cancellation, time per chunk") && g.Goal == "<= 1.1" && g.Value > 0 {
+		if strings.HasPrefix(g.Name, "declared change vs the built-in cancellation, time per chunk") && g.Goal == "<= 1.1" && g.Value > 0 ||
+			strings.HasPrefix(g.Name, "a declared change's delete (archived) vs its update, time per chunk") && g.Goal == "<= 1.5" && g.Value > 0 {
 			goals++
 		}
 	}
-	if goals != 2 {
-		t.Errorf("%d goal rows of the declared change, want 2 (sizes 1 and 10): %+v", goals, report.Ratios)
+	if goals != 4 {
+		t.Errorf("%d goal rows of the declared change and its delete, want 4 (sizes 1 and 10): %+v", goals, report.Ratios)
 	}
 	// Issue 26's goals, each a row with its goal and a measured value.
 	want := map[string]string{
