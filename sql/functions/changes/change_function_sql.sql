@@ -265,7 +265,7 @@ $f$,
     -- A row another table still references (ON DELETE RESTRICT or NO
     -- ACTION) is a conflict naming that table and the key, not a raw 23503.
     case when v_delete then $h$
-exception when foreign_key_violation then
+exception when foreign_key_violation or restrict_violation then
   get stacked diagnostics v_problem = pg_exception_detail;
   raise exception '%', format('%s (a change that deletes leaves a row that another table references)', v_problem)
     using errcode = 'CH409';$h$ else '' end);
