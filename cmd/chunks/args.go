@@ -99,13 +99,23 @@ func tenantFlag() cli.Flag {
 // only a --tenant typed empty is refused here, since a JobRef without a
 // tenant means "any tenant": an empty one is never taken as that.
 func parseJobRef(c *cli.Context) (driver.JobRef, error) {
+	job, _, err := parseJobArgs(c)
+	return job, err
+}
+
+// parseJobArgs is parseJobRef for a command that takes more arguments
+// after JOB (chunks skip JOB KEY): the job, and those arguments.
+func parseJobArgs(c *cli.Context, more ...param) (driver.JobRef, []string, error) {
 	job := driver.JobRef{Tenant: c.String("tenant")}
 	if c.IsSet("tenant") && job.Tenant == "" {
-		return job, driver.CheckTenant(job.Tenant)
+		return job, nil, driver.CheckTenant(job.Tenant)
 	}
-	var err error
-	job.ID, err = oneArg(c, jobParam)
-	return job, err
+	args, err := positional(c, append([]param{jobParam}, more...)...)
+	if err != nil {
+		return job, nil, err
+	}
+	job.ID = args[0]
+	return job, args[1:], nil
 }
 
 // jobOptions are the options of a command that takes only its job:

@@ -47,16 +47,11 @@ type skipOptions struct {
 }
 
 func parseSkip(c *cli.Context) (*skipOptions, error) {
-	job := driver.JobRef{Tenant: c.String("tenant")}
-	if c.IsSet("tenant") && job.Tenant == "" {
-		return nil, driver.CheckTenant(job.Tenant)
-	}
-	args, err := positional(c, jobParam, param{name: "KEY", what: "the target's key"})
+	job, args, err := parseJobArgs(c, param{name: "KEY", what: "the target's key"})
 	if err != nil {
 		return nil, err
 	}
-	job.ID = args[0]
-	return &skipOptions{Job: job, Key: args[1], Reason: c.String("reason")}, nil
+	return &skipOptions{Job: job, Key: args[0], Reason: c.String("reason")}, nil
 }
 
 // Validate checks the reason, the job and the key.

@@ -66,12 +66,9 @@ begin
   -- Those jobs go on past what was set aside, unless the campaign is paused.
   if v_campaign.paused then
     v_resumed := '{}'::text[];
-  elsif cardinality(v_resumed) > 0 then
-    update job_queue as q
-       set paused = false, visible_at = clock_timestamp(), pause_reason = null, paused_at = null, paused_by = null,
-           pause_after = null
-     where q.job_id = any (v_resumed);
-    perform pg_notify(queue_channel(), v_campaign.name);
+  else
+    -- (resume_job's one rule for giving a job back: queued, visible now, notified)
+    perform resume_job(r) from unnest(v_resumed) as r;
   end if;
   return jsonb_build_object('name', v_campaign.name, 'reason', campaign_skip.reason, 'skipped', v_skipped,
                             'resumed', to_jsonb(v_resumed), 'campaign_paused', v_campaign.paused);
