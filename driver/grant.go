@@ -12,6 +12,10 @@ const (
 	// register, check, run, drain, pause, resume, undo, campaigns and
 	// workers.
 	Operator Access = "operator"
+	// Approver reads as a viewer does, runs the read-only checks of a
+	// plan, and approves what another role proposed (docs/safety.md "Two
+	// people"): [Approve], [ApproveCampaign]. It registers and runs nothing.
+	Approver Access = "approver"
 )
 
 // Granted is what [Grant] granted or revoked: the functions and the tables,
@@ -35,16 +39,17 @@ func Grant(ctx context.Context, db DB, role string, access Access) (Granted, err
 	return grant(ctx, db, role, access, false)
 }
 
-// Revoke takes back what [Grant] gave: revoking [Operator] leaves a
-// viewer, revoking [Viewer] takes everything, the schema's USAGE included.
+// Revoke takes back what [Grant] gave: revoking [Operator] or [Approver]
+// leaves a viewer, revoking [Viewer] takes everything, the schema's USAGE
+// included.
 // The same rules as Grant's apply.
 func Revoke(ctx context.Context, db DB, role string, access Access) (Granted, error) {
 	return grant(ctx, db, role, access, true)
 }
 
 func grant(ctx context.Context, db DB, role string, access Access, revoke bool) (Granted, error) {
-	if access != Operator && access != Viewer {
-		return Granted{}, Invalidf("access: must be %s or %s, got %s", Operator, Viewer, Excerpt(string(access), true))
+	if access != Operator && access != Viewer && access != Approver {
+		return Granted{}, Invalidf("access: must be %s, %s or %s, got %s", Operator, Viewer, Approver, Excerpt(string(access), true))
 	}
 	if role == "" {
 		return Granted{}, Invalidf("role: must be given")

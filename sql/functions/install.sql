@@ -15,6 +15,9 @@
 {{ template "roles/install_writer.sql" . }}
 {{ template "contract/orders_change.sql" . }}
 {{ template "contract/approval.sql" . }}
+{{ template "approvals/policy.sql" . }}
+{{ template "approvals/digests.sql" . }}
+{{ template "approvals/propose_jobs.sql" . }}
 {{ template "contract/state_before.sql" . }}
 {{ template "contract/state_after.sql" . }}
 {{ template "contract/order_problem.sql" . }}
@@ -120,6 +123,7 @@
 {{ template "changes/report_lists.sql" . }}
 {{ template "campaigns/campaign_report_lists.sql" . }}
 {{ template "verify/verify_job.sql" . }}
+{{ template "approvals/approve.sql" . }}
 {{ template "roles/grant_access.sql" . }}
 
 -- The generated code of the contract's cancellation (orders_preview).

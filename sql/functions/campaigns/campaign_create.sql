@@ -69,6 +69,9 @@ begin
             from unnest(campaign_create.ids, campaign_create.revisions, campaign_create.qtys) as u(id, revision, qty)
            order by u.id),
     'cancel', campaign_create.queue_window);
+  -- Two people: every job proposed at once, approved at once (campaign_approve).
+  perform propose_jobs(array(select campaign_job_id(campaign_create.name, s.seq)
+                               from generate_series(0, v_jobs - 1) as s(seq)), null, false);
   return v_result;
 end
 $$;

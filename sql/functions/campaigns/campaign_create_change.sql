@@ -123,6 +123,9 @@ begin
   insert into job_change (job_id, change, digest)
   select campaign_job_id(campaign_create_change.name, s.seq), v_change.name, v_change.digest
     from generate_series(0, v_jobs - 1) as s(seq);
+  -- Two people: every job proposed at once, approved at once (campaign_approve).
+  perform propose_jobs(array(select campaign_job_id(campaign_create_change.name, s.seq) from generate_series(0, v_jobs - 1) as s(seq)),
+                       v_change.name, false);
   return v_result;
 end
 $$;

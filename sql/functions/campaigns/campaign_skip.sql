@@ -43,6 +43,10 @@ begin
       raise exception 'campaign %: a campaign of orders (the contract''s cancellation) has no skips (docs/limits-and-decisions.md "Skips")',
         v_campaign.name using errcode = 'CH409';
     end if;
+    if is_two_person(v_job.job_id) then
+      raise exception 'campaign %: is two-person: each skip is approved on its own (chunks skip JOB KEY proposes one, chunks approve approves it)',
+        v_campaign.name using errcode = 'CH409';
+    end if;
     if v_job.definition is null then
       raise exception 'job %: its change % was redefined or dropped since it was approved', v_job.job_id, v_job.change
         using errcode = 'CH409';
@@ -82,5 +86,6 @@ jobs again, visible now (not when the campaign itself is paused). Targets alread
 are not judged again. Returns {"name", "reason", "skipped": [{"job_id", "key", "found"}],
 "resumed": [job ids], "campaign_paused"}. Waits for the campaign's chunks in flight (lock
 waits bounded at 5 s).
-Errors: 22023 bad name or reason; CH409 unknown campaign, a campaign of orders, or a change
+Errors: 22023 bad name or reason; CH409 unknown campaign, a campaign of orders, a two-person campaign (each skip is
+approved on its own: skip_target proposes it), or a change
 redefined since its jobs were approved.$c$;

@@ -14,7 +14,8 @@ as $$
   per_job as (
     select cj.campaign, j.tenant, j.next_index, j.targets as n,
            replace(job_state(j.next_index, j.targets, exists (select from running as r where r.key = run_lock_key(j.job_id)),
-                             q.job_id is not null, q.paused, e.job_id is not null), 'idle', 'waiting') as state
+                             q.job_id is not null, q.paused, e.job_id is not null,
+                             exists (select from proposals as pr where pr.job_id = j.job_id and pr.action = 'run' and pr.approved_at is null)), 'idle', 'waiting') as state
       from campaign_jobs as cj
       join job_shapes as j on j.job_id = cj.job_id
       left join job_queue as q on q.job_id = cj.job_id
@@ -34,9 +35,10 @@ as $$
            count(*) filter (where p.state = 'queued')::integer as queued,
            count(*) filter (where p.state = 'waiting')::integer as waiting,
            count(*) filter (where p.state = 'abandoned')::integer as abandoned,
+           count(*) filter (where p.state = 'proposed')::integer as proposed,
            coalesce(sum(p.n - p.next_index) filter (where p.state = 'abandoned'), 0)::integer as abandoned_targets,
            count(*) filter (where p.state in ('running', 'queued')) = 0
-             and count(*) filter (where p.state in ('paused', 'waiting')) > 0 as stalled
+             and count(*) filter (where p.state in ('paused', 'waiting', 'proposed')) > 0 as stalled
       from per_job as p
      group by p.campaign
   )
@@ -46,7 +48,7 @@ as $$
            'targets', c.target_count, 'committed', s.committed, 'remaining', c.target_count - s.committed,
            'jobs', c.job_count, 'jobs_done', s.done, 'jobs_running', s.running, 'jobs_paused', s.paused,
            'jobs_queued', s.queued, 'jobs_waiting', s.waiting, 'jobs_abandoned', s.abandoned,
-           'abandoned_targets', s.abandoned_targets,
+           'abandoned_targets', s.abandoned_targets, 'jobs_proposed', s.proposed,
            -- The recent rate: committed now against the campaign's progress
            -- about a minute ago (campaign_progress, which the fleet's
            -- heartbeats sample; with less than a minute of samples, the
@@ -66,6 +68,13 @@ as $$
                 from (select p.tenant, sum(p.n)::integer as n, sum(p.next_index)::integer as committed, count(*)::integer as jobs,
                              count(*) filter (where p.state = 'done')::integer as done
                         from per_job as p where p.campaign = c.name group by p.tenant) as t)) else '{}' end
+         -- Two people: who proposed it, and who approved it when (its jobs'
+         -- run proposals, one proposer and one approval for all).
+         || coalesce((select jsonb_build_object('proposed_by', min(p.proposed_by), 'proposed_at', min(p.proposed_at),
+                                                'approved_by', min(p.approved_by), 'approved_at', max(p.approved_at))
+                        from campaign_jobs as cj join proposals as p on p.job_id = cj.job_id and p.action = 'run'
+                       where cj.campaign = c.name
+                      having count(*) > 0), '{}')
     from campaigns as c
     join sums as s on s.campaign = c.name
     left join lateral (select round((s.committed - o.committed) / extract(epoch from clock_timestamp() - o.at)::numeric, 1) as rate
@@ -101,10 +110,13 @@ $c$What campaign NAME is doing, summed over its jobs: {"name", "tenant", "chunk_
 "created_at", "paused", "queue_window", "targets", "committed", "remaining", "jobs", "jobs_done",
 "jobs_running", "jobs_paused", "jobs_queued", "jobs_waiting" (not yet released into the queue),
 "jobs_abandoned" (abandon_job) and "abandoned_targets" (their remaining targets, never run),
+"jobs_proposed" (two people: waiting for their approval, campaign_approve),
 "rate_per_s" (committed
 targets per second over about the last minute, from the samples the fleet's heartbeats take,
 campaign_progress; null without a fleet's sample), "eta_s" (remaining but abandoned targets / rate; null when the
 rate is unknown or 0, or stalled), "stalled" (targets remain and no job is running or queued: the
 ones left are paused, and nothing moves until a person decides)}; for a campaign over many
-tenants (tenant null), "tenants": [{"tenant", "targets", "committed", "jobs", "jobs_done"}] too.
+tenants (tenant null), "tenants": [{"tenant", "targets", "committed", "jobs", "jobs_done"}] too;
+for a two-person campaign, "proposed_by", "proposed_at", "approved_by", "approved_at" (null
+while it waits).
 Reads only this campaign's jobs, not their rows (drift is campaign_report's); locks nothing. Errors: 22023 bad name; CH409 unknown campaign.$c$;

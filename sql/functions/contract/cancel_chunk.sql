@@ -9,6 +9,11 @@ declare
   v_qtys integer[];
 begin
   perform check_name(cancel_chunk.tenant, 'tenant');
+  -- Two people: cancelling without a job is cancelling without an approval.
+  if two_person_policy(null) then
+    raise exception 'cancel_chunk: the schema''s policy is two people (set_policy), and cancel_chunk changes orders without a job: register a plan and have it approved'
+      using errcode = 'CH409';
+  end if;
   v_targets := normalized_targets(cancel_chunk.items, 'items');
   select array_agg((t.e -> 'id')::integer order by t.ord),
          array_agg((t.e -> 'revision')::integer order by t.ord),
@@ -28,5 +33,6 @@ ITEMS is a jsonb list of {"id", "revision", "qty"}. In ascending id order, each 
 must still have TENANT, the approved revision and qty, and state 'pending'; it becomes
 'cancelled' with revision + 1. Returns the changes in id order:
 [{"id", "previous_revision", "new_revision", "qty"}, ...].
+Refused (CH409) while the schema's policy is two people (set_policy): it has no job to approve.
 Errors: 22023 bad input (names the field); CH409 an order that does not match (names
 the id: missing, another tenant, state, revision or qty). Never writes jobs or job_audit.$c$;

@@ -68,6 +68,8 @@ begin
     if register_job.change is not null then
       insert into job_change (job_id, change, digest) values (v_job_id, register_job.change, register_job.digest);
     end if;
+    -- Two people: a proposal, when the policy says so (docs/safety.md).
+    perform propose_jobs(array[v_job_id], register_job.change, false);
     return true;
   end if;
   -- The id is taken: the same approval again is not an error, anything else is.

@@ -52,7 +52,7 @@ begin
          coalesce(k.kind, 'cancel') as kind, cj.targets as c_targets, cj.chunk_size as c_chunk_size,
          ap.kind as a_kind, ap.tenant as a_tenant, ap.targets_sha256 as a_targets_sha256, ap.chunk_size as a_chunk_size,
          jc.change, ch.function_name as change_function, ch.definition as change_definition,
-         e.abandoned_by, e.abandoned_at, e.reason as abandon_reason,
+         e.abandoned_by, e.abandoned_at, e.reason as abandon_reason, pr.proposed_by,
          -- Can its change run (run_change_chunk)? Its functions exist (migrate
          -- drops them when the change no longer fits its table) and its key is
          -- still unique on the table alone.
@@ -72,6 +72,7 @@ begin
     left join changes as ch on ch.name = jc.change and ch.digest = jc.digest and ch.retired_at is null
     left join change_jobs as cj on cj.job_id = j.job_id
     left join job_ends as e on e.job_id = j.job_id
+    left join proposals as pr on pr.job_id = j.job_id and pr.action = 'run' and pr.approved_at is null
    where j.job_id = run_job_chunk.job_id
      for update of j;
   if not found then
@@ -81,6 +82,10 @@ begin
   if v_job.abandoned_by is not null then
     raise exception 'job %: abandoned by % at % (%); its remaining targets are never run', v_job.job_id, v_job.abandoned_by,
       v_job.abandoned_at, v_job.abandon_reason using errcode = 'CH409';
+  end if;
+  -- Two people: a proposed job runs once another role approved it (approve).
+  if v_job.proposed_by is not null then
+    raise exception 'job %: proposed by %, awaiting approval', v_job.job_id, v_job.proposed_by using errcode = 'CH409';
   end if;
   -- Seen by job_status as "running" until this transaction ends. Only this
   -- job's row lock holder takes it, so it never waits.

@@ -83,6 +83,8 @@ begin
     select q.job_id into v_job_id
       from job_queue as q
      where not q.paused and q.visible_at <= now()
+       -- a proposed job waits for its approval in the queue (approve notifies)
+       and not exists (select from proposals as p where p.job_id = q.job_id and p.action = 'run' and p.approved_at is null)
        and pg_try_advisory_xact_lock(run_lock_key(q.job_id))
      order by q.visible_at, q.job_id
      limit 1

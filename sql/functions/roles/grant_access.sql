@@ -1,7 +1,8 @@
 -- Least privilege (README "Roles"): the functions each kind of access may
 -- call, in one place. A viewer reads; an operator does everything chunks
--- does, a viewer's reading included. Neither may write a table: every
--- function here is SECURITY DEFINER and writes as the owner.
+-- does, a viewer's reading included; an approver reads, checks plans, and
+-- approves what another role proposed (two people). None may write a
+-- table: every function here is SECURITY DEFINER and writes as the owner.
 create or replace function {{ .schema }}.access_functions(access text) returns setof regprocedure
 language sql stable parallel safe
 set search_path = {{ .schema }}, pg_temp
@@ -13,14 +14,26 @@ as $$
            '{{ .schema }}.job_status()', '{{ .schema }}.status_page(text, integer)', '{{ .schema }}.worker_status()',
            '{{ .schema }}.campaign_status(text)', '{{ .schema }}.campaign_report(text)', '{{ .schema }}.queue_channel()',
            '{{ .schema }}.change_list()', '{{ .schema }}.change_show(text)', '{{ .schema }}.installed_version()',
-           '{{ .schema }}.verify_job(text)', '{{ .schema }}.verify_campaign(text)'
+           '{{ .schema }}.verify_job(text)', '{{ .schema }}.verify_campaign(text)',
+           '{{ .schema }}.job_proposals(text)', '{{ .schema }}.policy_list()'
          ]) as f
-   where access in ('viewer', 'operator')
+   where access in ('viewer', 'operator', 'approver')
+  union all
+  -- read-only checks, for the proposer and the reviewer alike
+  select f::regprocedure
+    from unnest(array[
+           '{{ .schema }}.check_plan(jsonb)', '{{ .schema }}.check_change(text, jsonb)', '{{ .schema }}.plan_digest(text, jsonb)',
+           '{{ .schema }}.campaign_check(text, integer)'
+         ]) as f
+   where access in ('operator', 'approver')
+  union all
+  select f::regprocedure
+    from unnest(array['{{ .schema }}.approve(text, text, text)', '{{ .schema }}.campaign_approve(text, text, text)']) as f
+   where access = 'approver'
   union all
   select f::regprocedure
     from unnest(array[
-           '{{ .schema }}.register(jsonb)', '{{ .schema }}.check_plan(jsonb)', '{{ .schema }}.register_change(text, jsonb)',
-           '{{ .schema }}.check_change(text, jsonb)',
+           '{{ .schema }}.register(jsonb)', '{{ .schema }}.register_change(text, jsonb)',
            '{{ .schema }}.cancel_chunk(text, jsonb)', '{{ .schema }}.run_chunk(text)',
            '{{ .schema }}.run_next_chunk(text, integer, integer, integer, text, boolean)',
            '{{ .schema }}.pause_job(text)', '{{ .schema }}.pause_job_after(text, integer)', '{{ .schema }}.resume_job(text)', '{{ .schema }}.abandon_job(text, text)',
@@ -33,14 +46,14 @@ as $$
            '{{ .schema }}.worker_gone(text)', '{{ .schema }}.record_progress(jsonb)',
            '{{ .schema }}.campaign_create(text, text, integer, integer[], integer[], integer[], integer)',
            '{{ .schema }}.campaign_create_change(text, text, text, integer, jsonb, text[], integer, text[])',
-           '{{ .schema }}.campaign_check(text, integer)', '{{ .schema }}.campaign_pause(text)',
+           '{{ .schema }}.campaign_pause(text)',
            '{{ .schema }}.campaign_resume(text)', '{{ .schema }}.campaign_undo(text, text)',
            '{{ .schema }}.campaign_skip(text, text)', '{{ .schema }}.campaign_archive(text)', '{{ .schema }}.archive_jobs(interval)'
          ]) as f
    where access = 'operator'
 $$;
 comment on function {{ .schema }}.access_functions(text) is
-  'chunks helper: the functions that ACCESS (viewer: the ones that read; operator: those and every one that changes something) may execute.';
+  'chunks helper: the functions that ACCESS (viewer: the ones that read; operator: those and every one that changes something; approver: a viewer''s, the read-only checks of a plan and approve, campaign_approve) may execute.';
 
 -- The tables chunks keeps, which both kinds of access may read (orders is
 -- the application's: neither needs any privilege on it).
@@ -52,7 +65,7 @@ as $$
     from unnest(array['{{ .schema }}.jobs', '{{ .schema }}.job_audit', '{{ .schema }}.job_approval', '{{ .schema }}.job_kind',
                       '{{ .schema }}.job_queue', '{{ .schema }}.job_progress', '{{ .schema }}.workers',
                       '{{ .schema }}.campaigns', '{{ .schema }}.campaign_jobs', '{{ .schema }}.campaign_progress', '{{ .schema }}.job_ends',
-                      '{{ .schema }}.job_skips', '{{ .schema }}.job_archive',
+                      '{{ .schema }}.job_skips', '{{ .schema }}.job_archive', '{{ .schema }}.approval_policy', '{{ .schema }}.proposals',
                       '{{ .schema }}.changes', '{{ .schema }}.job_change', '{{ .schema }}.change_audit',
                       '{{ .schema }}.change_jobs', '{{ .schema }}.change_targets', '{{ .schema }}.change_chunks']) as t
 $$;
@@ -71,8 +84,8 @@ declare
   v_functions jsonb := '[]'::jsonb;
   v_tables jsonb := '[]'::jsonb;
 begin
-  if grant_access.access is null or grant_access.access not in ('operator', 'viewer') then
-    raise exception 'access: must be operator or viewer, got %', coalesce(grant_access.access, 'null') using errcode = '22023';
+  if grant_access.access is null or grant_access.access not in ('operator', 'viewer', 'approver') then
+    raise exception 'access: must be operator, viewer or approver, got %', coalesce(grant_access.access, 'null') using errcode = '22023';
   end if;
   -- The name exactly as pg_roles spells it (not folded to lower case).
   select r.oid::regrole into v_role from pg_roles as r where r.rolname = grant_access.role;
@@ -108,16 +121,23 @@ begin
       execute format('grant execute on function %s to %s', v_fn, v_role);
       v_functions := v_functions || to_jsonb(v_fn::text);
     end loop;
-  elsif grant_access.access = 'operator' then
-    -- Levels: an operator that loses operator stays a viewer.
-    for v_fn in select x.f from (select access_functions('operator') as f except select access_functions('viewer')) as x
+  elsif grant_access.access in ('operator', 'approver') then
+    -- Levels: an operator or approver that loses it stays a viewer (and
+    -- keeps what the other of the two, when it holds it, needs).
+    for v_fn in select x.f from (select access_functions(grant_access.access) as f
+                                 except select access_functions('viewer')
+                                 except select access_functions(o.other)
+                                          from (select case grant_access.access when 'operator' then 'approver' else 'operator' end as other) as o
+                                         where has_function_privilege(v_role, case o.other when 'operator' then '{{ .schema }}.run_chunk(text)'
+                                                                                          else '{{ .schema }}.approve(text, text, text)' end, 'execute')) as x
                  order by x.f::text loop  -- a stable order: except hashes
       execute format('revoke execute on function %s from %s', v_fn, v_role);
       v_functions := v_functions || to_jsonb(v_fn::text);
     end loop;
   else
-    -- A role that is no viewer is no operator either: everything goes.
-    for v_fn in select access_functions('operator') loop
+    -- A role that is no viewer is no operator or approver either: everything goes.
+    for v_fn in select x.f from (select access_functions('operator') as f union select access_functions('approver')) as x
+                 order by x.f::text loop
       execute format('revoke execute on function %s from %s', v_fn, v_role);
       v_functions := v_functions || to_jsonb(v_fn::text);
     end loop;
@@ -135,10 +155,11 @@ comment on function {{ .schema }}.grant_access(text, text, boolean) is
 $c$Grants ROLE the privileges of ACCESS on this schema, or with REVOKE takes them back (chunks grant).
 viewer: USAGE on the schema, SELECT on the tables of chunks (access_tables(); not orders) and
 EXECUTE on the functions that read (access_functions('viewer')); operator: those and EXECUTE on
-every function that changes something (access_functions('operator')). Every one of those
-functions is SECURITY DEFINER, so neither needs a privilege on orders or may write any table.
-Levels: revoking operator leaves a viewer; revoking viewer takes everything, the schema's
-USAGE included. Run it as the owner of the schema (or a superuser): it is SECURITY INVOKER, and
+every function that changes something (access_functions('operator')); approver (two people): a
+viewer's, the read-only checks of a plan, and approve and campaign_approve. Every one of those
+functions is SECURITY DEFINER, so none needs a privilege on orders or may write any table.
+Levels: revoking operator or approver leaves a viewer (with what the other, when held, needs);
+revoking viewer takes everything, the schema's USAGE included. Run it as the owner of the schema (or a superuser): it is SECURITY INVOKER, and
 GRANT needs the grant option. Returns {"role" (the name as pg_roles spells it, unquoted), "access", "revoked", "functions",
 "tables"}. Errors: 22023 bad ACCESS or REVOKE, no such ROLE, or a ROLE that owns the schema or its
 functions (their privileges are what every function runs with; migrate restores any it lost).$c$;
@@ -160,11 +181,13 @@ declare
   v_fn regprocedure;
 begin
   for v_role, v_access in
-    select distinct a.grantee::regrole,
-           case when has_function_privilege(a.grantee, '{{ .schema }}.run_chunk(text)', 'execute') then 'operator' else 'viewer' end
+    select distinct a.grantee::regrole, l.access
       from pg_class as c, aclexplode(c.relacl) as a
+     cross join lateral (values ('viewer'),
+                                (case when has_function_privilege(a.grantee, '{{ .schema }}.run_chunk(text)', 'execute') then 'operator' end),
+                                (case when has_function_privilege(a.grantee, '{{ .schema }}.approve(text, text, text)', 'execute') then 'approver' end)) as l(access)
      where c.oid = '{{ .schema }}.jobs'::regclass and a.privilege_type = 'SELECT'
-       and a.grantee <> c.relowner and a.grantee <> 0
+       and a.grantee <> c.relowner and a.grantee <> 0 and l.access is not null
   loop
     for v_table in select access_tables() loop
       execute format('grant select on table %s to %s', v_table, v_role);
@@ -176,4 +199,4 @@ begin
 end
 $$;
 comment on function {{ .schema }}.regrant_access() is
-  'chunks helper, run by every install: grants every role that may read jobs (a viewer; an operator when it may execute run_chunk(text)) the tables and functions its level holds now, so an upgrade''s new ones reach roles granted before it.';
+  'chunks helper, run by every install: grants every role that may read jobs (a viewer; an operator when it may execute run_chunk(text); an approver when it may execute approve(text, text, text)) the tables and functions its levels hold now, so an upgrade''s new ones reach roles granted before it.';

@@ -11,8 +11,12 @@ as $$
            coalesce(k.kind, case when jc.job_id is not null then 'change' else 'cancel' end) as kind, jc.change,
            k.undoes, u.job_id as undone_by,
            coalesce(nullif(r.application_name, ''), 'pid ' || r.pid) as running_in,
-           job_state(j.next_index, j.targets, r.pid is not null, q.job_id is not null, q.paused, e.job_id is not null) as state,
+           job_state(j.next_index, j.targets, r.pid is not null, q.job_id is not null, q.paused, e.job_id is not null,
+                     pr.job_id is not null and pr.approved_at is null) as state,
            e.abandoned_by, e.abandoned_at, e.reason as abandon_reason,
+           case when pr.job_id is not null
+                then jsonb_build_object('proposed_by', pr.proposed_by, 'proposed_at', pr.proposed_at, 'approved_by', pr.approved_by,
+                                        'approved_at', pr.approved_at, 'digest', pr.digest, 'signed', pr.signature is not null) end as approval,
            -- The recent rate in ids per second, from the oldest to the
            -- newest point of the job's progress row (record_progress).
            -- A row ahead of the job is of an older job of the same id.
@@ -27,6 +31,7 @@ as $$
       left join running as r on r.key = run_lock_key(j.job_id)
       left join job_progress as p on p.job_id = j.job_id and p.next_index <= j.next_index
       left join job_ends as e on e.job_id = j.job_id
+      left join proposals as pr on pr.job_id = j.job_id and pr.action = 'run'
      where (job_rows.after_job_id is null or j.job_id > job_rows.after_job_id)
        -- an archived job (archive_jobs) is out of the default status
        and not exists (select from job_archive as ar where ar.job_id = j.job_id)
@@ -46,7 +51,10 @@ as $$
            'running_in', case when s.state = 'running' then s.running_in end,
            'visible_at', case when s.state = 'queued' then s.visible_at end,
            -- an abandoned job's: why, when and by whom it was abandoned
-           'pause_reason', case when s.state = 'abandoned' then 'abandoned: ' || s.abandon_reason else s.pause_reason end,
+           -- a proposed job's: who proposed it (two people)
+           'pause_reason', case when s.state = 'abandoned' then 'abandoned: ' || s.abandon_reason
+                                when s.state = 'proposed' then format('proposed by %s, awaiting approval', s.approval ->> 'proposed_by')
+                                else s.pause_reason end,
            'paused_at', case when s.state = 'abandoned' then s.abandoned_at else s.paused_at end,
            'paused_by', case when s.state = 'abandoned' then s.abandoned_by else s.paused_by end,
            'pause_after', case when s.state in ('queued', 'running') then s.pause_after end,
@@ -56,7 +64,8 @@ as $$
            'undone_by', s.undone_by,
            'progressed_at', s.progressed_at,
            'rate', s.rate,
-           'drift', d.drift)
+           'drift', d.drift,
+           'approval', s.approval)
     from page as s
     left join drift as d on d.job_id = s.job_id
    order by s.job_id
@@ -66,7 +75,10 @@ $c$The jobs after AFTER_JOB_ID (NULL: from the first), at most MAX_JOBS (NULL: a
 archived ones (archive_jobs) left out,
 one jsonb object each: {"job_id", "tenant", "next_index", "n", "chunk_size", "state", "running_in",
 "visible_at", "pause_reason", "paused_at", "paused_by", "pause_after", "kind", "change", "undoes", "undone_by",
-"progressed_at", "rate", "drift"}, as job_status describes them. progressed_at is when a fleet worker last saw the job move forward, and
+"progressed_at", "rate", "drift", "approval"}, as job_status describes them. approval is a two-person job's
+(docs/safety.md "Two people"): {"proposed_by", "proposed_at", "approved_by", "approved_at"
+(null while it waits: state 'proposed', pause_reason "proposed by P, awaiting approval"),
+"digest", "signed"}; NULL for a one-person job. progressed_at is when a fleet worker last saw the job move forward, and
 rate its recent rate in ids per second (NULL until two points of progress are known); both come
 from job_progress. An abandoned job (abandon_job) has state 'abandoned', and pause_reason
 ("abandoned: REASON"), paused_at and paused_by say why, when and by whom. kind is 'change' for a job of a declared change (register_change) and

@@ -10,7 +10,10 @@ $$;
 comment on function {{ .schema }}.job_status() is
 $c$Every job with its fleet state (but those archived: archive_jobs), as a jsonb list ordered by job_id: [{"job_id", "tenant",
 "next_index", "n", "chunk_size", "state", "running_in", "visible_at", "pause_reason", "paused_at",
-"paused_by", "pause_after", "kind", "change", "undoes", "undone_by", "progressed_at", "rate", "drift"}, ...]. state is done (next_index = n), running (a
+"paused_by", "pause_after", "kind", "change", "undoes", "undone_by", "progressed_at", "rate", "drift", "approval"}, ...].
+state is done (next_index = n), proposed (two people: it waits for another role's approval,
+approve; pause_reason says who proposed it; approval has the proposer, approver, when and the
+digest of a two-person job, NULL for others), running (a
 chunk of it is in flight right now, in the session running_in: a worker's id, or "pid N"; only
 the lock of a session whose role may run chunks counts, see running_chunks), paused (no worker
 starts a chunk of it until resume_job; pause_reason, paused_at and paused_by say why, when and by

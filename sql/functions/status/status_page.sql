@@ -23,7 +23,8 @@ begin
   with running as materialized (select rc.key from running_chunks() as rc),
        j as materialized (select s.job_id, s.next_index, s.targets as n from job_shapes as s
                            where not exists (select from job_archive as ar where ar.job_id = s.job_id)),
-       f as (select j.job_id, job_state(j.next_index, j.n, r.key is not null, q.job_id is not null, q.paused, e.job_id is not null) as state,
+       f as (select j.job_id, job_state(j.next_index, j.n, r.key is not null, q.job_id is not null, q.paused, e.job_id is not null,
+                              exists (select from proposals as pr where pr.job_id = j.job_id and pr.action = 'run' and pr.approved_at is null)) as state,
                     greatest(j.n - j.next_index, 0) as remaining, q.pause_reason,
                     coalesce(p.at, q.visible_at) as progress_seen
                from j

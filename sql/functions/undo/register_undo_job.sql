@@ -118,6 +118,9 @@ begin
     insert into job_change (job_id, change, digest)
     values (register_undo_job.new_job_id, register_undo_job.change, register_undo_job.digest);
   end if;
+  -- Two people: the undo is a new plan, proposed when its change's policy
+  -- says so and always when the job it undoes was two-person.
+  perform propose_jobs(array[register_undo_job.new_job_id], register_undo_job.change, is_two_person(register_undo_job.job_id));
   return jsonb_build_object('job_id', register_undo_job.new_job_id, 'undoes', register_undo_job.job_id, 'created', true)
          || case when v_orders then '{}'::jsonb else jsonb_build_object('change', register_undo_job.change) end || v_lists;
 end
