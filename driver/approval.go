@@ -50,8 +50,8 @@ type Proposal struct {
 	JobID string `json:"job_id"`
 	// Action is "run" (the job itself), "skip" or "abandon".
 	Action string `json:"action"`
-	// Detail is a skip's {"key", "reason"}, an abandon's {"reason"}; {} for a run.
-	Detail     json.RawMessage `json:"detail"`
+	// Detail is a skip's key and reason, an abandon's reason; empty for a run.
+	Detail     ProposalDetail `json:"detail"`
 	Digest     string          `json:"digest"` // what [Approve] takes
 	ProposedBy string          `json:"proposed_by"`
 	ProposedAt time.Time       `json:"proposed_at"`
@@ -60,6 +60,12 @@ type Proposal struct {
 	// Signature is the armored SSH signature of Digest the approver gave
 	// (evidence: [VerifyApproval] checks it); nil when none.
 	Signature *string `json:"signature"`
+}
+
+// ProposalDetail is what a proposed skip or abandon would do.
+type ProposalDetail struct {
+	Key    *Key   `json:"key,omitempty"`    // a skip's target
+	Reason string `json:"reason,omitempty"` // a skip's or an abandon's reason
 }
 
 // Approved is what [Approve] answers: the proposal, and whether this call
@@ -177,4 +183,19 @@ func nullable(s string) any {
 		return nil
 	}
 	return s
+}
+
+// TwoPerson says whether policy makes a job of change ("" for orders)
+// registered now two-person: the change's setting, else the schema's,
+// else no (SQL two_person_policy).
+func TwoPerson(policy []Policy, change string) bool {
+	schema := false
+	for _, p := range policy {
+		if p.Change == nil {
+			schema = p.TwoPerson
+		} else if change != "" && *p.Change == change {
+			return p.TwoPerson
+		}
+	}
+	return schema
 }

@@ -102,12 +102,20 @@ type CampaignProgress struct {
 	JobsWaiting      int       `json:"jobs_waiting"`      // not yet released into the queue
 	JobsAbandoned    int       `json:"jobs_abandoned"`    // ended by abandon: their remaining targets are never run
 	AbandonedTargets int       `json:"abandoned_targets"` // those remaining targets
+	JobsProposed     int       `json:"jobs_proposed"`     // two people: waiting for their approval ([ApproveCampaign])
 	RatePerSecond    *float64  `json:"rate_per_s"`        // committed targets per second over about the last minute; nil when no fleet worker sampled it
 	ETASeconds       *float64  `json:"eta_s"`             // nil when the rate is unknown or 0, or stalled
 	Stalled          bool      `json:"stalled"`           // targets remain and no job is running or queued (they are paused): nothing moves until a person decides
 	// Tenants is a campaign over many tenants' progress by tenant
 	// ([CampaignSpec].TenantFrom; its Tenant is ""), in tenant order.
 	Tenants []TenantProgress `json:"tenants,omitempty"`
+	// ProposedBy, ProposedAt, ApprovedBy and ApprovedAt are a two-person
+	// campaign's (docs/safety.md "Two people"): who proposed it when, and
+	// who approved it when (nil while it waits); all nil for others.
+	ProposedBy *string    `json:"proposed_by,omitempty"`
+	ProposedAt *time.Time `json:"proposed_at,omitempty"`
+	ApprovedBy *string    `json:"approved_by,omitempty"`
+	ApprovedAt *time.Time `json:"approved_at,omitempty"`
 }
 
 // TenantProgress is one tenant's part of a campaign over many tenants.

@@ -26,6 +26,8 @@ const (
 	ETAIdle    = "idle"   // not queued: nothing runs it until chunks resume
 	// ETAAbandoned: abandoned (chunks abandon); its remaining targets are never run.
 	ETAAbandoned = "abandoned"
+	// ETAProposed: waits for another role's approval (two people).
+	ETAProposed = "proposed"
 )
 
 // StallAfter is the least time a queued job goes without progress before
@@ -35,7 +37,7 @@ const StallAfter = time.Minute
 // ETA is when a job will be done at its recent rate, or why that cannot
 // be said: a time only where it is the truth.
 type ETA struct {
-	Kind    string   `json:"kind"`    // one of ETATime, ETAThrottled, ETAStalled, ETAUnknown, ETADone, ETAPaused, ETAIdle, ETAAbandoned
+	Kind    string   `json:"kind"`    // one of ETATime, ETAThrottled, ETAStalled, ETAUnknown, ETADone, ETAPaused, ETAIdle, ETAAbandoned, ETAProposed
 	Seconds *float64 `json:"seconds"` // from now, at the recent rate (ETATime, and ETAThrottled when known)
 	// QuietSeconds is how long the job has gone without progress: since
 	// it last moved forward, or since it was queued when it never did.
@@ -58,6 +60,8 @@ func Estimate(j JobStatus, workers []WorkerStatus, now time.Time) ETA {
 		return ETA{Kind: ETAIdle}
 	case StateAbandoned:
 		return ETA{Kind: ETAAbandoned}
+	case StateProposed:
+		return ETA{Kind: ETAProposed}
 	}
 	var e ETA
 	since := j.ProgressedAt

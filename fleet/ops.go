@@ -27,11 +27,15 @@ const (
 	// StateAbandoned: ended for good by [Abandon]; its remaining targets are
 	// never run (PauseReason, PausedAt and PausedBy say why, when, by whom).
 	StateAbandoned = "abandoned"
+	// StateProposed: registered under a two-person policy and not yet
+	// approved (docs/safety.md "Two people"); no worker runs it until
+	// another role approves it. PauseReason says who proposed it.
+	StateProposed = "proposed"
 )
 
 // States is every state of a job, in the order chunks status, the status
 // page and the metrics list them.
-var States = []string{StateQueued, StateRunning, StatePaused, StateDone, StateIdle, StateAbandoned}
+var States = []string{StateQueued, StateRunning, StatePaused, StateDone, StateIdle, StateAbandoned, StateProposed}
 
 // JobStatus is one job as chunks status shows it.
 type JobStatus struct {
@@ -78,9 +82,22 @@ type JobStatus struct {
 	// ETA is when the job will be done at its recent rate, or why that
 	// cannot be said ([Estimate]): worked out in Go, not read from SQL.
 	ETA ETA `json:"eta" sql:"-"`
+	// Approval is a two-person job's proposal and approval (docs/safety.md
+	// "Two people"); nil for a one-person job.
+	Approval *JobApproval `json:"approval"`
 	// Shard is the shard that holds the job ("p0", ...) when the status
 	// was read through a chunks router (package router); "" on one server.
 	Shard string `json:"shard,omitempty"`
+}
+
+// JobApproval is who proposed a two-person job and who approved it when.
+type JobApproval struct {
+	ProposedBy string     `json:"proposed_by"`
+	ProposedAt time.Time  `json:"proposed_at"`
+	ApprovedBy *string    `json:"approved_by"` // nil while it waits (StateProposed)
+	ApprovedAt *time.Time `json:"approved_at"`
+	Digest     string     `json:"digest"` // the approval digest, 64 hex characters
+	Signed     bool       `json:"signed"` // the approver gave an SSH signature of Digest
 }
 
 // WorkerStatus is one live worker as chunks status shows it (its heartbeat
@@ -237,6 +254,20 @@ type Abandoned struct {
 	Reason    string    `json:"reason"`
 	NextIndex int       `json:"next_index"` // its committed targets, which stay
 	Targets   int       `json:"targets"`
+	// Proposal is set when the job is two-person: the abandon was proposed
+	// instead of done (Abandoned false), and is done when another role
+	// approves it ([driver.Approve] with its Digest).
+	*Proposal
+}
+
+// Proposal is a skip or an abandon of a two-person job, proposed instead
+// of done (docs/safety.md "Two people").
+type Proposal struct {
+	Proposed   bool      `json:"proposed,omitempty"` // always true
+	Action     string    `json:"action,omitempty"`   // "skip" or "abandon"
+	Digest     string    `json:"digest,omitempty"`   // what [driver.Approve] takes
+	ProposedBy string    `json:"proposed_by,omitempty"`
+	ProposedAt time.Time `json:"proposed_at,omitzero"`
 }
 
 // MaxReason is the longest reason an operator's decision records

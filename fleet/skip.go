@@ -21,6 +21,10 @@ type Skipped struct {
 	// Paused is whether the job is paused: a skip does not resume it
 	// ([Resume] does).
 	Paused bool `json:"paused"`
+	// Proposal is set when the job is two-person: the skip was proposed
+	// instead of done (Skipped false; By, At, Reason and Found empty), and is
+	// done when another role approves it ([driver.Approve] with its Digest).
+	*Proposal
 }
 
 // CheckSkipReason checks a skip's reason as the server does, before any

@@ -16,6 +16,9 @@ func (j JobStatus) Detail(now time.Time) string {
 		return "in " + *j.RunningIn
 	case (j.State == StatePaused || j.State == StateAbandoned) && j.PausedAt != nil:
 		return fmt.Sprintf("at %s by %s: %s", j.PausedAt.Local().Format("15:04:05"), orUnknown(j.PausedBy), orUnknown(j.PauseReason))
+	case j.State == StateProposed && j.Approval != nil:
+		return fmt.Sprintf("by %s at %s, awaiting approval of %s", j.Approval.ProposedBy, j.Approval.ProposedAt.Local().Format("15:04:05"),
+			j.Approval.Digest[:min(12, len(j.Approval.Digest))])
 	case j.VisibleAt != nil && j.VisibleAt.After(now):
 		return "rests until " + j.VisibleAt.Local().Format("15:04:05.000")
 	}

@@ -250,20 +250,26 @@ func TestRolesGrantAndRevoke(t *testing.T) {
 	}
 	// By signature: a job function and its tenant-scoped overload (tenant, job_id, ...) are granted together.
 	viewerFunctions := `["campaign_report(text)", "campaign_status(text)", "change_list()", "change_show(text)", "inspect_job(text)", "inspect_job(text, text)",
-	  "installed_version()", "job_lineage(text)", "job_lineage(text, text)", "job_status()", "queue_channel()", "report(text)", "report(text, text)",
+	  "installed_version()", "job_lineage(text)", "job_lineage(text, text)", "job_proposals(text)", "job_status()", "policy_list()", "queue_channel()", "report(text)", "report(text, text)",
+	  "status_page(text, integer)", "verify_campaign(text)", "verify_job(text)", "worker_status()"]`
+	// An approver (two people): a viewer's, the read-only checks of a plan, and approve.
+	approverFunctions := `["approve(text, text, text)", "campaign_approve(text, text, text)", "campaign_check(text, integer)", "campaign_report(text)", "campaign_status(text)",
+	  "change_list()", "change_show(text)", "check_change(text, jsonb)", "check_plan(jsonb)", "inspect_job(text)", "inspect_job(text, text)",
+	  "installed_version()", "job_lineage(text)", "job_lineage(text, text)", "job_proposals(text)", "job_status()", "plan_digest(text, jsonb)", "policy_list()", "queue_channel()", "report(text)", "report(text, text)",
 	  "status_page(text, integer)", "verify_campaign(text)", "verify_job(text)", "worker_status()"]`
 	operatorFunctions := `["abandon_job(text, text)", "abandon_job(text, text, text)", "archive_jobs(interval)", "campaign_archive(text)", "campaign_check(text, integer)", "campaign_create(text, text, integer, integer[], integer[], integer[], integer)",
 	  "campaign_create_change(text, text, text, integer, jsonb, text[], integer, text[])",
 	  "campaign_pause(text)", "campaign_report(text)", "campaign_resume(text)", "campaign_skip(text, text)", "campaign_status(text)", "campaign_undo(text, text)",
 	  "cancel_chunk(text, jsonb)", "change_list()", "change_show(text)", "check_change(text, jsonb)", "check_plan(jsonb)", "inspect_job(text)", "inspect_job(text, text)", "installed_version()", "job_lineage(text)",
-	  "job_lineage(text, text)", "job_status()", "pause_job(text)", "pause_job(text, text)", "pause_job_after(text, integer)",
-	  "pause_job_after(text, text, integer)", "queue_channel()", "record_progress(jsonb)", "register(jsonb)", "register_change(text, jsonb)",
+	  "job_lineage(text, text)", "job_proposals(text)", "job_status()", "pause_job(text)", "pause_job(text, text)", "pause_job_after(text, integer)",
+	  "pause_job_after(text, text, integer)", "plan_digest(text, jsonb)", "policy_list()", "queue_channel()", "record_progress(jsonb)", "register(jsonb)", "register_change(text, jsonb)",
 	  "register_undo(text, text)", "register_undo(text, text, text)", "report(text)", "report(text, text)", "resume_job(text)",
 	  "resume_job(text, text)", "run_chunk(text)", "run_chunk(text, text)", "run_next_chunk(text, integer, integer, integer, text, boolean)",
 	  "skip_target(text, jsonb, text)", "skip_target(text, text, jsonb, text)", "status_page(text, integer)", "verify_campaign(text)", "verify_job(text)", "worker_gone(text)",
 	  "worker_heartbeat(text, text, integer, timestamp with time zone, bigint, text, text)", "worker_status()"]`
 	tables := `{"jobs": ["SELECT"], "job_audit": ["SELECT"], "job_approval": ["SELECT"], "job_kind": ["SELECT"], "job_queue": ["SELECT"],
 	  "job_progress": ["SELECT"], "workers": ["SELECT"], "campaigns": ["SELECT"], "campaign_jobs": ["SELECT"], "campaign_progress": ["SELECT"], "job_ends": ["SELECT"], "job_skips": ["SELECT"], "job_archive": ["SELECT"],
+	  "approval_policy": ["SELECT"], "proposals": ["SELECT"],
 	  "changes": ["SELECT"], "job_change": ["SELECT"], "change_audit": ["SELECT"],
 	  "change_jobs": ["SELECT"], "change_targets": ["SELECT"], "change_chunks": ["SELECT"]}`
 	sameJSON(t, "operator", privileges(r.operator), `{"usage": true, "create": false, "functions": `+operatorFunctions+`, "tables": `+tables+`}`)
@@ -271,7 +277,7 @@ func TestRolesGrantAndRevoke(t *testing.T) {
 
 	owner := r.connect(t, r.owner)
 	g, err := driver.Revoke(ctx, owner, r.operator.Name, driver.Operator)
-	if err != nil || !g.Revoked || len(g.Functions) != 32 || len(g.Tables) != 0 {
+	if err != nil || !g.Revoked || len(g.Functions) != 33 || len(g.Tables) != 0 {
 		t.Fatalf("revoke operator: %+v, %v", g, err)
 	}
 	sameJSON(t, "operator revoked", privileges(r.operator), `{"usage": true, "create": false, "functions": `+viewerFunctions+`, "tables": `+tables+`}`)
@@ -280,13 +286,36 @@ func TestRolesGrantAndRevoke(t *testing.T) {
 	}
 	sameJSON(t, "viewer revoked", privileges(r.operator), `{"usage": false, "create": false, "functions": [], "tables": {}}`)
 
+	// An approver; revoked, a viewer. An operator that is an approver too
+	// keeps the checks an operator needs when it stops approving.
+	if _, err := driver.Grant(ctx, owner, r.viewer.Name, driver.Approver); err != nil {
+		t.Fatal(err)
+	}
+	sameJSON(t, "approver", privileges(r.viewer), `{"usage": true, "create": false, "functions": `+approverFunctions+`, "tables": `+tables+`}`)
+	if g, err := driver.Revoke(ctx, owner, r.viewer.Name, driver.Approver); err != nil || len(g.Functions) != 6 {
+		t.Fatalf("revoke approver: %+v, %v", g, err)
+	}
+	sameJSON(t, "approver revoked", privileges(r.viewer), `{"usage": true, "create": false, "functions": `+viewerFunctions+`, "tables": `+tables+`}`)
+	for _, a := range []driver.Access{driver.Operator, driver.Approver} {
+		if _, err := driver.Grant(ctx, owner, r.operator.Name, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g, err := driver.Revoke(ctx, owner, r.operator.Name, driver.Approver); err != nil || len(g.Functions) != 2 {
+		t.Fatalf("revoke approver of an operator: %+v, %v", g, err)
+	}
+	sameJSON(t, "operator, approver revoked", privileges(r.operator), `{"usage": true, "create": false, "functions": `+operatorFunctions+`, "tables": `+tables+`}`)
+	if _, err := driver.Revoke(ctx, owner, r.operator.Name, driver.Viewer); err != nil {
+		t.Fatal(err)
+	}
+
 	// Bad input names the field; only the owner (or a superuser) grants.
 	if _, err := driver.Grant(ctx, owner, "nobody_at_all", driver.Operator); !errors.Is(err, driver.ErrInvalid) ||
 		!strings.Contains(err.Error(), `role: there is no role "nobody_at_all"`) {
 		t.Fatalf("grant to no role: %v", err)
 	}
 	if _, err := driver.Grant(ctx, owner, r.viewer.Name, "admin"); !errors.Is(err, driver.ErrInvalid) ||
-		!strings.Contains(err.Error(), "access: must be operator or viewer") {
+		!strings.Contains(err.Error(), "access: must be operator, viewer or approver") {
 		t.Fatalf("grant admin: %v", err)
 	}
 	_, err = driver.Grant(ctx, r.connect(t, r.viewer), r.viewer.Name, driver.Operator)

@@ -23,7 +23,7 @@ var inlined = map[string]struct{ call, shows string }{
 	"excerpt":             {"(e::text, true) from jsonb_array_elements('[1]') e", "length("},
 	"run_lock_key":        {"(j) from unnest(array['a']) j", "hashtextextended"},
 	"worker_lock_key":     {"(w) from unnest(array['a']) w", "hashtextextended"},
-	"job_state":           {"(i, 2, false, true, false, false) from unnest(array[1]) i", "CASE WHEN"},
+	"job_state":           {"(i, 2, false, true, false, false, false) from unnest(array[1]) i", "CASE WHEN"},
 	"campaign_job_id":     {"(j, i) from unnest(array['a'], array[0]) as x(j, i)", "lpad"},
 	"state_before":        {"(k) from unnest(array['cancel']) k", "CASE k"},
 	"state_after":         {"(k) from unnest(array['cancel']) k", "CASE k"},
@@ -79,7 +79,8 @@ func TestSQLFunctionCatalog(t *testing.T) {
 	out := pgtest.MustString(t, s.Conn, `select jsonb_agg(jsonb_build_object('name', p.proname,
 	    'args', pg_get_function_identity_arguments(p.oid), 'comment', obj_description(p.oid, 'pg_proc'),
 	    'secdef', p.prosecdef, 'config', p.proconfig, 'language', l.lanname,
-	    'api', p.oid in (select f from `+pgx.Identifier{s.Name}.Sanitize()+`.access_functions('operator') as f),
+	    'api', p.oid in (select f from `+pgx.Identifier{s.Name}.Sanitize()+`.access_functions('operator') as f
+	                     union select f from `+pgx.Identifier{s.Name}.Sanitize()+`.access_functions('approver') as f),
 	    'public', exists (select from aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) as a
 	                       where a.grantee = 0 and a.privilege_type = 'EXECUTE')) order by p.proname)::text
 	  from pg_proc p join pg_language l on l.oid = p.prolang where p.pronamespace = $1::regnamespace`, s.Name)
@@ -123,7 +124,8 @@ func TestSQLFunctionCatalog(t *testing.T) {
 				// One read of the table covers every committed target of the campaign;
 				// a JIT compile would cost more than the query.
 				want = append(want, "jit=off")
-			case "pause_job", "pause_job_after", "resume_job", "abandon_job", "skip_target", "register_undo", "campaign_pause", "campaign_resume", "campaign_undo", "campaign_skip":
+			case "pause_job", "pause_job_after", "resume_job", "abandon_job", "skip_target", "register_undo", "campaign_pause", "campaign_resume", "campaign_undo", "campaign_skip",
+				"approve", "campaign_approve":
 				want = append(want, "lock_timeout=5s")
 			}
 			if in, ok := inlined[f.Name]; ok {
@@ -156,7 +158,7 @@ func TestSQLFunctionCatalog(t *testing.T) {
 			// runs as.
 			for _, setting := range f.Config {
 				name, _, _ := strings.Cut(setting, "=")
-				if name == "lock_timeout" && !slices.Contains([]string{"run_chunk", "run_job_chunk", "pause_job", "pause_job_after", "resume_job", "abandon_job", "skip_target", "register_undo", "campaign_pause", "campaign_resume", "campaign_undo", "campaign_skip"}, f.Name) ||
+				if name == "lock_timeout" && !slices.Contains([]string{"run_chunk", "run_job_chunk", "pause_job", "pause_job_after", "resume_job", "abandon_job", "skip_target", "register_undo", "campaign_pause", "campaign_resume", "campaign_undo", "campaign_skip", "approve", "campaign_approve"}, f.Name) ||
 					name == "statement_timeout" || name == "role" ||
 					name == "session_authorization" {
 					t.Errorf("%s(%s): unexpected setting %q", f.Name, f.Args, setting)

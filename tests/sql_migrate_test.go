@@ -149,7 +149,7 @@ func TestSQLMigrateNothingInPublic(t *testing.T) {
 	// Exactly the tables (with their indexes; job_queue is fleet mode's queue, job_kind says which jobs are undos) and
 	// tern's version table, and the shipped functions.
 	sameJSON(t, "tables", pgtest.MustString(t, admin, `select jsonb_agg(relname order by relname)::text from pg_class
-	  where relnamespace = $1::regnamespace and relkind = 'r'`, s.Name), `["campaign_jobs", "campaign_progress", "campaigns", "change_audit", "change_chunks", "change_jobs", "change_targets", "change_writer", "changes", "job_approval", "job_archive", "job_audit", "job_change", "job_ends", "job_kind", "job_progress", "job_queue", "job_skips", "jobs", "orders", "schema_version", "workers"]`)
+	  where relnamespace = $1::regnamespace and relkind = 'r'`, s.Name), `["approval_policy", "campaign_jobs", "campaign_progress", "campaigns", "change_audit", "change_chunks", "change_jobs", "change_targets", "change_writer", "changes", "job_approval", "job_archive", "job_audit", "job_change", "job_ends", "job_kind", "job_progress", "job_queue", "job_skips", "jobs", "orders", "proposals", "schema_version", "workers"]`)
 	if got, want := installedFunctions(t, admin, s.Name), shippedFunctions(t); !slices.Equal(got, want) {
 		t.Fatalf("functions: %v, want %v", got, want)
 	}

@@ -45,6 +45,14 @@ func resultSchema(t *testing.T) *pgtest.Schema {
 	s.Exec(t, "update "+shop+".payments set lock_version = 9 where payment_id = 4")
 	// A campaign over many tenants (here, one of them).
 	s.Exec(t, "select campaign_create_change('mt', 'hold_payment', null, 2, $1, null, 16, array['7'])", paymentTargets(5))
+	// Two people: a proposed job of orders, a proposed campaign, and a
+	// proposed job of the change with a proposed skip.
+	s.Exec(t, "select set_policy(null, true)")
+	registerJob(t, s, "tp", "acme", 201, 4, 2)
+	seedOrders(t, s, "acme", 301, 2)
+	s.Exec(t, "select campaign_create('tc', 'acme', 2, array[301, 302], array[3, 3], array[2, 2], 4)")
+	s.Exec(t, "select register_change('hold_payment', $1)", changePlan("th", "7", paymentTargets(5), 2))
+	s.Exec(t, "select skip_target('th', '5', 'set aside')")
 	return s
 }
 
@@ -74,13 +82,19 @@ func TestResultKeysMatchGoTypes(t *testing.T) {
 		{"job_status", "select job_status()::text", nil, []fleet.JobStatus{}, []string{"[].shard"}},
 		{"status_page", "select status_page(null, null)::text", nil, fleet.Overview{},
 			[]string{"jobs[].shard", "workers[].shard", "campaigns[].shard", "attention[].shard"}},
-		{"campaign_status", "select campaign_status('c')::text", nil, driver.CampaignProgress{}, []string{"tenants"}}, // over many tenants only
-		{"campaign_status over many tenants", "select campaign_status('mt')::text", nil, driver.CampaignProgress{}, nil},
+		{"campaign_status", "select campaign_status('c')::text", nil, driver.CampaignProgress{}, []string{"tenants", "proposed_by", "proposed_at", "approved_by", "approved_at"}}, // over many tenants only; two people only
+		{"campaign_status over many tenants", "select campaign_status('mt')::text", nil, driver.CampaignProgress{}, []string{"proposed_by", "proposed_at", "approved_by", "approved_at"}},
+		{"campaign_status of two people", "select campaign_status('tc')::text", nil, driver.CampaignProgress{}, []string{"tenants"}},
+		{"job_proposals", "select job_proposals('th')::text", nil, []driver.Proposal{}, []string{"[].detail.key", "[].detail.reason"}}, // a run's detail is {}
+		{"policy_list", "select policy_list()::text", nil, []driver.Policy{}, nil},
+		{"plan_digest", "select plan_digest(null, $1)::text", []any{plan("fresh", "acme", 1, 3, 2)}, driver.PlanDigest{}, nil},
+		{"skip_target proposed", "select skip_target('th', '5', 'set aside')::text", nil, fleet.Skipped{}, nil},
+		{"abandon_job proposed", "select abandon_job('tp', 'not now')::text", nil, fleet.Abandoned{}, nil},
 		{"campaign_report", "select campaign_report('c')::text", nil, driver.CampaignDrift{}, []string{"skipped", "skipped_count"}},
 		{"campaign_check", "select campaign_check('c', 100)::text", nil, driver.CampaignCheck{}, []string{"listed[].key"}},
 		{"campaign_check of a change", "select campaign_check('h', 100)::text", nil, driver.CampaignCheck{}, []string{"listed[].id"}},
 		{"campaign_report of a change", "select campaign_report('h')::text", nil, driver.CampaignDrift{}, nil},
-		{"campaign_status of a change", "select campaign_status('h')::text", nil, driver.CampaignProgress{}, []string{"tenants"}},
+		{"campaign_status of a change", "select campaign_status('h')::text", nil, driver.CampaignProgress{}, []string{"tenants", "proposed_by", "proposed_at", "approved_by", "approved_at"}},
 		{"campaign_pause", "select campaign_pause('c')::text", nil, driver.CampaignChange{}, nil},
 		{"campaign_undo", "select campaign_undo('c')::text", nil, driver.CampaignUndo{}, []string{"change"}}, // a change's campaign only
 		{"campaign_undo again", "select campaign_undo('c')::text", nil, driver.CampaignUndo{}, []string{"drifted", "missing", "change"}},

@@ -157,7 +157,8 @@ func TestTwoPersonJob(t *testing.T) {
 
 	// An abandon of a two-person job is proposed, and done when approved.
 	sameJSON(t, "abandon proposed", q(alice, "select (abandon_job('o2', 'wrong customers') - 'digest' - 'proposed_at')::text"),
-		fmt.Sprintf(`{"job_id": "o2", "abandoned": false, "proposed": true, "action": "abandon", "proposed_by": %q}`, a))
+		fmt.Sprintf(`{"job_id": "o2", "abandoned": false, "by": null, "at": null, "reason": "wrong customers", "next_index": 0,
+		  "targets": 10, "proposed": true, "action": "abandon", "proposed_by": %q}`, a))
 	if got := q(carol, "select j ->> 'state' from jsonb_array_elements(job_status()) j where j ->> 'job_id' = 'o2'"); got != "proposed" {
 		t.Fatalf("o2 after a proposed abandon: %s", got)
 	}

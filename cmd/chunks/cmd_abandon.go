@@ -24,7 +24,9 @@ func abandonCommand() *cli.Command {
 			"flight finishes first (abandon waits for it, up to 5 s). Abandoning an abandoned job changes\n" +
 			"nothing and says how it ended. An unknown or finished job is a conflict (exit 3). With\n" +
 			"--json it prints {\"job_id\", \"abandoned\", \"by\", \"at\", \"reason\", \"next_index\", \"targets\"}.\n" +
-			"With --tenant, through a chunks router: on the tenant's shard.\n\n" +
+			"With --tenant, through a chunks router: on the tenant's shard. In a two-person job (chunks\n" +
+			"policy set) the abandon is proposed instead, and done when another role approves it (chunks\n" +
+			"approve; --json adds \"proposed\", \"action\", \"digest\", \"proposed_by\", \"proposed_at\").\n\n" +
 			"Example:\n  chunks --schema lab abandon --reason 'superseded by festival-2027' festival-2026",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "reason", Usage: "why the job is abandoned, kept with the decision (`TEXT`, 1 to 500 characters)"},
@@ -58,6 +60,11 @@ func runAbandon(ctx context.Context, d deps, o *abandonOptions, out io.Writer) e
 	return printResult(ctx, d, out, func(ctx context.Context, conn *pgx.Conn) (fleet.Abandoned, error) {
 		return fleet.Abandon(ctx, conn, o.Job, o.Reason)
 	}, func(a fleet.Abandoned) {
+		if a.Proposal != nil {
+			say(out, "job %s is two-person: proposed its abandon; it is done when another role approves it:", a.JobID)
+			say(out, "  chunks approve --digest %s %s", a.Digest, a.JobID)
+			return
+		}
 		if !a.Abandoned {
 			say(out, "job %s was already abandoned by %s at %s (%s); nothing changed", a.JobID, terminalSafe(a.By),
 				a.At.UTC().Format("2006-01-02 15:04:05 UTC"), terminalSafe(a.Reason))

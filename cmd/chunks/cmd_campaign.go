@@ -24,7 +24,9 @@ func campaignCommand() *cli.Command {
 			campaignCreateCommand(),
 			campaignStatusCommand(),
 			campaignReportCommand(),
+			campaignPlanCommand(),
 			campaignCheckCommand(),
+			campaignApproveCommand(),
 			campaignUndoCommand(),
 			campaignSkipCommand(),
 			campaignArchiveCommand(),
@@ -61,16 +63,21 @@ func campaignCreateCommand() *cli.Command {
 			"    --from-query \"select payment_id, lock_version, amount_cents, 'chargeback' as reason from shop.payments where status = 'captured'\" payment-holds\n" +
 			"  chunks --schema lab campaign create --change hold_payment --tenant-from merchant_id --chunk-size 10 --allow-partial \\\n" +
 			"    --from-query \"select merchant_id, payment_id, lock_version, amount_cents, 'chargeback' as reason from shop.payments where status = 'captured'\" every-hold",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "tenant", Usage: "the tenant of every target (required, unless --tenant-from)"},
-			&cli.StringFlag{Name: "tenant-from", Usage: "with --change: each target's tenant is this `COLUMN` of its row (one campaign over many tenants)"},
-			&cli.IntFlag{Name: "chunk-size", Usage: "orders per chunk, 1 to 10 (required)"},
-			&cli.BoolFlag{Name: "allow-partial", Usage: "must be given: each chunk commits on its own (required)"},
-			&cli.IntFlag{Name: "queue-window", Value: driver.DefaultQueueWindow, Usage: "jobs of the campaign queued at once"},
-			&cli.StringFlag{Name: "from-query", Usage: "take the targets from this query's rows (id, revision, qty; with --change, the change's fields)"},
-			&cli.StringFlag{Name: "change", Usage: "the declared change the campaign's targets are of (default: the orders' cancellation)"},
-		},
+		Flags:  campaignCreateFlags(),
 		Action: action(parseCampaignCreate, runCampaignCreate),
+	}
+}
+
+// campaignCreateFlags are campaign create's flags, which campaign plan takes too.
+func campaignCreateFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "tenant", Usage: "the tenant of every target (required, unless --tenant-from)"},
+		&cli.StringFlag{Name: "tenant-from", Usage: "with --change: each target's tenant is this `COLUMN` of its row (one campaign over many tenants)"},
+		&cli.IntFlag{Name: "chunk-size", Usage: "orders per chunk, 1 to 10 (required)"},
+		&cli.BoolFlag{Name: "allow-partial", Usage: "must be given: each chunk commits on its own (required)"},
+		&cli.IntFlag{Name: "queue-window", Value: driver.DefaultQueueWindow, Usage: "jobs of the campaign queued at once"},
+		&cli.StringFlag{Name: "from-query", Usage: "take the targets from this query's rows (id, revision, qty; with --change, the change's fields)"},
+		&cli.StringFlag{Name: "change", Usage: "the declared change the campaign's targets are of (default: the orders' cancellation)"},
 	}
 }
 
@@ -127,24 +134,8 @@ func (o *campaignCreateOptions) Validate() error {
 // runCampaignCreate reads the targets (the file, before connecting, or the
 // query's rows) and records the campaign.
 func runCampaignCreate(ctx context.Context, d deps, o *campaignCreateOptions, out io.Writer) error {
-	var ct driver.CampaignTargets
-	if o.Query == "" {
-		var err error
-		if ct, err = readCampaignFile(d.stdin, o.File, o.Spec.Change != ""); err != nil {
-			return err
-		}
-	}
 	var created driver.CampaignCreated
-	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
-		if o.Query != "" {
-			read := driver.CampaignTargetsFromQuery
-			if o.Spec.Change != "" {
-				read = driver.ChangeCampaignTargetsFromQuery
-			}
-			if ct, err = read(ctx, conn, o.Query); err != nil {
-				return fmt.Errorf("--from-query: %w", err)
-			}
-		}
+	err := withCampaignTargets(ctx, d, o, func(ctx context.Context, conn *pgx.Conn, ct driver.CampaignTargets) (err error) {
 		created, err = driver.CreateCampaign(ctx, conn, o.Spec, ct)
 		return err
 	})
@@ -170,6 +161,32 @@ func runCampaignCreate(ctx context.Context, d deps, o *campaignCreateOptions, ou
 		say(out, "campaign %s was already created with this approval; nothing changed", o.Spec.Name)
 	}
 	return nil
+}
+
+// withCampaignTargets reads the targets of campaign create (and plan):
+// FILE before connecting, or --from-query's rows on the connection; then
+// it calls fn with them on that connection.
+func withCampaignTargets(ctx context.Context, d deps, o *campaignCreateOptions,
+	fn func(ctx context.Context, conn *pgx.Conn, ct driver.CampaignTargets) error) error {
+	var ct driver.CampaignTargets
+	if o.Query == "" {
+		var err error
+		if ct, err = readCampaignFile(d.stdin, o.File, o.Spec.Change != ""); err != nil {
+			return err
+		}
+	}
+	return d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
+		if o.Query != "" {
+			read := driver.CampaignTargetsFromQuery
+			if o.Spec.Change != "" {
+				read = driver.ChangeCampaignTargetsFromQuery
+			}
+			if ct, err = read(ctx, conn, o.Query); err != nil {
+				return fmt.Errorf("--from-query: %w", err)
+			}
+		}
+		return fn(ctx, conn, ct)
+	})
 }
 
 // readCampaignFile reads the targets of path, or of stdin for -: a

@@ -14,7 +14,7 @@ func TestGrantOptions(t *testing.T) {
 	if got.Schema != "s1" || !slices.Equal(got.Operators, []string{"a", "b"}) || !slices.Equal(got.Viewers, []string{"c"}) || !got.Revoke {
 		t.Errorf("got %+v", got)
 	}
-	wantInvalid(t, &grantOptions{Schema: "s1"}, "usage: grant needs at least one --operator ROLE or --viewer ROLE")
+	wantInvalid(t, &grantOptions{Schema: "s1"}, "usage: grant needs at least one --operator ROLE, --viewer ROLE or --approver ROLE")
 	wantInvalid(t, &grantOptions{Viewers: []string{"c"}}, "usage: grant needs --schema (or $CHUNKS_SCHEMA)")
 	wantExit(t, chunksIn(t, nil, "", "grant", "--operator", "a", "alice"), 2, `grant takes no arguments, got ["alice"]: name roles with --operator or --viewer`)
 }
@@ -37,8 +37,8 @@ func TestGrantRun(t *testing.T) {
 	if executes(alice.Name) {
 		t.Fatal("a refused grant left alice an operator")
 	}
-	want := "granted operator to " + alice.Name + ": EXECUTE on 49 functions, SELECT on 19 tables\n" +
-		"granted viewer to " + bob.Name + ": EXECUTE on 17 functions, SELECT on 19 tables\n"
+	want := "granted operator to " + alice.Name + ": EXECUTE on 52 functions, SELECT on 21 tables\n" +
+		"granted viewer to " + bob.Name + ": EXECUTE on 19 functions, SELECT on 21 tables\n"
 	if got := wantRun(t, runGrant, d, &grantOptions{Schema: l.Name, Operators: []string{alice.Name}, Viewers: []string{bob.Name}}); got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
@@ -51,7 +51,7 @@ func TestGrantRun(t *testing.T) {
 	if r.Code != 0 || g.Role != alice.Name || g.Access != driver.Operator || !g.Revoked || len(g.Functions) != 32 || !slices.IsSorted(g.Functions) || len(g.Tables) != 0 {
 		t.Errorf("grant --json --revoke: %+v from %v", g, r)
 	}
-	wantRunOut(t, runGrant, d, &grantOptions{Schema: l.Name, Viewers: []string{bob.Name}, Revoke: true}, "revoked viewer from "+bob.Name+": EXECUTE on 49 functions, SELECT on 19 tables\n")
+	wantRunOut(t, runGrant, d, &grantOptions{Schema: l.Name, Viewers: []string{bob.Name}, Revoke: true}, "revoked viewer from "+bob.Name+": EXECUTE on 54 functions, SELECT on 21 tables\n")
 	if executes(alice.Name) {
 		t.Error("alice is still an operator")
 	}

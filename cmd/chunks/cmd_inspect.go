@@ -41,9 +41,16 @@ func runInspect(ctx context.Context, d deps, o *jobOptions, out io.Writer) error
 		say(out, "no job %s is registered", o.Job.ID)
 		return nil
 	}
+	printJob(out, job)
+	return nil
+}
+
+// printJob prints a stored job and its targets (chunks inspect, and chunks
+// approve for a reviewer).
+func printJob(out io.Writer, job *driver.Job) {
 	if job.Change != "" {
 		printChangeJob(out, job)
-		return nil
+		return
 	}
 	say(out, "job %s of tenant %s: %d of %d orders committed, %d per chunk",
 		terminalSafe(job.JobID), terminalSafe(job.Tenant), job.NextIndex, len(job.Targets), job.ChunkSize)
@@ -56,7 +63,6 @@ func runInspect(ctx context.Context, d deps, o *jobOptions, out io.Writer) error
 		t.AppendRow([]any{i, target.ID, target.Revision, target.Qty, status})
 	}
 	t.Render()
-	return nil
 }
 
 // printChangeJob prints a job of a declared change: its targets as stored.

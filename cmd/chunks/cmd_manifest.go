@@ -92,6 +92,9 @@ type planOptions struct {
 	// plan's other four keys are JOB, --tenant, --chunk-size and
 	// --allow-partial (in Plan, or ChangePlan with --change).
 	Query string
+	// Digest is register's --digest: the plan must have exactly this
+	// digest (the one reviewed); "" pins nothing.
+	Digest string
 }
 
 // changeFlag is --change of register and check.

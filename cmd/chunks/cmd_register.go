@@ -30,7 +30,12 @@ func registerCommand() *cli.Command {
 			"With --from-query, the job JOB's targets are the rows of SQL, run as campaign create\n" +
 			"--from-query runs it (one statement, in a READ ONLY transaction, the approval frozen at that\n" +
 			"moment; its columns named as the targets' fields), and --tenant, --chunk-size and\n" +
-			"--allow-partial are the plan's other keys.\n\n" +
+			"--allow-partial are the plan's other keys.\n" +
+			"--digest SHA256 pins the plan reviewed (chunks plan prints its digest): a plan or a change\n" +
+			"definition that is not exactly what was reviewed is a conflict (exit 3), and nothing is\n" +
+			"registered. Under a two-person policy (chunks policy set) the job is recorded as proposed by\n" +
+			"the session's user and runs once another role approves its digest (chunks approve). With\n" +
+			"--json it prints {\"job_id\", (\"change\",) \"created\", \"digest\"}.\n\n" +
 			"Example:\n  chunks --schema lab register plan.json\n  chunks --schema lab register --change hold_payment holds-1.json\n" +
 			"  chunks --schema lab register --change hold_payment --tenant 42 --chunk-size 10 --allow-partial \\\n" +
 			"    --from-query \"select payment_id, lock_version, amount_cents, 'chargeback' as reason from shop.payments where payment_id in (4, 5)\" holds-2",
@@ -39,6 +44,7 @@ func registerCommand() *cli.Command {
 			&cli.StringFlag{Name: "tenant", Usage: "with --from-query: the job's tenant"},
 			&cli.IntFlag{Name: "chunk-size", Usage: "with --from-query: targets per chunk"},
 			&cli.BoolFlag{Name: "allow-partial", Usage: "with --from-query: must be given, each chunk commits on its own"},
+			&cli.StringFlag{Name: "digest", Usage: "refuse the plan unless its digest is this `SHA256` (the one chunks plan printed for review)"},
 		},
 		Action: action(parseRegister, runRegister),
 	}
@@ -48,6 +54,22 @@ func registerCommand() *cli.Command {
 // JOB and the plan's keys from the flags (a usage error when one is
 // missing, or when they come without --from-query).
 func parseRegister(c *cli.Context) (*planOptions, error) {
+	o, err := parseRegisterPlan(c)
+	if err != nil {
+		return o, err
+	}
+	if c.IsSet("digest") {
+		if err := driver.CheckDigest("digest", c.String("digest")); err != nil {
+			return o, err
+		}
+		o.Digest = c.String("digest")
+	}
+	return o, nil
+}
+
+// parseRegisterPlan is parseRegister's plan: PLAN.json, or JOB and the
+// flags of --from-query.
+func parseRegisterPlan(c *cli.Context) (*planOptions, error) {
 	query := c.String("from-query")
 	if query == "" {
 		for _, f := range []string{"from-query", "tenant", "chunk-size", "allow-partial"} {
@@ -108,33 +130,54 @@ func readPlanTargets(ctx context.Context, conn *pgx.Conn, o *planOptions) error 
 // change), saying whether it was new.
 func runRegister(ctx context.Context, d deps, o *planOptions, out io.Writer) error {
 	var created bool
+	var digest driver.PlanDigest
 	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
 		if err := readPlanTargets(ctx, conn, o); err != nil {
 			return err
 		}
-		if o.Change == "" {
-			created, err = driver.Register(ctx, conn, o.Plan)
-		} else {
-			created, err = driver.RegisterChange(ctx, conn, o.Change, o.ChangePlan)
-		}
-		return err
+		// The digest and the registration see one snapshot: what register
+		// records is what the digest covers.
+		return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) (err error) {
+			if o.Change == "" {
+				digest, err = driver.DigestPlan(ctx, tx, o.Plan)
+			} else {
+				digest, err = driver.DigestChangePlan(ctx, tx, o.Change, o.ChangePlan)
+			}
+			if err != nil {
+				return err
+			}
+			if o.Digest != "" && digest.Digest != o.Digest {
+				return driver.NewError(driver.ErrConflict, nil, "register: the plan's digest is %s, not %s (the one reviewed): the plan or its change is not what was reviewed; nothing was registered",
+					digest.Digest, o.Digest)
+			}
+			if o.Change == "" {
+				created, err = driver.Register(ctx, tx, o.Plan)
+			} else {
+				created, err = driver.RegisterChange(ctx, tx, o.Change, o.ChangePlan)
+			}
+			return err
+		})
 	})
 	if err != nil {
 		return err
 	}
 	jobID, tenant, chunkSize, targets, of := o.Plan.JobID, o.Plan.Tenant, o.Plan.ChunkSize, plural(len(o.Plan.Targets), "order"), ""
-	reply := map[string]any{"job_id": jobID, "created": created}
+	reply := map[string]any{"job_id": jobID, "created": created, "digest": digest.Digest}
 	if o.Change != "" {
 		p := o.ChangePlan
 		jobID, tenant, chunkSize, targets, of = p.JobID, p.Tenant, p.ChunkSize, plural(len(p.Targets), "target"), " of change "+o.Change
-		reply = map[string]any{"job_id": jobID, "change": o.Change, "created": created}
+		reply = map[string]any{"job_id": jobID, "change": o.Change, "created": created, "digest": digest.Digest}
 	}
 	if d.json {
 		return printJSON(out, reply)
 	}
-	if created {
+	switch {
+	case created && digest.TwoPerson:
+		say(out, "proposed job %s%s: %s of %s, %d per chunk (digest %s)", jobID, of, targets, tenant, chunkSize, digest.Digest)
+		say(out, "it runs once another role approves it: chunks approve --digest %s %s", digest.Digest, jobID)
+	case created:
 		say(out, "registered job %s%s: %s of %s, %d per chunk", jobID, of, targets, tenant, chunkSize)
-	} else {
+	default:
 		say(out, "job %s was already registered with this approval; nothing changed", jobID)
 	}
 	return nil

@@ -27,7 +27,9 @@ func skipCommand() *cli.Command {
 			"declared change. A paused job stays paused: chunks resume JOB gives it back to the fleet.\n" +
 			"Skipping a skipped target changes nothing. With --json it prints {\"job_id\", \"key\",\n" +
 			"\"skipped\", \"by\", \"at\", \"reason\", \"found\", \"paused\"}. With --tenant, through a chunks\n" +
-			"router: on the tenant's shard.\n\n" +
+			"router: on the tenant's shard. In a two-person job (chunks policy set) the skip is proposed\n" +
+			"instead, and done when another role approves it (chunks approve; --json adds \"proposed\",\n" +
+			"\"action\", \"digest\", \"proposed_by\", \"proposed_at\").\n\n" +
 			"Example:\n  chunks --schema lab register --change hold_payment holds-1.json\n" +
 			"  chunks --schema lab skip --reason 'edited by support, ticket 4411' holds-1 2\n" +
 			"  chunks --schema lab report holds-1",
@@ -92,6 +94,11 @@ func runSkip(ctx context.Context, d deps, o *skipOptions, out io.Writer) error {
 	return printResult(ctx, d, out, func(ctx context.Context, conn *pgx.Conn) (fleet.Skipped, error) {
 		return fleet.Skip(ctx, conn, o.Job, key, o.Reason)
 	}, func(s fleet.Skipped) {
+		if s.Proposal != nil {
+			say(out, "job %s is two-person: proposed the skip of %s; it is done when another role approves it:", s.JobID, terminalSafe(s.Key.String()))
+			say(out, "  chunks approve --digest %s %s", s.Digest, s.JobID)
+			return
+		}
 		if !s.Skipped {
 			say(out, "job %s: %s was already skipped by %s at %s (%s); nothing changed", s.JobID, terminalSafe(s.Key.String()),
 				terminalSafe(s.By), s.At.UTC().Format("2006-01-02 15:04:05 UTC"), terminalSafe(s.Reason))

@@ -107,7 +107,7 @@ func TestConcurrentMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"campaign_jobs", "campaign_progress", "campaigns", "change_audit", "change_chunks", "change_jobs", "change_targets", "change_writer", "changes", "job_approval", "job_archive", "job_audit", "job_change", "job_ends", "job_kind", "job_progress", "job_queue", "job_skips", "jobs", "orders", "schema_version", "workers"}; !reflect.DeepEqual(tables, want) {
+	if want := []string{"approval_policy", "campaign_jobs", "campaign_progress", "campaigns", "change_audit", "change_chunks", "change_jobs", "change_targets", "change_writer", "changes", "job_approval", "job_archive", "job_audit", "job_change", "job_ends", "job_kind", "job_progress", "job_queue", "job_skips", "jobs", "orders", "proposals", "schema_version", "workers"}; !reflect.DeepEqual(tables, want) {
 		t.Fatalf("tables %v, want %v", tables, want)
 	}
 	for _, fn := range []struct{ signature, result string }{

@@ -30,8 +30,8 @@ func TestGrant(t *testing.T) {
 	}
 
 	out := wantOK(t, l.Chunks(t, "grant", "--operator", alice.Name, "--viewer", bob.Name))
-	if out != "granted operator to "+alice.Name+": EXECUTE on 49 functions, SELECT on 19 tables\n"+
-		"granted viewer to "+bob.Name+": EXECUTE on 17 functions, SELECT on 19 tables\n" {
+	if out != "granted operator to "+alice.Name+": EXECUTE on 52 functions, SELECT on 21 tables\n"+
+		"granted viewer to "+bob.Name+": EXECUTE on 19 functions, SELECT on 21 tables\n" {
 		t.Fatalf("grant: %q", out)
 	}
 	if executes(alice.Name, "run_chunk(text)") != "true" || executes(bob.Name, "run_chunk(text)") != "false" || executes(bob.Name, "report(text)") != "true" ||
@@ -51,7 +51,7 @@ func TestGrant(t *testing.T) {
 	if g.Role != mixed.Name || g.Access != driver.Viewer || g.Revoked || len(g.Functions) != 17 {
 		t.Fatalf("grant --json to %q: %+v", mixed.Name, g)
 	}
-	if out := wantOK(t, l.Chunks(t, "grant", "--revoke", "--viewer", mixed.Name)); out != "revoked viewer from "+mixed.Name+": EXECUTE on 49 functions, SELECT on 19 tables\n" {
+	if out := wantOK(t, l.Chunks(t, "grant", "--revoke", "--viewer", mixed.Name)); out != "revoked viewer from "+mixed.Name+": EXECUTE on 54 functions, SELECT on 21 tables\n" {
 		t.Fatalf("grant --revoke: %q", out)
 	}
 	// The schema's owner (here the test's superuser) is refused, revoke or

@@ -1,13 +1,14 @@
 -- Two people (docs/safety.md "Two people"): what awaits approval, for
 -- chunks approve JOB (without --digest) and the status.
-create or replace function {{ .schema }}.proposal_json(p {{ .schema }}.proposals) returns jsonb
+create or replace function {{ .schema }}.proposal_json(p "{{ .schema }}".proposals) returns jsonb
 language sql stable
+set search_path = {{ .schema }}, pg_temp
 as $$
   select jsonb_build_object('job_id', p.job_id, 'action', p.action, 'detail', p.detail, 'digest', p.digest,
                             'proposed_by', p.proposed_by, 'proposed_at', p.proposed_at,
                             'approved_by', p.approved_by, 'approved_at', p.approved_at, 'signature', p.signature)
 $$;
-comment on function {{ .schema }}.proposal_json({{ .schema }}.proposals) is
+comment on function {{ .schema }}.proposal_json("{{ .schema }}".proposals) is
   'chunks helper: a proposal as jsonb: {"job_id", "action", "detail", "digest", "proposed_by", "proposed_at", "approved_by", "approved_at", "signature"}.';
 
 create or replace function {{ .schema }}.job_proposals(job_id text) returns jsonb
@@ -81,6 +82,7 @@ longer what was proposed, and whatever the approved skip or abandon raises.$c$;
 
 create or replace function {{ .schema }}.check_approval_input(digest text, signature text) returns void
 language plpgsql immutable
+set search_path = {{ .schema }}, pg_temp
 as $$
 begin
   if digest is null or digest !~ '^[0-9a-f]{64}$' then
@@ -100,7 +102,7 @@ comment on function {{ .schema }}.check_approval_input(text, text) is
 -- One waiting proposal P approved by session_user, on the job rows its
 -- caller locked: recorded, then done (a skip, an abandon) or released (a
 -- run: the workers hear of it).
-create or replace function {{ .schema }}.approve_proposal(p {{ .schema }}.proposals, signature text) returns void
+create or replace function {{ .schema }}.approve_proposal(p "{{ .schema }}".proposals, signature text) returns void
 language plpgsql volatile security invoker
 set search_path = {{ .schema }}, pg_temp
 as $$
@@ -125,7 +127,7 @@ begin
   end case;
 end
 $$;
-comment on function {{ .schema }}.approve_proposal({{ .schema }}.proposals, text) is
+comment on function {{ .schema }}.approve_proposal("{{ .schema }}".proposals, text) is
   'chunks helper (approve, campaign_approve): approves the waiting proposal P as session_user (42501 when it proposed it) with SIGNATURE; a run proposal''s job must still have its digest (CH409); a skip or abandon is done, as its proposer''s.';
 
 create or replace function {{ .schema }}.campaign_approve(name text, digest text, signature text default null) returns jsonb

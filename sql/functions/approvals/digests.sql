@@ -6,6 +6,7 @@
 create or replace function {{ .schema }}.approval_digest(job_id text, kind text, tenant text, chunk_size integer,
                                                          targets_sha256 text, change text, change_digest text) returns text
 language sql immutable parallel safe
+set search_path = {{ .schema }}, pg_temp
 as $$
   select encode(sha256(convert_to(jsonb_build_object('job_id', job_id, 'kind', kind, 'tenant', tenant, 'chunk_size', chunk_size,
                                                      'targets_sha256', targets_sha256, 'change', change,

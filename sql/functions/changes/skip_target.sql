@@ -13,7 +13,6 @@
 create or replace function {{ .schema }}.skip_job_target(job_id text, key jsonb, reason text, proposer text) returns jsonb
 language plpgsql volatile security invoker
 set search_path = {{ .schema }}, pg_temp
-set lock_timeout = '5s'
 as $$
 declare
   v_job record;
@@ -79,8 +78,8 @@ begin
     if skip_job_target.proposer is null and is_two_person(skip_job_target.job_id) then
       return propose_action(skip_job_target.job_id, 'skip',
                             jsonb_build_object('key', change_key_of(v_job.definition, v_target.target), 'reason', skip_job_target.reason))
-             || jsonb_build_object('key', change_key_of(v_job.definition, v_target.target), 'skipped', false,
-                                   'paused', coalesce(v_paused, false));
+             || jsonb_build_object('key', change_key_of(v_job.definition, v_target.target), 'skipped', false, 'by', null, 'at', null,
+                                   'reason', skip_job_target.reason, 'found', null, 'paused', coalesce(v_paused, false));
     end if;
     v_found := change_judge(v_job.definition, v_job.restore, v_job.tenant, jsonb_build_array(v_target.target)) -> 0 ->> 'problem';
     insert into job_skips (job_id, ordinal, key, reason, found, skipped_by)
@@ -116,8 +115,9 @@ skipped. The approval is not changed. The queue is not touched: a paused job sta
 (resume_job). Waits for a chunk in flight (lock waits bounded at 5 s). Returns {"job_id", "key",
 "skipped" (false: it already was; nothing changed), "by", "at", "reason", "found", "paused"}.
 A two-person job's skip (docs/safety.md "Two people") is proposed instead, and done when
-another role approves it (approve): then it returns {"job_id", "key", "skipped": false,
-"proposed": true, "action", "digest", "proposed_by", "proposed_at", "paused"}.
+another role approves it (approve): then it returns {"job_id", "key", "skipped": false, "by" and
+"at" null, "reason", "found" null, "paused", "proposed": true, "action", "digest",
+"proposed_by", "proposed_at"}.
 Errors: 22023 bad job_id, key or reason; CH409 unknown, finished or abandoned job, a job of
 orders, a change redefined since, no target with KEY, or a target already committed.$c$;
 

@@ -7,7 +7,6 @@
 create or replace function {{ .schema }}.abandon_job_as(job_id text, reason text, proposer text) returns jsonb
 language plpgsql volatile security invoker
 set search_path = {{ .schema }}, pg_temp
-set lock_timeout = '5s'
 as $$
 #variable_conflict use_column
 declare
@@ -28,7 +27,9 @@ begin
     -- A two-person job's abandon is proposed, and done when approved (approve).
     if abandon_job_as.proposer is null and is_two_person(abandon_job_as.job_id) then
       return propose_action(abandon_job_as.job_id, 'abandon', jsonb_build_object('reason', abandon_job_as.reason))
-             || jsonb_build_object('abandoned', false);
+             || (select jsonb_build_object('abandoned', false, 'by', null, 'at', null, 'reason', abandon_job_as.reason,
+                                           'next_index', s.next_index, 'targets', s.targets)
+                   from job_shapes as s where s.job_id = abandon_job_as.job_id);
     end if;
     insert into job_ends (job_id, abandoned_by, reason)
     values (abandon_job_as.job_id, coalesce(abandon_job_as.proposer, session_user), abandon_job_as.reason)
@@ -65,8 +66,8 @@ queue gives its place to the campaign's next job. Waits for a chunk in flight (l
 bounded at 5 s). Returns {"job_id", "abandoned" (false: it already was; nothing changed),
 "by", "at", "reason", "next_index", "targets"}. A two-person job's abandon (docs/safety.md
 "Two people") is proposed instead, and done when another role approves it (approve): then it
-returns {"job_id", "abandoned": false, "proposed": true, "action", "digest", "proposed_by",
-"proposed_at"}.
+returns {"job_id", "abandoned": false, "by" and "at" null, "reason", "next_index", "targets",
+"proposed": true, "action", "digest", "proposed_by", "proposed_at"}.
 Errors: 22023 bad job_id or reason; CH409 unknown job, or a job that is already done.$c$;
 
 -- The signature of a router (the template is tenant_call.sql): the job of one tenant.
