@@ -149,8 +149,9 @@ func Proposals(ctx context.Context, db DB, jobID string) ([]Proposal, error) {
 // session's role: the job itself (it runs from now on), or a proposed skip
 // or abandon of it (done now, recorded as its proposer's). signature, when
 // not "", is an armored SSH signature of digest ([SignDigest]), kept with
-// the approval. The proposer approving is an [AccessError]; a digest that
-// is not what was proposed, or nothing waiting, an [ErrConflict].
+// the approval. The proposer approving, a digest that is not what was
+// proposed, or nothing waiting, is an [ErrConflict]; a role without the
+// approver access is refused by the server (SQLSTATE 42501).
 func Approve(ctx context.Context, db DB, jobID, digest, signature string) (Approved, error) {
 	if err := checkName("job_id", jobID); err != nil {
 		return Approved{}, err

@@ -105,7 +105,7 @@ func TestTwoPersonJob(t *testing.T) {
 		t.Fatal("register o2: not new")
 	}
 	digest2 := q(dave, "select job_proposals('o2') -> 0 ->> 'digest'")
-	refuseAs(dave, "42501", "job o2: you proposed it; another approver must approve", "select approve('o2', $1)::text", digest2)
+	refuseAs(dave, "CH409", "job o2: you proposed it; another approver must approve", "select approve('o2', $1)::text", digest2)
 	// The wrong digest, and no digest at all.
 	refuseAs(bob, "CH409", "job o1: digest "+digest2+" is not the digest of what was proposed; chunks approve o1 prints the plan and its digest",
 		"select approve('o1', $1)::text", digest2)

@@ -76,8 +76,13 @@ func (o *undoOptions) Validate() error {
 // it leaves alone.
 func runUndo(ctx context.Context, d deps, o *undoOptions, out io.Writer) error {
 	var u driver.Undo
+	var proposals []driver.Proposal
 	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
-		u, err = o.Job.RegisterUndo(ctx, conn, o.NewID)
+		if u, err = o.Job.RegisterUndo(ctx, conn, o.NewID); err != nil || d.json || o.Job.Tenant != "" {
+			return err
+		}
+		// Two people: the undo of a two-person job waits for its own approval.
+		proposals, err = driver.Proposals(ctx, conn, u.JobID)
 		return err
 	})
 	if err != nil {
@@ -101,6 +106,11 @@ func runUndo(ctx context.Context, d deps, o *undoOptions, out io.Writer) error {
 	}
 	if len(u.Drifted)+len(u.Missing) > 0 {
 		say(out, "left alone (changed since %s, or gone): drifted %s; missing %s", u.Undoes, keyList(u.Drifted), keyList(u.Missing))
+	}
+	for _, p := range proposals {
+		if p.Action == "run" && p.ApprovedBy == nil {
+			say(out, "it is proposed by %s: it runs once another role approves it: chunks approve --digest %s %s", terminalSafe(p.ProposedBy), p.Digest, p.JobID)
+		}
 	}
 	return nil
 }

@@ -82,6 +82,12 @@ func hint(err error) string {
 			" either committed or rolled back whole: run the command again to go on after the last committed chunk)"
 	}
 	if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.InsufficientPrivilege {
+		switch pgErr.Message {
+		case "permission denied for function approve", "permission denied for function campaign_approve":
+			return " (approving needs the approver access: the schema's owner grants it with chunks grant --approver ROLE; never to the proposer's own plans)"
+		case "permission denied for function set_policy":
+			return " (only the schema's owner sets the approval policy)"
+		}
 		return " (this role has no chunks access for that: the schema's owner grants it with chunks grant --operator ROLE, or --viewer ROLE to read)"
 	}
 	return ""

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -62,6 +63,41 @@ func TestSafetyGuide(t *testing.T) {
 	    (select count(*) from lab.job_audit where job_id = 'hooli-q3'), (select count(*) from lab.job_audit where job_id = 'hooli-q3-undo'))
 	  from lab.orders where tenant = 'hooli'`, "40 40 40")
 }
+
+// docs/safety.md "Two people", with real roles: alice (an operator)
+// proposes, cannot approve, and her worker leaves the job queued; bob (an
+// approver) reviews it, a wrong digest is refused, his approval lets the
+// worker run it; the undo waits for its own approval. Every order pending
+// again, each changed once by the job and once by its undo.
+func TestTwoPeopleGuide(t *testing.T) {
+	t.Parallel()
+	_, err := exec.LookPath("psql")
+	pgtest.RequireTool(t, err, "psql (docs/safety.md uses it)", "postgresql-client")
+	blocks := pgtest.WantDocBlocks(t, 2, "data, session", "<!-- tests TestTwoPeopleGuide ", "safety.md")
+	// The roles first: they are dropped after the database (cleanups run last first).
+	alice, bob := pgtest.NewRole(t, pgtest.DSN(), "alice"), pgtest.NewRole(t, pgtest.DSN(), "bob")
+	dsn := guideDatabase(t)
+	ours := strings.NewReplacer("alice", alice.Name, "bob", bob.Name)
+	exports := regexp.MustCompile(`(?m)^export ALICE=.*$`)
+	data := ours.Replace(pasteDemoExport(t, blocks[0], dsn))
+	if !exports.MatchString(data) {
+		t.Fatal("the data block does not export ALICE and BOB")
+	}
+	data = exports.ReplaceAllLiteralString(data, fmt.Sprintf("export ALICE=%s BOB=%s", shellQuote(alice.DSN(dsn)), shellQuote(bob.DSN(dsn))))
+	s := newGuideShell(t, shellEnv(), t.TempDir())
+	s.data(data)
+	if ran := s.walk(blocks[1], ours.Replace); ran != 15 {
+		t.Errorf("ran %d lines of the session, want 15", ran)
+	}
+	s.close()
+	wantGuideLeft(t, dsn, `select format('%s %s %s %s', count(*) filter (where state = 'pending' and revision = 2),
+	    (select count(*) from lab.job_audit where job_id = 'initech-q4'), (select count(*) from lab.job_audit where job_id = 'initech-q4-undo'),
+	    (select string_agg(approved_by, ' ' order by id) from lab.proposals))
+	  from lab.orders where tenant = 'initech'`, "20 20 20 "+bob.Name+" "+bob.Name)
+}
+
+// shellQuote is s quoted for bash.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // docs/psql.md: its first block on a fresh database, chunks migrate and
 // then psql, as the superuser of the demo's server, with the session typed

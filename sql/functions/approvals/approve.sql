@@ -72,11 +72,11 @@ comment on function {{ .schema }}.approve(text, text, text) is
 $c$Approves what awaits approval in job JOB_ID under DIGEST (chunks approve): the job itself (it
 runs from now on; queue_channel() is notified), or a proposed skip or abandon of it, which is
 done now, recorded as its proposer's. The approver is session_user, who must not be its
-proposer (42501), and needs the approver access (chunks grant --approver). The approval
+proposer (CH409), and needs the approver access (chunks grant --approver). The approval
 records who, when and DIGEST, with the optional SIGNATURE (an armored SSH signature of DIGEST,
 namespace chunks: evidence, kept as given; chunks verify-approval checks it). Returns
 job_proposals' object for it and "approved" (false: it already was; nothing changed).
-Errors: 22023 bad job_id, digest (64 lowercase hex) or signature; 42501 the proposer; CH409
+Errors: 22023 bad job_id, digest (64 lowercase hex) or signature; CH409 the proposer, an
 unknown job, nothing awaits approval, a DIGEST that is not what was proposed, a job that is no
 longer what was proposed, and whatever the approved skip or abandon raises.$c$;
 
@@ -108,7 +108,7 @@ set search_path = {{ .schema }}, pg_temp
 as $$
 begin
   if p.proposed_by = session_user then
-    raise exception 'job %: you proposed it; another approver must approve', p.job_id using errcode = '42501';
+    raise exception 'job %: you proposed it; another approver must approve', p.job_id using errcode = 'CH409';
   end if;
   if p.action = 'run' and job_digest(p.job_id) is distinct from p.digest then
     raise exception 'job %: the stored job is no longer what was proposed (its digest is %, proposed %)', p.job_id,
@@ -128,7 +128,7 @@ begin
 end
 $$;
 comment on function {{ .schema }}.approve_proposal("{{ .schema }}".proposals, text) is
-  'chunks helper (approve, campaign_approve): approves the waiting proposal P as session_user (42501 when it proposed it) with SIGNATURE; a run proposal''s job must still have its digest (CH409); a skip or abandon is done, as its proposer''s.';
+  'chunks helper (approve, campaign_approve): approves the waiting proposal P as session_user (CH409 when it proposed it) with SIGNATURE; a run proposal''s job must still have its digest (CH409); a skip or abandon is done, as its proposer''s.';
 
 create or replace function {{ .schema }}.campaign_approve(name text, digest text, signature text default null) returns jsonb
 language plpgsql volatile security definer
@@ -166,7 +166,7 @@ $$;
 comment on function {{ .schema }}.campaign_approve(text, text, text) is
 $c$Approves every proposed job of campaign NAME at once (chunks campaign approve), given the
 campaign's DIGEST (campaign status and campaign plan print it), as approve approves one:
-session_user must not be their proposer (42501); SIGNATURE is kept with each job's approval.
+session_user must not be their proposer (CH409); SIGNATURE is kept with each job's approval.
 Returns {"name", "digest", "approved" (false: nothing was waiting; nothing changed), "jobs",
-"approved_by"}. Errors: 22023 bad digest or signature; 42501 the proposer; CH409 unknown
+"approved_by"}. Errors: 22023 bad digest or signature; CH409 the proposer, an unknown
 campaign, a DIGEST that is not the campaign's, a campaign that was not proposed.$c$;
