@@ -52,11 +52,11 @@ type Proposal struct {
 	Action string `json:"action"`
 	// Detail is a skip's key and reason, an abandon's reason; empty for a run.
 	Detail     ProposalDetail `json:"detail"`
-	Digest     string          `json:"digest"` // what [Approve] takes
-	ProposedBy string          `json:"proposed_by"`
-	ProposedAt time.Time       `json:"proposed_at"`
-	ApprovedBy *string         `json:"approved_by"` // nil while it waits
-	ApprovedAt *time.Time      `json:"approved_at"`
+	Digest     string         `json:"digest"` // what [Approve] takes
+	ProposedBy string         `json:"proposed_by"`
+	ProposedAt time.Time      `json:"proposed_at"`
+	ApprovedBy *string        `json:"approved_by"` // nil while it waits
+	ApprovedAt *time.Time     `json:"approved_at"`
 	// Signature is the armored SSH signature of Digest the approver gave
 	// (evidence: [VerifyApproval] checks it); nil when none.
 	Signature *string `json:"signature"`
