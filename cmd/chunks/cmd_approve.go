@@ -26,8 +26,7 @@ func approveCommand() *cli.Command {
 			"signs the digest with an SSH private key (as ssh-keygen -Y sign -n chunks) and keeps the\n" +
 			"signature with the approval, as evidence that chunks verify-approval checks. With --json it\n" +
 			"prints {\"job\", \"proposals\"} without --digest, and the approved proposal with it.\n\n" +
-			"Example:\n  chunks --schema lab approve holds-1\n" +
-			"  chunks --schema lab approve --digest 5be0c3... holds-1",
+			"Example:\n  chunks --schema lab approve festival-2026",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "digest", Usage: "the `SHA256` of what is approved, as chunks plan and chunks approve JOB print it"},
 			&cli.StringFlag{Name: "sign", Usage: "sign the digest with the SSH private key in `KEYFILE` (no passphrase)"},

@@ -24,7 +24,7 @@ func campaignApproveCommand() *cli.Command {
 			"digest is a conflict (exit 3). --sign KEYFILE signs the digest with an SSH key and keeps the\n" +
 			"signature with each job's approval. --json prints {\"name\", \"digest\", \"approved\", \"jobs\",\n" +
 			"\"approved_by\"} (without --digest, campaign status's object)." +
-			campaignExample("chunks --schema lab campaign approve spring", "chunks --schema lab campaign approve --digest 8fa188cb... spring"),
+			campaignExample("chunks --schema lab campaign approve spring"),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "digest", Usage: "the campaign's `SHA256`, as campaign plan and campaign status print it"},
 			&cli.StringFlag{Name: "sign", Usage: "sign the digest with the SSH private key in `KEYFILE` (no passphrase)"},

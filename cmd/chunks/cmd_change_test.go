@@ -130,7 +130,8 @@ func TestChangeRun(t *testing.T) {
 	}
 	wantOut(t, chunksIn(t, l, plan, "check", "--change", "hold_payment", "-"), "job p1: the id is free; register would create the job\n3 of 3 targets would be changed now; 0 would not\n")
 	wantOut(t, chunksIn(t, l, plan, "register", "--change", "hold_payment", "-"), "registered job p1 of change hold_payment: 3 targets of 7, 2 per chunk\n")
-	wantOut(t, chunksIn(t, l, plan, "register", "--json", "--change", "hold_payment", "-"), `{"change":"hold_payment","created":false,"job_id":"p1"}`+"\n")
+	wantOut(t, chunksIn(t, l, plan, "register", "--json", "--change", "hold_payment", "-"),
+		`{"change":"hold_payment","created":false,"digest":"`+pgtest.MustString(t, l.Conn, "select job_digest('p1')")+`","job_id":"p1"}`+"\n")
 	wantOut(t, chunksIn(t, l, "", "run", "p1"), "job p1: changed 1-2; next_index 2\n")
 	wantOut(t, chunksIn(t, l, "", "drain", "--json", "p1"), `{"calls":1,"processed":[3],"next_index":3,"done":true}`+"\n")
 	l.Exec(t, "update "+shop+".payments set status = 'refunded' where payment_id = 2")

@@ -5,6 +5,7 @@ import (
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/testkit/clitest"
+	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
 func TestPlanOptions(t *testing.T) {
@@ -32,7 +33,8 @@ func TestRegisterRun(t *testing.T) {
 	o := &planOptions{Plan: testPlan("j1", 2, 1)}
 	wantRunOut(t, runRegister, d, o, "registered job j1: 2 orders of acme, 1 per chunk\n")
 	wantRunOut(t, runRegister, d, o, "job j1 was already registered with this approval; nothing changed\n")
-	wantOut(t, chunksIn(t, l, clitest.MustJSON(t, o.Plan), "register", "--json", "-"), `{"created":false,"job_id":"j1"}`+"\n")
+	wantOut(t, chunksIn(t, l, clitest.MustJSON(t, o.Plan), "register", "--json", "-"),
+		`{"created":false,"digest":"`+pgtest.MustString(t, l.Conn, "select job_digest('j1')")+`","job_id":"j1"}`+"\n")
 	other := testPlan("j1", 1, 1)
 	wantRunErr(t, runRegister, d, &planOptions{Plan: other}, driver.ErrConflict,
 		"conflict: job j1: already registered with different targets")

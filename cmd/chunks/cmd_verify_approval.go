@@ -26,7 +26,7 @@ func verifyApprovalCommand() *cli.Command {
 			"signed and verifies; 3 (a conflict) when one is unsigned, does not verify, or nothing was\n" +
 			"approved. --json prints [{\"action\", \"digest\", \"approved_by\", \"principal\", \"fingerprint\",\n" +
 			"\"error\"}, ...].\n\n" +
-			"Example:\n  chunks --schema lab verify-approval --allowed-signers ~/.config/chunks/allowed_signers holds-1",
+			"Example:\n  chunks --schema lab verify-approval --allowed-signers allowed_signers q4",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "allowed-signers", Usage: "the allowed signers `FILE` (git's format; required)"},
 		},

@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/localpg"
@@ -40,7 +44,11 @@ import (
 //     hold_payment on it (hold_payment.json, docs/your-own-tables.md)
 //     defined in lab, and holds-1.json, a plan of a job of it over
 //     payments 1 and 2, in the working directory;
-//   - roles chunks_owner, alice, fleet and grafana;
+//   - roles chunks_owner, alice, fleet, grafana and bob (who logs in);
+//   - for verify-approval's examples only: the policy two people, job q4
+//     (orders 41-50 of alien-desert) proposed by the test's superuser
+//     and approved by bob with an SSH signature, and allowed_signers
+//     listing bob's key, in the working directory;
 //   - a router (database router, $ROUTER) over two shards (databases shard0
 //     and shard1, $SHARD0 and $SHARD1), all in schema lab: job
 //     spring-cleanup of tenant acme (orders 1-20, 5 per chunk) and
@@ -75,6 +83,9 @@ func TestHelpExamples(t *testing.T) {
 		t.Run(strings.ReplaceAll(b.command, " ", "_"), func(t *testing.T) {
 			routed := strings.HasPrefix(b.command, "router")
 			w.prepare(t, routed || slices.ContainsFunc(b.lines, func(l string) bool { return strings.Contains(l, "$ROUTER") }))
+			if b.command == "verify-approval" {
+				w.signedApproval(t)
+			}
 			for _, line := range b.lines {
 				w.runExample(t, b.command, w.rewrite(t, line), routed)
 			}
@@ -184,6 +195,7 @@ func newExampleWorld(t *testing.T) *exampleWorld {
 		pgtest.RequireTool(t, fmt.Errorf("no plproxy extension"), "plproxy (the router's examples)", "postgresql-15-plproxy")
 	}
 	for _, sql := range []string{"create role chunks_owner", "create role alice", "create role fleet", "create role grafana",
+		"create role bob login password 'bob'",
 		"create database router", "create database shard0", "create database shard1"} {
 		if _, err := admin.Exec(ctx, sql); err != nil {
 			t.Fatalf("%s: %v", sql, err)
@@ -213,6 +225,59 @@ func newExampleWorld(t *testing.T) *exampleWorld {
 		}
 	}
 	return w
+}
+
+// signedApproval is verify-approval's world: job q4 proposed under the
+// policy two people and approved by bob, signed with his SSH key, which
+// allowed_signers lists.
+func (w *exampleWorld) signedApproval(t *testing.T) {
+	t.Helper()
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(key, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := ssh.NewPublicKey(key.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	signers := `bob namespaces="chunks" ` + string(ssh.MarshalAuthorizedKey(pub))
+	if err := os.WriteFile(filepath.Join(w.dir, "allowed_signers"), []byte(signers), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	owner := pgtest.Connect(t, w.dsn("postgres")+" search_path=lab")
+	targets := make([]driver.Target, 10)
+	for i := range targets {
+		targets[i] = driver.Target{ID: int64(41 + i), Revision: 0, Qty: 1}
+	}
+	plan, err := driver.Manifest("q4", "alien-desert", targets, 10, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []func() error{
+		func() error { _, err := driver.SetPolicy(ctx, owner, "", true); return err },
+		func() error { _, err := driver.Grant(ctx, owner, "bob", driver.Approver); return err },
+		func() error { _, err := driver.Register(ctx, owner, plan); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := driver.DigestPlan(ctx, owner, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := driver.SignDigest(pem.EncodeToMemory(block), d.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := pgtest.Connect(t, w.dsn("postgres")+" user=bob password=bob search_path=lab")
+	if _, err := driver.Approve(ctx, bob, "q4", d.Digest, sig); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // prepare makes the world afresh (see TestHelpExamples): schema lab in the

@@ -245,6 +245,7 @@ type registered struct {
 	JobID   string `json:"job_id"`
 	Created bool   `json:"created"`
 	Change  string `json:"change,omitempty"` // with --change
+	Digest  string `json:"digest"`           // the approval digest (chunks plan's)
 }
 
 // ids are the target ids of positions [from, to).

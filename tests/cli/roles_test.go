@@ -21,7 +21,7 @@ func TestGrant(t *testing.T) {
 		return mustText(t, l.Conn, "select has_function_privilege($1, $2, 'EXECUTE')::text", role, l.Name+"."+fn)
 	}
 
-	wantFailure(t, l.Chunks(t, "grant"), 2, "grant needs at least one --operator ROLE or --viewer ROLE")
+	wantFailure(t, l.Chunks(t, "grant"), 2, "grant needs at least one --operator ROLE, --viewer ROLE or --approver ROLE")
 	wantFailure(t, l.Chunks(t, "grant", "alice"), 2, "grant takes no arguments")
 	wantFailure(t, l.Chunks(t, "grant", "--operator", alice.Name, "--viewer", "nobody_here"), 2,
 		`role: there is no role "nobody_here"; create it first (CREATE ROLE)`)
@@ -39,7 +39,7 @@ func TestGrant(t *testing.T) {
 		t.Fatal("grant did not grant what it said")
 	}
 	g := decode[driver.Granted](t, l.Chunks(t, "--json", "grant", "--revoke", "--operator", alice.Name))
-	if g.Role != alice.Name || g.Access != driver.Operator || !g.Revoked || len(g.Functions) != 32 || len(g.Tables) != 0 {
+	if g.Role != alice.Name || g.Access != driver.Operator || !g.Revoked || len(g.Functions) != 33 || len(g.Tables) != 0 {
 		t.Fatalf("grant --revoke --json: %+v", g)
 	}
 	if executes(alice.Name, "run_chunk(text)") != "false" || executes(alice.Name, "report(text)") != "true" {
