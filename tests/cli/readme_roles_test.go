@@ -41,7 +41,8 @@ func TestREADMERoles(t *testing.T) {
 	if out, err := sh(setup); err != nil {
 		t.Fatalf("the set-up block: %v\n%s", err, out)
 	} else if !strings.Contains(out, "owned by chunks_owner") || !strings.Contains(out, "granted operator to alice: EXECUTE on 52 functions, SELECT on 21 tables") ||
-		!strings.Contains(out, "granted viewer to grafana: EXECUTE on 19 functions, SELECT on 21 tables") || strings.Contains(out, "WARNING") {
+		!strings.Contains(out, "granted viewer to grafana: EXECUTE on 19 functions, SELECT on 21 tables") ||
+		!strings.Contains(out, "granted approver to bob: EXECUTE on 25 functions, SELECT on 21 tables") || strings.Contains(out, "WARNING") {
 		t.Fatalf("the set-up block said:\n%s", out)
 	}
 	admin := pgtest.Connect(t, dsn)
@@ -93,21 +94,21 @@ func TestREADMERoles(t *testing.T) {
 	}
 
 	// The privileges table, against the catalog.
-	var rows [][3]string
+	var rows [][4]string
 	for _, l := range strings.Split(strings.TrimSpace(privileges), "\n")[2:] {
 		cells := strings.Split(strings.Trim(l, "|"), "|")
-		if len(cells) != 3 {
+		if len(cells) != 4 {
 			t.Fatalf("docs privileges row %q", l)
 		}
-		rows = append(rows, [3]string{strings.TrimSpace(cells[0]), strings.TrimSpace(cells[1]), strings.TrimSpace(cells[2])})
+		rows = append(rows, [4]string{strings.TrimSpace(cells[0]), strings.TrimSpace(cells[1]), strings.TrimSpace(cells[2]), strings.TrimSpace(cells[3])})
 	}
 	yes := map[bool]string{true: "yes", false: "no"}
-	want := [][3]string{}
-	var usageV, usageO bool
-	if err := admin.QueryRow(ctx, "select has_schema_privilege('grafana', 'lab', 'USAGE'), has_schema_privilege('alice', 'lab', 'USAGE')").Scan(&usageV, &usageO); err != nil {
+	want := [][4]string{}
+	var usageV, usageO, usageA bool
+	if err := admin.QueryRow(ctx, "select has_schema_privilege('grafana', 'lab', 'USAGE'), has_schema_privilege('alice', 'lab', 'USAGE'), has_schema_privilege('bob', 'lab', 'USAGE')").Scan(&usageV, &usageO, &usageA); err != nil {
 		t.Fatal(err)
 	}
-	want = append(want, [3]string{"`USAGE` on the schema", yes[usageV], yes[usageO]})
+	want = append(want, [4]string{"`USAGE` on the schema", yes[usageV], yes[usageO], yes[usageA]})
 	tables := func(role, privilege string) []string {
 		t.Helper()
 		rows, _ := admin.Query(ctx, `select c.relname::text from pg_class as c
@@ -119,30 +120,32 @@ func TestREADMERoles(t *testing.T) {
 		return names
 	}
 	selected := tables("grafana", "SELECT")
-	if !slices.Equal(selected, tables("alice", "SELECT")) {
-		t.Fatalf("viewer and operator read different tables: %v, %v", selected, tables("alice", "SELECT"))
+	if !slices.Equal(selected, tables("alice", "SELECT")) || !slices.Equal(selected, tables("bob", "SELECT")) {
+		t.Fatalf("viewer, operator and approver read different tables: %v, %v, %v", selected, tables("alice", "SELECT"), tables("bob", "SELECT"))
 	}
-	want = append(want, [3]string{"`SELECT` on `" + strings.Join(selected, "`, `") + "`", "yes", "yes"})
+	want = append(want, [4]string{"`SELECT` on `" + strings.Join(selected, "`, `") + "`", "yes", "yes", "yes"})
 	none := func(role string) bool {
 		return !slices.Contains(selected, "orders") && !slices.Contains(selected, "schema_version") &&
 			len(tables(role, "INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER")) == 0
 	}
-	want = append(want, [3]string{"any privilege on `orders` or `schema_version`, or to write any table", yes[!none("grafana")], yes[!none("alice")]})
+	want = append(want, [4]string{"any privilege on `orders` or `schema_version`, or to write any table", yes[!none("grafana")], yes[!none("alice")], yes[!none("bob")]})
 	fnRows, _ := admin.Query(ctx, `select format('%s(%s)', p.proname, pg_get_function_identity_arguments(p.oid)),
-	    has_function_privilege('grafana', p.oid, 'EXECUTE'), has_function_privilege('alice', p.oid, 'EXECUTE')
+	    has_function_privilege('grafana', p.oid, 'EXECUTE'), has_function_privilege('alice', p.oid, 'EXECUTE'),
+	    has_function_privilege('bob', p.oid, 'EXECUTE')
 	  from pg_proc as p where p.pronamespace = 'lab'::regnamespace
-	   and (has_function_privilege('grafana', p.oid, 'EXECUTE') or has_function_privilege('alice', p.oid, 'EXECUTE'))
-	 order by 2 desc, 1`)
+	   and (has_function_privilege('grafana', p.oid, 'EXECUTE') or has_function_privilege('alice', p.oid, 'EXECUTE')
+	        or has_function_privilege('bob', p.oid, 'EXECUTE'))
+	 order by 2 desc, 3 desc, 1`)
 	type fn struct {
-		Signature        string
-		Viewer, Operator bool
+		Signature                  string
+		Viewer, Operator, Approver bool
 	}
 	fns, err := pgx.CollectRows(fnRows, pgx.RowToStructByPos[fn])
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range fns {
-		want = append(want, [3]string{"`EXECUTE` on `" + f.Signature + "`", yes[f.Viewer], yes[f.Operator]})
+		want = append(want, [4]string{"`EXECUTE` on `" + f.Signature + "`", yes[f.Viewer], yes[f.Operator], yes[f.Approver]})
 	}
 	if got, wantText := fmt.Sprint(rows), fmt.Sprint(want); got != wantText {
 		t.Errorf("the guide's privileges table:\n%s\nthe catalog:\n%s", table(rows), table(want))
@@ -150,10 +153,10 @@ func TestREADMERoles(t *testing.T) {
 }
 
 // table shows rows as the guide writes them.
-func table(rows [][3]string) string {
+func table(rows [][4]string) string {
 	var b strings.Builder
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", r[0], r[1], r[2])
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r[0], r[1], r[2], r[3])
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }

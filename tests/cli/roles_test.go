@@ -48,7 +48,7 @@ func TestGrant(t *testing.T) {
 	// --json names the role as pg_roles spells it, not as an SQL identifier.
 	mixed := pgtest.NewRole(t, pgtest.DSN(), "Mixed Case")
 	g = decode[driver.Granted](t, l.Chunks(t, "--json", "grant", "--viewer", mixed.Name))
-	if g.Role != mixed.Name || g.Access != driver.Viewer || g.Revoked || len(g.Functions) != 17 {
+	if g.Role != mixed.Name || g.Access != driver.Viewer || g.Revoked || len(g.Functions) != 19 {
 		t.Fatalf("grant --json to %q: %+v", mixed.Name, g)
 	}
 	if out := wantOK(t, l.Chunks(t, "grant", "--revoke", "--viewer", mixed.Name)); out != "revoked viewer from "+mixed.Name+": EXECUTE on 54 functions, SELECT on 21 tables\n" {
