@@ -17,12 +17,25 @@ func (j JobStatus) Detail(now time.Time) string {
 	case (j.State == StatePaused || j.State == StateAbandoned) && j.PausedAt != nil:
 		return fmt.Sprintf("at %s by %s: %s", j.PausedAt.Local().Format("15:04:05"), orUnknown(j.PausedBy), orUnknown(j.PauseReason))
 	case j.State == StateProposed && j.Approval != nil:
-		return fmt.Sprintf("by %s at %s, awaiting approval of %s", j.Approval.ProposedBy, j.Approval.ProposedAt.Local().Format("15:04:05"),
+		return fmt.Sprintf("proposed by %s at %s, awaiting approval of %s", j.Approval.ProposedBy, j.Approval.ProposedAt.Local().Format("15:04:05"),
 			j.Approval.Digest[:min(12, len(j.Approval.Digest))])
 	case j.VisibleAt != nil && j.VisibleAt.After(now):
 		return "rests until " + j.VisibleAt.Local().Format("15:04:05.000")
 	}
 	return ""
+}
+
+// ApprovalText is who proposed and who approved a two-person job that was
+// approved ("proposed by alice, approved by bob at 10:04:05, digest
+// 5be0c3a1f2d9"); "" for a one-person job or one that still waits (Detail
+// says so then).
+func (j JobStatus) ApprovalText() string {
+	a := j.Approval
+	if a == nil || a.ApprovedBy == nil || a.ApprovedAt == nil {
+		return ""
+	}
+	return fmt.Sprintf("proposed by %s, approved by %s at %s, digest %s", a.ProposedBy, *a.ApprovedBy,
+		a.ApprovedAt.Local().Format("15:04:05"), a.Digest[:min(12, len(a.Digest))])
 }
 
 // KindText is a job's kind as chunks status and the status page show it:
@@ -89,6 +102,8 @@ func CampaignState(p driver.CampaignProgress) string {
 		return "done"
 	case p.Paused:
 		return "paused"
+	case p.JobsProposed > 0 && p.JobsRunning == 0:
+		return "proposed"
 	case p.Stalled:
 		return "stalled"
 	case p.JobsRunning > 0:
@@ -105,6 +120,8 @@ func CampaignETA(p driver.CampaignProgress) string {
 		return "none: done"
 	case p.Stalled && p.Paused:
 		return "none: the campaign is paused (chunks campaign resume)"
+	case p.Stalled && p.JobsProposed > 0 && p.ProposedBy != nil:
+		return "none: proposed by " + *p.ProposedBy + ", awaiting approval (chunks campaign approve)"
 	case p.Stalled:
 		n := "1 job"
 		if p.JobsPaused != 1 {

@@ -35,11 +35,16 @@ func reportCommand() *cli.Command {
 func runReport(ctx context.Context, d deps, o *jobOptions, out io.Writer) error {
 	var r driver.JobReport
 	var lineage *driver.JobLineage
+	var proposals []driver.Proposal
 	err := d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
 		if r, err = o.Job.Report(ctx, conn); err != nil || d.json {
 			return err
 		}
-		lineage, err = o.Job.Lineage(ctx, conn)
+		if lineage, err = o.Job.Lineage(ctx, conn); err != nil || o.Job.Tenant != "" {
+			return err
+		}
+		// Two people: who proposed it and who approved it (chunks approve JOB --json has them).
+		proposals, err = driver.Proposals(ctx, conn, o.Job.ID)
 		return err
 	})
 	if err != nil {
@@ -54,6 +59,15 @@ func runReport(ctx context.Context, d deps, o *jobOptions, out io.Writer) error 
 	}
 	printReport(out, o.Job.ID, noun, r)
 	printLineage(out, lineage)
+	for _, p := range proposals {
+		if p.ApprovedBy == nil {
+			say(out, "%s: proposed by %s at %s, awaiting approval (digest %s)", proposalText(p), terminalSafe(p.ProposedBy),
+				p.ProposedAt.UTC().Format("2006-01-02 15:04:05 UTC"), p.Digest)
+			continue
+		}
+		say(out, "%s: proposed by %s, approved by %s at %s (digest %s)", proposalText(p), terminalSafe(p.ProposedBy),
+			terminalSafe(*p.ApprovedBy), p.ApprovedAt.UTC().Format("2006-01-02 15:04:05 UTC"), p.Digest)
+	}
 	return nil
 }
 

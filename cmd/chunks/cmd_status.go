@@ -152,6 +152,9 @@ func printSummary(out io.Writer, ov *fleet.Overview) {
 		t.Render()
 	}
 	more(out, ov.AttentionCount, min(len(ov.Attention), summaryRows), "paused job", "chunks status --all")
+	if n := ov.Counts[fleet.StateProposed]; n > 0 {
+		say(out, "%s proposed, awaiting another role's approval (chunks status --all lists them; chunks approve JOB)", plural(n, "job"))
+	}
 	workers := ov.Workers[:min(len(ov.Workers), summaryRows)]
 	printWorkers(out, workers, ov.Now)
 	more(out, len(ov.Workers), len(workers), "live worker", "chunks status --all")
@@ -186,6 +189,9 @@ func printStatus(out io.Writer, list []fleet.JobStatus, now time.Time) {
 		}
 		if j.UndoneBy != nil {
 			details = append(details, "undone by "+*j.UndoneBy)
+		}
+		if a := j.ApprovalText(); a != "" {
+			details = append(details, a)
 		}
 		d := "?"
 		if j.Drift != nil {

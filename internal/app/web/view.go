@@ -95,7 +95,7 @@ type JobView struct {
 	fleet.JobStatus
 	KindText     string `json:"kind_text"`     // see [fleet.JobStatus.KindText]: "cancel", "undo of j1", "change hold_payment"
 	ProgressText string `json:"progress_text"` // "20/40"
-	Detail       string `json:"detail"`        // see [fleet.JobStatus.Detail]
+	Detail       string `json:"detail"`        // see [fleet.JobStatus.Detail], then [fleet.JobStatus.ApprovalText]
 	DriftText    string `json:"drift_text"`    // the drift count, or "?" when the stored job cannot be read
 	RateText     string `json:"rate_text"`     // "2.5 ids/s", or "—"
 	ETAText      string `json:"eta_text"`      // see [fleet.ETA.String]
@@ -116,6 +116,9 @@ func newView(title string, ov *fleet.Overview, after string) View {
 	for _, j := range ov.Jobs {
 		jv := JobView{JobStatus: j, KindText: j.KindText(), ProgressText: fmt.Sprintf("%d/%d", j.NextIndex, j.N), Detail: j.Detail(ov.Now),
 			DriftText: "?", RateText: fleet.Rate(j.Rate), ETAText: j.ETA.String(), Bar: max(j.N, 1)}
+		if a := j.ApprovalText(); a != "" { // two people: who proposed and approved it
+			jv.Detail = strings.TrimPrefix(jv.Detail+"; "+a, "; ")
+		}
 		if j.Drift != nil {
 			jv.DriftText = fmt.Sprint(*j.Drift)
 		}
