@@ -79,6 +79,13 @@ func VerifySignature(allowedSigners []byte, approver, digest, signature string) 
 		fingerprint, approver, SignatureNamespace)
 }
 
+// CheckAllowedSigners returns an [ErrInvalid] naming the first line of
+// allowedSigners that is not in git's allowed_signers format.
+func CheckAllowedSigners(allowedSigners []byte) error {
+	_, err := parseAllowedSigners(allowedSigners)
+	return err
+}
+
 // allowedSigner is one line of an allowed_signers file.
 type allowedSigner struct {
 	principal  string   // as written (comma-separated patterns)

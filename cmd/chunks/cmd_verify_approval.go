@@ -69,6 +69,9 @@ func runVerifyApproval(ctx context.Context, d deps, o *verifyApprovalOptions, ou
 	if err != nil {
 		return driver.Invalidf("allowed-signers: %v", err)
 	}
+	if err := driver.CheckAllowedSigners(signers); err != nil {
+		return err
+	}
 	var proposals []driver.Proposal
 	err = d.withConn(ctx, func(ctx context.Context, conn *pgx.Conn) (err error) {
 		proposals, err = driver.Proposals(ctx, conn, o.JobID)
@@ -87,9 +90,8 @@ func runVerifyApproval(ctx context.Context, d deps, o *verifyApprovalOptions, ou
 		if p.Signature == nil {
 			c.Error = "not signed"
 		} else if v, err := driver.VerifySignature(signers, *p.ApprovedBy, p.Digest, *p.Signature); err != nil {
-			var de *driver.Error
-			if !errors.As(err, &de) || de.Kind == driver.ErrInvalid {
-				return err // the allowed signers file itself is bad
+			if !errors.Is(err, driver.ErrConflict) {
+				return err
 			}
 			c.Error = err.Error()
 		} else {
