@@ -22,8 +22,10 @@ import (
 // nor job_ends, which migrations 012 to 014 bring); and the last landed
 // main at schema version 14 (4495acc: changes keyed by name, campaigns of
 // one tenant, no job_skips nor job_archive, which migrations 015 to 018
-// bring).
-var earlierMains = []string{"4c9e349", "bf757d6", "ca42209", "d85e75f", "a1dd7f0", "4495acc"}
+// bring); and the last landed main at schema version 18 (08a434d: one
+// person only, no approval_policy nor proposals, which migration 019
+// brings).
+var earlierMains = []string{"4c9e349", "bf757d6", "ca42209", "d85e75f", "a1dd7f0", "4495acc", "08a434d"}
 
 // Issue 36's upgrade: an install made by the previous build, with orders
 // jobs and a declared change's campaign in flight, one job paused and its

@@ -29,7 +29,7 @@ var (
 	upDesc = prometheus.NewDesc(namespace+"_database_up",
 		"1 when the last scrape read the fleet from the database, 0 when that failed.", nil, nil)
 	jobsDesc = prometheus.NewDesc(namespace+"_jobs",
-		"Jobs by state: queued, running, paused, done, idle.", []string{"state"}, nil)
+		"Jobs by state: queued, running, paused, done, idle, abandoned, proposed (two people: waiting for approval).", []string{"state"}, nil)
 	unfinishedDesc = prometheus.NewDesc(namespace+"_unfinished_orders",
 		"Approved targets (rows) of unfinished jobs that are not committed yet (the name keeps its first word, orders, so that dashboards and alerts keep working).", nil, nil)
 	workersDesc = prometheus.NewDesc(namespace+"_live_workers",
