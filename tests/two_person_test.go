@@ -188,3 +188,48 @@ func orderStates(first, last int, state string, revision int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// TestTwoPersonSkip (issue 40): a skip in a two-person job of a declared
+// change is proposed: the job stays stalled on its row until bob approves
+// the skip's digest, which records it as alice's; a campaign skip of a
+// two-person campaign is refused, and so is a policy for an unknown change.
+func TestTwoPersonSkip(t *testing.T) {
+	t.Parallel()
+	p := newTwoPeople(t)
+	q := func(conn *pgx.Conn, sql string, args ...any) string { return pgtest.MustString(t, conn, sql, args...) }
+	shop := p.UserSchema(t, paymentsSQL)
+	q(p.Conn, "select define_change($1)::text", pgtest.HoldPayment(shop))
+	_, err := pgtest.TryString(p.Conn, "select set_policy('nope', true)::text")
+	pgtest.WantPgError(t, err, "22023", "change: there is no change nope; chunks change list shows the declared ones")
+	// The change's own setting: two people for hold_payment only.
+	q(p.Conn, "select set_policy('hold_payment', true)::text")
+	q(p.alice, "select register_change('hold_payment', $1)::text", changePlan("h", "7", paymentTargets(1, 2, 3), 3))
+	digest := q(p.bob, "select job_proposals('h') -> 0 ->> 'digest'")
+	q(p.bob, "select approve('h', $1)::text", digest)
+	p.Exec(t, "update "+shop+".payments set lock_version = 9 where payment_id = 2")
+	refuse(t, p.Schema, "CH409", "payment_id 2: lock_version is 9, approved 3", "select run_chunk('h')")
+
+	a := p.names[p.alice]
+	sameJSON(t, "skip proposed", q(p.alice, "select (skip_target('h', '2', 'edited by support') - 'digest' - 'proposed_at')::text"),
+		fmt.Sprintf(`{"job_id": "h", "key": 2, "skipped": false, "by": null, "at": null, "reason": "edited by support", "found": null,
+		  "paused": false, "proposed": true, "action": "skip", "proposed_by": %q}`, a))
+	refuse(t, p.Schema, "CH409", "payment_id 2: lock_version is 9, approved 3", "select run_chunk('h')")
+	skip := q(p.bob, "select job_proposals('h') -> 1 ->> 'digest'")
+	if skip == digest {
+		t.Fatal("the skip has the job's digest")
+	}
+	_, err = pgtest.TryString(p.alice, "select approve('h', $1)::text", skip)
+	pgtest.WantPgError(t, err, "42501", "permission denied for function approve")
+	sameJSON(t, "skip approved", q(p.bob, "select jsonb_build_object('action', r -> 'action', 'detail', r -> 'detail', 'approved', r -> 'approved')::text from approve('h', $1) r", skip),
+		`{"action": "skip", "detail": {"key": 2, "reason": "edited by support"}, "approved": true}`)
+	sameJSON(t, "the skip", q(p.Conn, "select jsonb_build_object('key', key, 'by', skipped_by, 'found', found)::text from job_skips where job_id = 'h'"),
+		// (found in the approver's words: bob may not read the column)
+		fmt.Sprintf(`{"key": "2", "by": %q, "found": "payment_id 2: lock_version is ? (you may not SELECT lock_version), approved 3"}`, a))
+	sameJSON(t, "the chunk", q(p.alice, "select run_chunk('h')::text"), `{"processed": [1, 3], "next_index": 3, "done": true}`)
+
+	// A campaign of the change is two-person too: its skips one by one.
+	q(p.alice, "select campaign_create_change('hc', 'hold_payment', '7', 2, $1)::text", paymentTargets(4, 5))
+	q(p.alice, "select campaign_pause('hc')::text")
+	refuse(t, p.Schema, "CH409", "campaign hc: is two-person: each skip is approved on its own (chunks skip JOB KEY proposes one, chunks approve approves it)",
+		"select campaign_skip('hc', 'x')")
+}
