@@ -136,7 +136,7 @@ func printCampaignPlanText(out io.Writer, p campaignPlan, spec driver.CampaignSp
 	}
 	if p.Source != nil {
 		say(out, "the change's generated function:")
-		say(out, "%s", terminalSafe(*p.Source))
+		sayLines(out, *p.Source)
 	}
 }
 
@@ -153,7 +153,7 @@ func printCampaignPlanMarkdown(out io.Writer, p campaignPlan, spec driver.Campai
 	say(out, "| digest | **%s** |", p.Digest)
 	say(out, "| approval | %s |", mdCell(campaignApprovalText(p.TwoPerson)))
 	say(out, "| now | %d of %d targets would apply, %d would not |\n", p.Check.OK, p.Check.Remaining, p.Check.Problems)
-	say(out, "To approve exactly this campaign once created: `chunks campaign approve --digest %s %s`", p.Digest, mdCell(p.Name))
+	say(out, "To approve exactly this campaign once created: `chunks campaign approve --digest %s %s`", p.Digest, p.Name) // a name has no backtick
 	if len(p.Check.Listed) > 0 {
 		say(out, "\n### Targets that would not apply now\n")
 		say(out, "| target | why |\n|---|---|")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/urfave/cli/v2"
@@ -213,10 +214,10 @@ func printPlanText(out io.Writer, r planReview) {
 	t.Render()
 	say(out, "%s", r.summary())
 	say(out, "the plan, as register records it:")
-	say(out, "%s", terminalSafe(indentJSON(r.Plan)))
+	sayLines(out, indentJSON(r.Plan))
 	if r.Source != nil {
 		say(out, "the change's generated function:")
-		say(out, "%s", terminalSafe(*r.Source))
+		sayLines(out, *r.Source)
 	}
 }
 
@@ -234,7 +235,7 @@ func printPlanMarkdown(out io.Writer, r planReview) {
 	say(out, "| approval | %s |", mdCell(r.approvalText()))
 	say(out, "| register | %s |", mdCell(r.jobVerdict()))
 	say(out, "| now | %s |\n", mdCell(r.summary()))
-	say(out, "To approve exactly this plan once registered: `chunks approve --digest %s %s`\n", r.Digest, mdCell(job))
+	say(out, "To approve exactly this plan once registered: `chunks approve --digest %s %s`\n", r.Digest, job) // a job id has no backtick
 	say(out, "### What it would do now\n")
 	say(out, "| # | %s | now |\n|---:|---|---|", r.noun)
 	for i, v := range r.verdicts {
@@ -263,4 +264,12 @@ func indentJSON(data []byte) string {
 		return string(data)
 	}
 	return b.String()
+}
+
+// sayLines prints text line by line, each made safe for a terminal (a
+// line break is kept, every other control character escaped).
+func sayLines(out io.Writer, text string) {
+	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		say(out, "%s", terminalSafe(line))
+	}
 }

@@ -238,8 +238,9 @@ func sshKey(t *testing.T) testKey {
 	return testKey{block: block, authorized: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub))), fingerprint: ssh.FingerprintSHA256(pub)}
 }
 
-// TestCampaignApprovedOnce (issue 40): alice creates a campaign of 10,000
-// orders under the policy two people; her worker, running, leaves every
+// TestCampaignApprovedOnce (issue 40): alice reviews (campaign plan, which
+// writes nothing) and creates a campaign of 10,000 orders under the policy
+// two people; her worker, running, leaves every
 // job queued and status says they wait for approval; alice cannot approve
 // it, bob's wrong digest is refused, and bob's one campaign approve
 // releases all its jobs: the worker then cancels each of the 10,000 orders
@@ -253,11 +254,24 @@ func TestCampaignApprovedOnce(t *testing.T) {
 		fmt.Fprintf(&lines, `{"id": %d, "revision": 3, "qty": 2}`+"\n", id)
 	}
 	file := l.write(t, "targets.jsonl", lines.String())
+	// The review first: campaign plan writes nothing, and its digest is the one create records.
+	plan := wantOK(t, l.alice.Chunks(t, "campaign", "plan", "--markdown", "--tenant", "acme", "--chunk-size", "10", "--allow-partial", "big", file))
+	planned := regexp.MustCompile(`\| digest \| \*\*([0-9a-f]{64})\*\* \|`).FindStringSubmatch(plan)
+	if planned == nil || !strings.Contains(plan, "| targets | 10000 in 167 jobs, 10 per chunk |") ||
+		!strings.Contains(plan, "| now | 10000 of 10000 targets would apply, 0 would not |") {
+		t.Fatalf("campaign plan --markdown:\n%s", plan)
+	}
+	if n := mustText(t, l.Conn, "select (select count(*) from campaigns) + (select count(*) from jobs)"); n != "0" {
+		t.Fatalf("campaign plan left %s rows", n)
+	}
 	out := wantOK(t, l.alice.Chunks(t, "campaign", "create", "--tenant", "acme", "--chunk-size", "10", "--allow-partial", "big", file))
 	if !strings.Contains(out, "created campaign big: 10000 orders of acme in 167 jobs") {
 		t.Fatalf("campaign create: %q", out)
 	}
 	digest := decode[driver.CampaignProgress](t, l.alice.Chunks(t, "--json", "campaign", "status", "big")).Digest
+	if digest != planned[1] {
+		t.Fatalf("campaign digest %s, planned %s", digest, planned[1])
+	}
 	worker := l.alice.Start(t, clitest.Options{}, "worker", "--concurrency", "2", "--poll", "100ms")
 	defer func() {
 		worker.Signal(t, syscall.SIGTERM)
