@@ -104,6 +104,18 @@ func wantJSON[T any](t testing.TB, r clitest.Result, want T) {
 	}
 }
 
+// wantRegistered is wantJSON for chunks register --json, whose digest
+// must be what the schema (on conn) records of the job (job_digest).
+func wantRegistered(t testing.TB, conn *pgx.Conn, r clitest.Result, want registered) {
+	t.Helper()
+	var digest string
+	if err := conn.QueryRow(ctx, "select job_digest($1)", want.JobID).Scan(&digest); err != nil {
+		t.Fatal(err)
+	}
+	want.Digest = digest
+	wantJSON(t, r, want)
+}
+
 // migrated is what chunks migrate --json prints.
 type migrated struct {
 	Schema  string `json:"schema"`
@@ -232,9 +244,9 @@ func seedJobOf(t testing.TB, l *lab, table, change, jobID string, n, chunkSize i
 		t.Fatal(err)
 	}
 	if change == "" {
-		wantJSON(t, l.Chunks(t, "register", "--json", file), registered{JobID: jobID, Created: true})
+		wantRegistered(t, l.Conn, l.Chunks(t, "register", "--json", file), registered{JobID: jobID, Created: true})
 	} else {
-		wantJSON(t, l.Chunks(t, "register", "--json", "--change", change, file), registered{JobID: jobID, Created: true, Change: change})
+		wantRegistered(t, l.Conn, l.Chunks(t, "register", "--json", "--change", change, file), registered{JobID: jobID, Created: true, Change: change})
 	}
 	j.wantState(t, 0)
 	return j

@@ -50,7 +50,7 @@ func TestInputSizeBounded(t *testing.T) {
 		t.Fatalf("%d jobs after the refusals (%v)", jobs, err)
 	}
 	// Exactly at the limit is fine.
-	wantJSON(t, l.Chunks(t, "register", "--json", padded("exact.json", plan, driver.MaxInputBytes)), registered{JobID: "big", Created: true})
+	wantRegistered(t, l.Conn, l.Chunks(t, "register", "--json", padded("exact.json", plan, driver.MaxInputBytes)), registered{JobID: "big", Created: true})
 	out := wantOK(t, clitest.Run(t, append(manifest, padded("exact-items.json", items, driver.MaxInputBytes))...))
 	if !strings.Contains(out, `"targets":[{"id":1,"revision":0,"qty":1}]`) {
 		t.Fatalf("manifest of 1 MiB: %s", out)

@@ -47,8 +47,8 @@ func TestJSONOutput(t *testing.T) {
 	// register: the manifest's output, from stdin; then again.
 	l.Exec(t, `insert into orders (id, tenant, qty, state, revision)
 		select x.id, 't_1', x.qty, 'pending', x.revision from jsonb_to_recordset($1::jsonb) as x(id int, revision int, qty int)`, items)
-	wantJSON(t, clitest.RunWith(t, clitest.Options{Stdin: r.Stdout}, append(l.Globals(), "register", "--json", "-")...), registered{JobID: "job-7", Created: true})
-	wantJSON(t, clitest.RunWith(t, clitest.Options{Stdin: r.Stdout}, append(l.Globals(), "register", "--json", "-")...), registered{JobID: "job-7", Created: false})
+	wantRegistered(t, l.Conn, clitest.RunWith(t, clitest.Options{Stdin: r.Stdout}, append(l.Globals(), "register", "--json", "-")...), registered{JobID: "job-7", Created: true})
+	wantRegistered(t, l.Conn, clitest.RunWith(t, clitest.Options{Stdin: r.Stdout}, append(l.Globals(), "register", "--json", "-")...), registered{JobID: "job-7", Created: false})
 	var stored struct {
 		Tenant    string
 		Targets   []driver.Target
