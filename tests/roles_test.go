@@ -200,7 +200,7 @@ func TestRolesViewerOnlyReads(t *testing.T) {
 	// Every function that changes something, called with any arguments:
 	// refused before it runs.
 	rows, err := r.Conn.Query(ctx, `select p.proname::text, p.pronargs
-	  from `+r.Name+`.access_functions('operator') as f join pg_proc as p on p.oid = f
+	  from `+r.Name+`.access_functions('all') as f join pg_proc as p on p.oid = f
 	 except select p.proname::text, p.pronargs from `+r.Name+`.access_functions('viewer') as f join pg_proc as p on p.oid = f
 	 order by 1`)
 	if err != nil {

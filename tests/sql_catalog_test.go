@@ -79,8 +79,7 @@ func TestSQLFunctionCatalog(t *testing.T) {
 	out := pgtest.MustString(t, s.Conn, `select jsonb_agg(jsonb_build_object('name', p.proname,
 	    'args', pg_get_function_identity_arguments(p.oid), 'comment', obj_description(p.oid, 'pg_proc'),
 	    'secdef', p.prosecdef, 'config', p.proconfig, 'language', l.lanname,
-	    'api', p.oid in (select f from `+pgx.Identifier{s.Name}.Sanitize()+`.access_functions('operator') as f
-	                     union select f from `+pgx.Identifier{s.Name}.Sanitize()+`.access_functions('approver') as f),
+	    'api', p.oid in (select f from `+pgx.Identifier{s.Name}.Sanitize()+`.access_functions('all') as f),
 	    'public', exists (select from aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) as a
 	                       where a.grantee = 0 and a.privilege_type = 'EXECUTE')) order by p.proname)::text
 	  from pg_proc p join pg_language l on l.oid = p.prolang where p.pronamespace = $1::regnamespace`, s.Name)

@@ -27,6 +27,7 @@
 {{ template "register.sql" . }}
 {{ template "register_change.sql" . }}
 {{ template "check_change.sql" . }}
+{{ template "plan_digest.sql" . }}
 {{ template "check_plan.sql" . }}
 {{ template "cancel_chunk.sql" . }}
 {{ template "inspect_job.sql" . }}

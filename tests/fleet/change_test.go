@@ -79,8 +79,8 @@ func TestStatusPageShowsTheChange(t *testing.T) {
 			t.Errorf("chunks_change_jobs{change=%q,state=%q} %v, want %v", c.change, c.state, got, c.n)
 		}
 	}
-	if n := len(fams["chunks_change_jobs"].GetMetric()); n != 12 {
-		t.Errorf("chunks_change_jobs has %d series, want 12 (2 changes, 6 states)", n)
+	if n := len(fams["chunks_change_jobs"].GetMetric()); n != 14 {
+		t.Errorf("chunks_change_jobs has %d series, want 14 (2 changes, 7 states)", n)
 	}
 	if got := sample(t, fams, "chunks_jobs", "state", "queued"); got != 2 {
 		t.Errorf("chunks_jobs{state=queued} %v, want 2", got)

@@ -71,7 +71,7 @@ func TestUpgradeToLeastPrivilege(t *testing.T) {
 	}
 	if got := pgtest.MustInt(t, l.Conn, `select count(*) from pg_proc as p where p.pronamespace = current_schema()::regnamespace
 	    and p.proowner <> to_regrole((select w.role from change_writer as w)) -- the writer's run as it (docs/roles.md)
-	    and (p.prosecdef <> (p.oid in (select access_functions('operator')))
+	    and (p.prosecdef <> (p.oid in (select access_functions('all')))
 	         or exists (select from aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) as a where a.grantee = 0))`); got != 0 {
 		t.Fatalf("%d functions are not as the new model has them (definer iff callable, none for PUBLIC)", got)
 	}

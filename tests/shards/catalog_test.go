@@ -25,7 +25,7 @@ func TestRouterCatalog(t *testing.T) {
 	}
 	inlined := []string{"excerpt", "target_problem", "targets_look_normal", "limits", "limit_of", "in_range", "target_in_range",
 		"is_name", "range_problem", "is_worker", "targets_text_look_normal"}
-	wrappers := []string{"register", "register_change", "check_change", "check_plan", "cancel_chunk", "inspect_job", "run_chunk", "report", "pause_job",
+	wrappers := []string{"register", "register_change", "check_change", "check_plan", "plan_digest", "cancel_chunk", "inspect_job", "run_chunk", "report", "pause_job",
 		"pause_job_after", "resume_job", "abandon_job", "skip_target", "register_undo", "job_lineage", "job_status", "worker_status", "status_page",
 		"check_shards"}
 	var names []string

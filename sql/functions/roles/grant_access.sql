@@ -17,7 +17,7 @@ as $$
            '{{ .schema }}.verify_job(text)', '{{ .schema }}.verify_campaign(text)',
            '{{ .schema }}.job_proposals(text)', '{{ .schema }}.policy_list()'
          ]) as f
-   where access in ('viewer', 'operator', 'approver')
+   where access in ('viewer', 'operator', 'approver', 'all')
   union all
   -- read-only checks, for the proposer and the reviewer alike
   select f::regprocedure
@@ -25,11 +25,11 @@ as $$
            '{{ .schema }}.check_plan(jsonb)', '{{ .schema }}.check_change(text, jsonb)', '{{ .schema }}.plan_digest(text, jsonb)',
            '{{ .schema }}.campaign_check(text, integer)'
          ]) as f
-   where access in ('operator', 'approver')
+   where access in ('operator', 'approver', 'all')
   union all
   select f::regprocedure
     from unnest(array['{{ .schema }}.approve(text, text, text)', '{{ .schema }}.campaign_approve(text, text, text)']) as f
-   where access = 'approver'
+   where access in ('approver', 'all')
   union all
   select f::regprocedure
     from unnest(array[
@@ -50,10 +50,10 @@ as $$
            '{{ .schema }}.campaign_resume(text)', '{{ .schema }}.campaign_undo(text, text)',
            '{{ .schema }}.campaign_skip(text, text)', '{{ .schema }}.campaign_archive(text)', '{{ .schema }}.archive_jobs(interval)'
          ]) as f
-   where access = 'operator'
+   where access in ('operator', 'all')
 $$;
 comment on function {{ .schema }}.access_functions(text) is
-  'chunks helper: the functions that ACCESS (viewer: the ones that read; operator: those and every one that changes something; approver: a viewer''s, the read-only checks of a plan and approve, campaign_approve) may execute.';
+  'chunks helper: the functions that ACCESS (viewer: the ones that read; operator: those and every one that changes something; approver: a viewer''s, the read-only checks of a plan and approve, campaign_approve; all: every function any role may be granted, each once) may execute.';
 
 -- The tables chunks keeps, which both kinds of access may read (orders is
 -- the application's: neither needs any privilege on it).
@@ -136,8 +136,7 @@ begin
     end loop;
   else
     -- A role that is no viewer is no operator or approver either: everything goes.
-    for v_fn in select x.f from (select access_functions('operator') as f union select access_functions('approver')) as x
-                 order by x.f::text loop
+    for v_fn in select y.f from (select distinct x.f from access_functions('all') as x(f)) as y order by y.f::text loop
       execute format('revoke execute on function %s from %s', v_fn, v_role);
       v_functions := v_functions || to_jsonb(v_fn::text);
     end loop;

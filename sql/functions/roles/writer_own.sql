@@ -100,7 +100,7 @@ comment on function {{ .schema }}.writer_function_problem(text) is
   'chunks helper: no row, or one: NULL when FUNCTION (a signature) is as chunks made it for the writer role (owned by it, SECURITY DEFINER, writer_config() pinned, EXECUTE for the writer and the schema''s owner only), else what is wrong (chunks migrate makes it again). Inlined into its caller''s FROM.';
 
 -- Every function of chunks that no role but the owner is meant to execute
--- (all but access_functions('operator'), and the writer's own) loses any
+-- (all but access_functions('all'), and the writer's own) loses any
 -- grant another role holds: a default privilege (ALTER DEFAULT PRIVILEGES
 -- ... GRANT EXECUTE ON FUNCTIONS) of the role that ran migrate or
 -- define_change, or a grant by hand, would let that role run a helper such
@@ -118,7 +118,7 @@ begin
   for v_function in
     select p.oid::regprocedure from pg_proc as p
      where p.pronamespace = '{{ .schema }}'::regnamespace and p.proowner = v_owner
-       and p.oid not in (select f from access_functions('operator') as f)
+       and p.oid not in (select f from access_functions('all') as f)
        and exists (select from aclexplode(p.proacl) as a where a.grantee <> v_owner)
      order by 1::text
   loop

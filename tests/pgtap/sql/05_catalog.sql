@@ -52,7 +52,7 @@ select is((select count(*) from pg_extension where extnamespace = current_schema
 -- docs/roles.md "Code on your tables".)
 select is((select count(*) from pg_proc as p where p.pronamespace = current_schema()::regnamespace
               and p.proowner <> to_regrole((select w.role from change_writer as w))
-              and p.prosecdef <> (p.oid in (select access_functions('operator')))), 0::bigint,
+              and p.prosecdef <> (p.oid in (select access_functions('all')))), 0::bigint,
           'exactly the functions a role may be granted (access_functions) are SECURITY DEFINER, besides the writer''s');
 select is((select count(*) from pg_proc as p where p.pronamespace = current_schema()::regnamespace
               and p.proowner = to_regrole((select w.role from change_writer as w)) and not p.prosecdef), 0::bigint,
