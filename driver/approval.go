@@ -58,7 +58,7 @@ type Proposal struct {
 	ApprovedBy *string        `json:"approved_by"` // nil while it waits
 	ApprovedAt *time.Time     `json:"approved_at"`
 	// Signature is the armored SSH signature of Digest the approver gave
-	// (evidence: [VerifyApproval] checks it); nil when none.
+	// (evidence: [VerifySignature] checks it); nil when none.
 	Signature *string `json:"signature"`
 }
 
