@@ -233,3 +233,44 @@ func TestTwoPersonSkip(t *testing.T) {
 	refuse(t, p.Schema, "CH409", "campaign hc: is two-person: each skip is approved on its own (chunks skip JOB KEY proposes one, chunks approve approves it)",
 		"select campaign_skip('hc', 'x')")
 }
+
+// TestTwoPersonCampaignUndo (issue 40): the undo of a two-person campaign
+// is a campaign of proposed jobs that one campaign_approve of its own
+// digest releases; the proposer cannot, and the original's digest is not
+// the undo's.
+func TestTwoPersonCampaignUndo(t *testing.T) {
+	t.Parallel()
+	p := newTwoPeople(t)
+	q := func(conn *pgx.Conn, sql string, args ...any) string { return pgtest.MustString(t, conn, sql, args...) }
+	q(p.Conn, "select set_policy(null, true)::text")
+	seedOrders(t, p.Schema, "acme", 1, 130)
+	q(p.alice, "select campaign_create('c', 'acme', 10, array(select g from generate_series(1, 130) g), array_fill(3, array[130]), array_fill(2, array[130]))::text")
+	digest := q(p.bob, "select campaign_status('c') ->> 'digest'")
+	sameJSON(t, "approved", q(p.bob, "select (campaign_approve('c', $1) - 'approved_by')::text", digest),
+		fmt.Sprintf(`{"name": "c", "digest": %q, "approved": true, "jobs": 3}`, digest))
+	for q(p.alice, "select coalesce(run_next_chunk('w')::text, 'none')") != "none" {
+	}
+	if got := q(p.Conn, "select count(*)::text from orders where state = 'cancelled'"); got != "130" {
+		t.Fatalf("cancelled after the approval: %s", got)
+	}
+	sameJSON(t, "undo", q(p.alice, "select (campaign_undo('c') - 'drifted' - 'missing')::text"),
+		`{"name": "c-undo", "undoes": "c", "created": true, "jobs": 3, "targets": 130}`)
+	undo := q(p.bob, "select campaign_status('c-undo') ->> 'digest'")
+	sameJSON(t, "the undo waits", q(p.bob, `select jsonb_build_object('proposed', s -> 'jobs_proposed', 'by', s -> 'proposed_by', 'approved', s -> 'approved_by',
+	    'stalled', s -> 'stalled')::text from campaign_status('c-undo') s`),
+		fmt.Sprintf(`{"proposed": 3, "by": %q, "approved": null, "stalled": true}`, p.names[p.alice]))
+	if got := q(p.alice, "select coalesce(run_next_chunk('w')::text, 'none')"); got != "none" {
+		t.Fatalf("a pass took a job of the proposed undo: %s", got)
+	}
+	_, err := pgtest.TryString(p.bob, "select campaign_approve('c-undo', $1)::text", digest)
+	pgtest.WantPgError(t, err, "CH409", "campaign c-undo: digest "+digest+" is not the campaign's digest; chunks campaign plan and campaign status print it")
+	_, err = pgtest.TryString(p.dave, "select campaign_approve('c-undo', $1)::text", undo)
+	if err != nil { // dave did not propose it: he may
+		t.Fatalf("dave approves the undo: %v", err)
+	}
+	for q(p.alice, "select coalesce(run_next_chunk('w')::text, 'none')") != "none" {
+	}
+	if got := q(p.Conn, "select count(*)::text from orders where state = 'pending' and revision = 5"); got != "130" {
+		t.Fatalf("pending again after the undo: %s", got)
+	}
+}
