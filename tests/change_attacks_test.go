@@ -414,7 +414,7 @@ func TestAlteredWriterFunctionRunsOnlyAsTheWriter(t *testing.T) {
 	if err := driver.Migrate(ctx, admin, s.Name, driver.MigrateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := pgtest.MustString(t, s.Conn, "select p.prosecdef::text || ' ' || array_to_string(p.proconfig, '; ') from pg_proc as p where p.oid = $1::regprocedure", apply); got != "true search_path=pg_catalog, pg_temp; TimeZone=UTC; DateStyle=ISO, MDY; IntervalStyle=postgres; extra_float_digits=3; enable_seqscan=off; enable_bitmapscan=off" {
+	if got := pgtest.MustString(t, s.Conn, "select p.prosecdef::text || ' ' || array_to_string(p.proconfig, '; ') from pg_proc as p where p.oid = $1::regprocedure", apply); got != "true search_path=pg_catalog, pg_temp; TimeZone=UTC; DateStyle=ISO, MDY; IntervalStyle=postgres; extra_float_digits=3; enable_seqscan=off; enable_bitmapscan=off; jit=off" {
 		t.Errorf("the function after migrate: %s", got)
 	}
 	sameJSON(t, "chunk after migrate", pgtest.MustString(t, s.Conn, "select run_chunk('p1')::text"), `{"processed": [1], "next_index": 1, "done": false}`)
