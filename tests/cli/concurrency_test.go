@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -15,7 +16,8 @@ import (
 )
 
 // TestTwoDrainProcesses starts two chunks drain processes on one 64-target
-// job at the same moment: both succeed, and together they report every id
+// job at the same moment: both succeed (one that meets the 500 ms bound on
+// the job row is run again: twoDrains), and together they report every id
 // exactly once, the same ids as the audit in the database.
 func TestTwoDrainProcesses(t *testing.T) {
 	t.Parallel()
@@ -23,23 +25,7 @@ func TestTwoDrainProcesses(t *testing.T) {
 		t.Run(fmt.Sprintf("chunk_size=%d", size), func(t *testing.T) {
 			t.Parallel()
 			j := seedJob(t, newLab(t), "rush", 64, size)
-			procs := []*clitest.Proc{j.lab.Start(t, clitest.Options{}, "drain", "--json", j.ID), j.lab.Start(t, clitest.Options{}, "drain", "--json", j.ID)}
-			var all []int64
-			calls := 0
-			for i, p := range procs {
-				r := p.Wait(t)
-				wantOK(t, r)
-				res := decode[driver.DrainResult](t, r)
-				if res.NextIndex != 64 || !res.Done {
-					t.Fatalf("want next_index 64 and done, got %+v", res)
-				}
-				if !slices.IsSorted(res.Processed) {
-					t.Fatalf("one drain's ids are not in id order: %v", res.Processed)
-				}
-				t.Logf("drain %c: %d calls, %d ids", 'A'+i, res.Calls, len(res.Processed))
-				all = append(all, res.Processed...)
-				calls += res.Calls
-			}
+			all, calls := twoDrains(t, j.lab.Lab, j.ID, 64)
 			slices.Sort(all)
 			if want := j.ids(0, 64); !reflect.DeepEqual(all, want) {
 				t.Fatalf("the two drains reported %v together, want each of %v once", all, want)
@@ -53,6 +39,41 @@ func TestTwoDrainProcesses(t *testing.T) {
 			j.wantState(t, 64)
 		})
 	}
+}
+
+// twoDrains runs two chunks drain --json processes on job at the same
+// moment and returns the ids they report together, and their calls. Each
+// ends done at next_index n with its ids in id order; or, on a loaded
+// machine, with the contract's bounded wait on the job row (exit 1, lock
+// timeout after 500 ms, its committed chunks reported on stdout), and is
+// then run again once both ended, as an operator would: the ids and calls
+// of every run count, so exactly once is still what the caller checks.
+func twoDrains(t *testing.T, l *clitest.Lab, job string, n int) (all []int64, calls int) {
+	t.Helper()
+	procs := []*clitest.Proc{l.Start(t, clitest.Options{}, "drain", "--json", job), l.Start(t, clitest.Options{}, "drain", "--json", job)}
+	results := make([]clitest.Result, len(procs))
+	for i, p := range procs {
+		results[i] = p.Wait(t)
+	}
+	for i, r := range results {
+		if r.Code == 1 && strings.Contains(r.Stderr, "lock timeout after 500ms: waited for the job row") {
+			t.Logf("drain %c waited 500 ms for the job row and stopped, as the contract bounds it (a loaded machine): %s; running it again", 'A'+i, r.Stdout)
+			partial := decode[driver.DrainResult](t, r)
+			all, calls = append(all, partial.Processed...), calls+partial.Calls
+			r = l.Chunks(t, "drain", "--json", job)
+		}
+		wantOK(t, r)
+		res := decode[driver.DrainResult](t, r)
+		if res.NextIndex != n || !res.Done {
+			t.Fatalf("want next_index %d and done, got %+v", n, res)
+		}
+		if !slices.IsSorted(res.Processed) {
+			t.Fatalf("one drain's ids are not in id order: %v", res.Processed)
+		}
+		t.Logf("drain %c: %d calls, %d ids", 'A'+i, res.Calls, len(res.Processed))
+		all, calls = append(all, res.Processed...), calls+res.Calls
+	}
+	return all, calls
 }
 
 // TestDrainWorkers drains one job with three workers in one process: the

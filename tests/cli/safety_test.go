@@ -258,17 +258,7 @@ func TestTwoDrainProcessesOnAnUndo(t *testing.T) {
 			t.Parallel()
 			u := seedUndo(t, newLab(t), 64, size)
 			n := len(u.Targets)
-			procs := []*clitest.Proc{u.lab.Start(t, clitest.Options{}, "drain", "--json", u.ID), u.lab.Start(t, clitest.Options{}, "drain", "--json", u.ID)}
-			var all []int64
-			for _, p := range procs {
-				r := p.Wait(t)
-				wantOK(t, r)
-				res := decode[driver.DrainResult](t, r)
-				if res.NextIndex != n || !res.Done {
-					t.Fatalf("want next_index %d and done, got %+v", n, res)
-				}
-				all = append(all, res.Processed...)
-			}
+			all, _ := twoDrains(t, u.lab.Lab, u.ID, n)
 			slices.Sort(all)
 			if want := u.ids(0, n); !reflect.DeepEqual(all, want) {
 				t.Fatalf("the two drains reported %v together, want each of %v once", all, want)
