@@ -185,18 +185,3 @@ func nullable(s string) any {
 	}
 	return s
 }
-
-// TwoPerson says whether policy makes a job of change ("" for orders)
-// registered now two-person: the change's setting, else the schema's,
-// else no (SQL two_person_policy).
-func TwoPerson(policy []Policy, change string) bool {
-	schema := false
-	for _, p := range policy {
-		if p.Change == nil {
-			schema = p.TwoPerson
-		} else if change != "" && *p.Change == change {
-			return p.TwoPerson
-		}
-	}
-	return schema
-}

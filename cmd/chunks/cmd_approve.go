@@ -27,19 +27,60 @@ func approveCommand() *cli.Command {
 			"signature with the approval, as evidence that chunks verify-approval checks. With --json it\n" +
 			"prints {\"job\", \"proposals\"} without --digest, and the approved proposal with it.\n\n" +
 			"Example:\n  chunks --schema lab approve festival-2026",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "digest", Usage: "the `SHA256` of what is approved, as chunks plan and chunks approve JOB print it"},
-			&cli.StringFlag{Name: "sign", Usage: "sign the digest with the SSH private key in `KEYFILE` (no passphrase)"},
-		},
+		Flags:  approvalFlags("the `SHA256` of what is approved, as chunks plan and chunks approve JOB print it"),
 		Action: action(parseApprove, runApprove),
 	}
 }
 
-// approveOptions is chunks approve [--digest SHA256 [--sign KEYFILE]] JOB.
-type approveOptions struct {
-	JobID  string
+// approval is --digest and --sign, of approve and campaign approve.
+type approval struct {
 	Digest string // "": print for review
 	Sign   string // --sign: the key file
+}
+
+// approvalFlags are --digest (its usage says whose digest) and --sign.
+func approvalFlags(digestUsage string) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "digest", Usage: digestUsage},
+		&cli.StringFlag{Name: "sign", Usage: "sign the digest with the SSH private key in `KEYFILE` (no passphrase)"},
+	}
+}
+
+// parseApproval reads --digest and --sign; --digest given empty is invalid.
+func parseApproval(c *cli.Context) (approval, error) {
+	if c.IsSet("digest") && c.String("digest") == "" {
+		return approval{}, driver.CheckDigest("digest", "")
+	}
+	return approval{Digest: c.String("digest"), Sign: c.String("sign")}, nil
+}
+
+// validate checks the digest, and that --sign goes with it.
+func (a approval) validate() error {
+	if a.Digest == "" {
+		if a.Sign != "" {
+			return usagef("--sign goes with --digest: it signs the digest approved")
+		}
+		return nil
+	}
+	return driver.CheckDigest("digest", a.Digest)
+}
+
+// signature is the armored signature of the digest with --sign's key, or "".
+func (a approval) signature() (string, error) {
+	if a.Sign == "" {
+		return "", nil
+	}
+	key, err := os.ReadFile(a.Sign)
+	if err != nil {
+		return "", driver.Invalidf("sign: %v", err)
+	}
+	return driver.SignDigest(key, a.Digest)
+}
+
+// approveOptions is chunks approve [--digest SHA256 [--sign KEYFILE]] JOB.
+type approveOptions struct {
+	JobID string
+	approval
 }
 
 func parseApprove(c *cli.Context) (*approveOptions, error) {
@@ -47,10 +88,8 @@ func parseApprove(c *cli.Context) (*approveOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.IsSet("digest") && c.String("digest") == "" {
-		return nil, driver.CheckDigest("digest", "")
-	}
-	return &approveOptions{JobID: args[0], Digest: c.String("digest"), Sign: c.String("sign")}, nil
+	a, err := parseApproval(c)
+	return &approveOptions{JobID: args[0], approval: a}, err
 }
 
 // Validate checks the job id, the digest and that --sign goes with it.
@@ -58,25 +97,7 @@ func (o *approveOptions) Validate() error {
 	if err := driver.CheckJobID(o.JobID); err != nil {
 		return err
 	}
-	if o.Digest == "" {
-		if o.Sign != "" {
-			return usagef("--sign goes with --digest: it signs the digest approved")
-		}
-		return nil
-	}
-	return driver.CheckDigest("digest", o.Digest)
-}
-
-// signature is the armored signature of digest with --sign's key, or "".
-func signature(keyFile, digest string) (string, error) {
-	if keyFile == "" {
-		return "", nil
-	}
-	key, err := os.ReadFile(keyFile)
-	if err != nil {
-		return "", driver.Invalidf("sign: %v", err)
-	}
-	return driver.SignDigest(key, digest)
+	return o.validate()
 }
 
 // jobReview is what chunks approve JOB prints for review.
@@ -95,7 +116,7 @@ func runApprove(ctx context.Context, d deps, o *approveOptions, out io.Writer) e
 			return r, err
 		}, func(r jobReview) { printReview(out, r) })
 	}
-	sig, err := signature(o.Sign, o.Digest)
+	sig, err := o.signature()
 	if err != nil {
 		return err
 	}

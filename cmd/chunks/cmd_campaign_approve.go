@@ -25,19 +25,15 @@ func campaignApproveCommand() *cli.Command {
 			"signature with each job's approval. --json prints {\"name\", \"digest\", \"approved\", \"jobs\",\n" +
 			"\"approved_by\"} (without --digest, campaign status's object)." +
 			campaignExample("chunks --schema lab campaign approve spring"),
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "digest", Usage: "the campaign's `SHA256`, as campaign plan and campaign status print it"},
-			&cli.StringFlag{Name: "sign", Usage: "sign the digest with the SSH private key in `KEYFILE` (no passphrase)"},
-		},
+		Flags:  approvalFlags("the campaign's `SHA256`, as campaign plan and campaign status print it"),
 		Action: action(parseCampaignApprove, runCampaignApprove),
 	}
 }
 
 // campaignApproveOptions is chunks campaign approve [--digest SHA256 [--sign KEYFILE]] NAME.
 type campaignApproveOptions struct {
-	Name   string
-	Digest string
-	Sign   string
+	Name string
+	approval
 }
 
 func parseCampaignApprove(c *cli.Context) (*campaignApproveOptions, error) {
@@ -45,10 +41,8 @@ func parseCampaignApprove(c *cli.Context) (*campaignApproveOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.IsSet("digest") && c.String("digest") == "" {
-		return nil, driver.CheckDigest("digest", "")
-	}
-	return &campaignApproveOptions{Name: name, Digest: c.String("digest"), Sign: c.String("sign")}, nil
+	a, err := parseApproval(c)
+	return &campaignApproveOptions{Name: name, approval: a}, err
 }
 
 // Validate checks the name, the digest and that --sign goes with it.
@@ -56,13 +50,7 @@ func (o *campaignApproveOptions) Validate() error {
 	if err := driver.CheckCampaignName(o.Name); err != nil {
 		return err
 	}
-	if o.Digest == "" {
-		if o.Sign != "" {
-			return usagef("--sign goes with --digest: it signs the digest approved")
-		}
-		return nil
-	}
-	return driver.CheckDigest("digest", o.Digest)
+	return o.validate()
 }
 
 func runCampaignApprove(ctx context.Context, d deps, o *campaignApproveOptions, out io.Writer) error {
@@ -85,7 +73,7 @@ func runCampaignApprove(ctx context.Context, d deps, o *campaignApproveOptions, 
 			}
 		})
 	}
-	sig, err := signature(o.Sign, o.Digest)
+	sig, err := o.signature()
 	if err != nil {
 		return err
 	}

@@ -95,11 +95,12 @@ func planCampaign(ctx context.Context, conn *pgx.Conn, spec driver.CampaignSpec,
 	if p.Check, err = driver.CheckCampaign(ctx, tx, spec.Name, 100); err != nil {
 		return p, err
 	}
-	policy, err := driver.Policies(ctx, tx)
+	// Two people: whether the create just made proposed its jobs.
+	st, err := driver.CampaignStatus(ctx, tx, spec.Name)
 	if err != nil {
 		return p, err
 	}
-	p.TwoPerson = driver.TwoPerson(policy, spec.Change)
+	p.TwoPerson = st.ProposedBy != nil
 	if spec.Change != "" {
 		info, err := driver.ShowChange(ctx, tx, spec.Change)
 		if err != nil {
@@ -136,7 +137,7 @@ func printCampaignPlanText(out io.Writer, p campaignPlan, spec driver.CampaignSp
 	}
 	if p.Source != nil {
 		say(out, "the change's generated function:")
-		sayLines(out, *p.Source)
+		say(out, "%s", safeText(*p.Source))
 	}
 }
 

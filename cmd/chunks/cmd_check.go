@@ -88,14 +88,19 @@ func printCheck(out io.Writer, res driver.PlanCheck) {
 
 // printJobVerdict says what register would do with the job id.
 func printJobVerdict(out io.Writer, jobID, job, problem string) {
+	say(out, "job %s: %s", jobID, terminalSafe(jobVerdict(job, problem)))
+}
+
+// jobVerdict is what register would do with the job id (check's Job and
+// JobProblem), in words.
+func jobVerdict(job, problem string) string {
 	switch job {
 	case driver.JobFree:
-		say(out, "job %s: the id is free; register would create the job", jobID)
+		return "the id is free; register would create the job"
 	case driver.JobRegistered:
-		say(out, "job %s: already registered with this approval; register would change nothing", jobID)
-	default:
-		say(out, "job %s: register would refuse: %s", jobID, terminalSafe(problem))
+		return "already registered with this approval; register would change nothing"
 	}
+	return "register would refuse: " + problem
 }
 
 // checkSummary is the one line a failed check ends with, on stderr.

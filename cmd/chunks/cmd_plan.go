@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/urfave/cli/v2"
@@ -62,6 +61,7 @@ type planReview struct {
 	Check  json.RawMessage `json:"check"`  // check's answer (driver.PlanCheck or driver.ChangeCheck)
 	Source *string         `json:"source"` // the change's generated function; nil for orders
 	// What check said, for the text and the Markdown.
+	jobID         string
 	verdicts      []targetVerdict
 	job, problem  string
 	ok            bool
@@ -74,6 +74,10 @@ type planReview struct {
 func reviewPlan(ctx context.Context, conn *pgx.Conn, o *planOptions) (r planReview, err error) {
 	err = pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var check any
+		r.jobID = o.Plan.JobID
+		if o.Change != "" {
+			r.jobID = o.ChangePlan.JobID
+		}
 		if o.Change == "" {
 			if r.PlanDigest, err = driver.DigestPlan(ctx, tx, o.Plan); err != nil {
 				return err
@@ -132,18 +136,7 @@ func runPlan(ctx context.Context, d deps, o *planReviewOptions, out io.Writer) e
 	if err != nil || r.ok {
 		return err
 	}
-	return driver.NewError(driver.ErrConflict, nil, "plan: job %s: %s", jobOf(r), r.summary())
-}
-
-// jobOf is the plan's job id.
-func jobOf(r planReview) string {
-	var p struct {
-		JobID string `json:"job_id"`
-	}
-	if err := json.Unmarshal(r.Plan, &p); err != nil {
-		return "?"
-	}
-	return p.JobID
+	return driver.NewError(driver.ErrConflict, nil, "plan: job %s: %s", r.jobID, r.summary())
 }
 
 // counts are the targets that would be changed now, would not, and were
@@ -172,15 +165,15 @@ func (r planReview) summary() string {
 	return s
 }
 
-// jobVerdict is what register would do with the id, in words.
-func (r planReview) jobVerdict() string {
-	switch r.job {
-	case driver.JobFree:
-		return "the id is free; register would create the job"
-	case driver.JobRegistered:
-		return "already registered with this approval; register would change nothing"
+// now is what target v would do now, in words.
+func (r planReview) now(v targetVerdict) string {
+	switch {
+	case v.Committed:
+		return "committed by this job"
+	case !v.OK:
+		return v.Problem
 	}
-	return "register would refuse: " + r.problem
+	return "would be " + r.changed
 }
 
 // approvalText says who must approve it.
@@ -192,37 +185,30 @@ func (r planReview) approvalText() string {
 }
 
 func printPlanText(out io.Writer, r planReview) {
-	job := jobOf(r)
+	job := r.jobID
 	say(out, "plan of job %s", terminalSafe(job))
 	if r.Change != nil {
 		say(out, "change %s (definition digest %s)", *r.Change, *r.ChangeDigest)
 	}
 	say(out, "digest %s", r.Digest)
 	say(out, "approval: %s", r.approvalText())
-	say(out, "job %s: %s", terminalSafe(job), terminalSafe(r.jobVerdict()))
+	say(out, "job %s: %s", terminalSafe(job), terminalSafe(jobVerdict(r.job, r.problem)))
 	t := newTable(out, "#", r.noun, "now")
 	for i, v := range r.verdicts {
-		now := "would be " + r.changed
-		switch {
-		case v.Committed:
-			now = "committed by this job"
-		case !v.OK:
-			now = terminalSafe(v.Problem)
-		}
-		t.AppendRow([]any{i, terminalSafe(v.Key), now})
+		t.AppendRow([]any{i, terminalSafe(v.Key), terminalSafe(r.now(v))})
 	}
 	t.Render()
 	say(out, "%s", r.summary())
 	say(out, "the plan, as register records it:")
-	sayLines(out, indentJSON(r.Plan))
+	say(out, "%s", safeText(indentJSON(r.Plan)))
 	if r.Source != nil {
 		say(out, "the change's generated function:")
-		sayLines(out, *r.Source)
+		say(out, "%s", safeText(*r.Source))
 	}
 }
 
 func printPlanMarkdown(out io.Writer, r planReview) {
-	job := jobOf(r)
+	job := r.jobID
 	say(out, "## chunks plan: job %s\n", mdCell(job))
 	say(out, "| | |\n|---|---|")
 	say(out, "| job | %s |", mdCell(job))
@@ -233,20 +219,13 @@ func printPlanMarkdown(out io.Writer, r planReview) {
 	}
 	say(out, "| digest | **%s** |", r.Digest)
 	say(out, "| approval | %s |", mdCell(r.approvalText()))
-	say(out, "| register | %s |", mdCell(r.jobVerdict()))
+	say(out, "| register | %s |", mdCell(jobVerdict(r.job, r.problem)))
 	say(out, "| now | %s |\n", mdCell(r.summary()))
 	say(out, "To approve exactly this plan once registered: `chunks approve --digest %s %s`\n", r.Digest, job) // a job id has no backtick
 	say(out, "### What it would do now\n")
 	say(out, "| # | %s | now |\n|---:|---|---|", r.noun)
 	for i, v := range r.verdicts {
-		now := "would be " + r.changed
-		switch {
-		case v.Committed:
-			now = "committed by this job"
-		case !v.OK:
-			now = v.Problem
-		}
-		say(out, "| %d | %s | %s |", i, mdCell(v.Key), mdCell(now))
+		say(out, "| %d | %s | %s |", i, mdCell(v.Key), mdCell(r.now(v)))
 	}
 	say(out, "\n### The plan, as register records it\n")
 	mdCode(out, "json", indentJSON(r.Plan))
@@ -264,12 +243,4 @@ func indentJSON(data []byte) string {
 		return string(data)
 	}
 	return b.String()
-}
-
-// sayLines prints text line by line, each made safe for a terminal (a
-// line break is kept, every other control character escaped).
-func sayLines(out io.Writer, text string) {
-	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
-		say(out, "%s", terminalSafe(line))
-	}
 }

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/pem"
 	"fmt"
 	"net"
@@ -18,7 +16,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"golang.org/x/crypto/ssh"
 
 	"github.com/chunks-dev/chunks/driver"
 	"github.com/chunks-dev/chunks/internal/localpg"
@@ -232,19 +229,8 @@ func newExampleWorld(t *testing.T) *exampleWorld {
 // allowed_signers lists.
 func (w *exampleWorld) signedApproval(t *testing.T) {
 	t.Helper()
-	_, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, err := ssh.MarshalPrivateKey(key, "bob")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := ssh.NewPublicKey(key.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	signers := `bob namespaces="chunks" ` + string(ssh.MarshalAuthorizedKey(pub))
+	key := sshKey(t)
+	signers := `bob namespaces="chunks" ` + key.authorized + "\n"
 	if err := os.WriteFile(filepath.Join(w.dir, "allowed_signers"), []byte(signers), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +256,7 @@ func (w *exampleWorld) signedApproval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig, err := driver.SignDigest(pem.EncodeToMemory(block), d.Digest)
+	sig, err := driver.SignDigest(pem.EncodeToMemory(key.block), d.Digest)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chunks-dev/chunks/driver"
+	"github.com/chunks-dev/chunks/internal/localpg"
 	"github.com/chunks-dev/chunks/internal/testkit/pgtest"
 )
 
@@ -83,7 +84,7 @@ func TestTwoPeopleGuide(t *testing.T) {
 	if !exports.MatchString(data) {
 		t.Fatal("the data block does not export ALICE and BOB")
 	}
-	data = exports.ReplaceAllLiteralString(data, fmt.Sprintf("export ALICE=%s BOB=%s", shellQuote(alice.DSN(dsn)), shellQuote(bob.DSN(dsn))))
+	data = exports.ReplaceAllLiteralString(data, fmt.Sprintf("export ALICE=%s BOB=%s", localpg.ShellWord(alice.DSN(dsn)), localpg.ShellWord(bob.DSN(dsn))))
 	s := newGuideShell(t, shellEnv(), t.TempDir())
 	s.data(data)
 	if ran := s.walk(blocks[1], ours.Replace); ran != 15 {
@@ -95,9 +96,6 @@ func TestTwoPeopleGuide(t *testing.T) {
 	    (select string_agg(approved_by, ' ' order by id) from lab.proposals))
 	  from lab.orders where tenant = 'initech'`, "20 20 20 "+bob.Name+" "+bob.Name)
 }
-
-// shellQuote is s quoted for bash.
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // docs/psql.md: its first block on a fresh database, chunks migrate and
 // then psql, as the superuser of the demo's server, with the session typed

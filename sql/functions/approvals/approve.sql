@@ -145,10 +145,6 @@ begin
     raise exception 'campaign %: digest % is not the campaign''s digest; chunks campaign plan and campaign status print it',
       v_campaign.name, campaign_approve.digest using errcode = 'CH409';
   end if;
-  if not exists (select from campaign_jobs as cj join proposals as p on p.job_id = cj.job_id and p.action = 'run'
-                  where cj.campaign = v_campaign.name) then
-    raise exception 'campaign %: nothing of it awaits approval (its jobs were not proposed)', v_campaign.name using errcode = 'CH409';
-  end if;
   for v_p in
     select p.* from campaign_jobs as cj
       join proposals as p on p.job_id = cj.job_id and p.action = 'run' and p.approved_at is null
@@ -159,6 +155,11 @@ begin
     perform approve_proposal(v_p, campaign_approve.signature);
     v_n := v_n + 1;
   end loop;
+  -- Nothing approved now: approved already (nothing changes), or never proposed.
+  if v_n = 0 and not exists (select from campaign_jobs as cj join proposals as p on p.job_id = cj.job_id and p.action = 'run'
+                              where cj.campaign = v_campaign.name) then
+    raise exception 'campaign %: nothing of it awaits approval (its jobs were not proposed)', v_campaign.name using errcode = 'CH409';
+  end if;
   return jsonb_build_object('name', v_campaign.name, 'digest', v_campaign.digest, 'approved', v_n > 0, 'jobs', v_n,
                             'approved_by', session_user);
 end

@@ -15,11 +15,14 @@ as $$
     select cj.campaign, j.tenant, j.next_index, j.targets as n,
            replace(job_state(j.next_index, j.targets, exists (select from running as r where r.key = run_lock_key(j.job_id)),
                              q.job_id is not null, q.paused, e.job_id is not null,
-                             exists (select from proposals as pr where pr.job_id = j.job_id and pr.action = 'run' and pr.approved_at is null)), 'idle', 'waiting') as state
+                             pr.job_id is not null and pr.approved_at is null), 'idle', 'waiting') as state,
+           -- two people: the job's run proposal (one proposer and one approval for all)
+           pr.job_id is not null as proposed, pr.proposed_by, pr.proposed_at, pr.approved_by, pr.approved_at
       from campaign_jobs as cj
       join job_shapes as j on j.job_id = cj.job_id
       left join job_queue as q on q.job_id = cj.job_id
       left join job_ends as e on e.job_id = cj.job_id
+      left join proposals as pr on pr.job_id = cj.job_id and pr.action = 'run'
      where cj.campaign = any (campaign_rows.names)
     -- Each job's state once (offset 0): pulled up, the CASE (with its
     -- jsonb_array_length, which decompresses the job's targets) ran once per
@@ -38,7 +41,9 @@ as $$
            count(*) filter (where p.state = 'proposed')::integer as proposed,
            coalesce(sum(p.n - p.next_index) filter (where p.state = 'abandoned'), 0)::integer as abandoned_targets,
            count(*) filter (where p.state in ('running', 'queued')) = 0
-             and count(*) filter (where p.state in ('paused', 'waiting', 'proposed')) > 0 as stalled
+             and count(*) filter (where p.state in ('paused', 'waiting', 'proposed')) > 0 as stalled,
+           bool_or(p.proposed) as two_person, min(p.proposed_by) as proposed_by, min(p.proposed_at) as proposed_at,
+           min(p.approved_by) as approved_by, max(p.approved_at) as approved_at
       from per_job as p
      group by p.campaign
   )
@@ -68,13 +73,10 @@ as $$
                 from (select p.tenant, sum(p.n)::integer as n, sum(p.next_index)::integer as committed, count(*)::integer as jobs,
                              count(*) filter (where p.state = 'done')::integer as done
                         from per_job as p where p.campaign = c.name group by p.tenant) as t)) else '{}' end
-         -- Two people: who proposed it, and who approved it when (its jobs'
-         -- run proposals, one proposer and one approval for all).
-         || coalesce((select jsonb_build_object('proposed_by', min(p.proposed_by), 'proposed_at', min(p.proposed_at),
-                                                'approved_by', min(p.approved_by), 'approved_at', max(p.approved_at))
-                        from campaign_jobs as cj join proposals as p on p.job_id = cj.job_id and p.action = 'run'
-                       where cj.campaign = c.name
-                      having count(*) > 0), '{}')
+         -- Two people: who proposed it, and who approved it when.
+         || case when s.two_person then jsonb_build_object('proposed_by', s.proposed_by, 'proposed_at', s.proposed_at,
+                                                           'approved_by', s.approved_by, 'approved_at', s.approved_at)
+                 else '{}' end
     from campaigns as c
     join sums as s on s.campaign = c.name
     left join lateral (select round((s.committed - o.committed) / extract(epoch from clock_timestamp() - o.at)::numeric, 1) as rate
