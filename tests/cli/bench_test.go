@@ -34,7 +34,7 @@ func TestBenchSmoke(t *testing.T) {
 	t.Parallel()
 	secret := "SECRETPW-" + pgtest.NewSchemaName(t)
 	dsn := pgtest.DSN() + " password=" + secret
-	r, kids := watchChildren(t, clitest.Start(t, clitest.Options{Timeout: 3 * time.Minute}, "bench", "--dsn", dsn, "--duration", "100ms", "--scale=false", "--json"))
+	r, kids := watchChildren(t, clitest.Start(t, clitest.Options{Timeout: 5 * time.Minute}, "bench", "--dsn", dsn, "--duration", "100ms", "--scale=false", "--json"))
 	report := decode[bench.Report](t, r)
 	if len(kids) < 8 {
 		t.Errorf("saw %d child processes of the bench, want its workers and its drain: %v", len(kids), kids)

@@ -136,14 +136,24 @@ type child struct {
 }
 
 // watchChildren waits for p, recording every child it starts as it runs.
+// p.Wait runs in a goroutine of its own; when it fails the test (p ran past
+// its timeout, say), that goroutine ends without a result and the test
+// stops here, instead of watching a process that is gone for ever.
 func watchChildren(t testing.TB, p *clitest.Proc) (clitest.Result, map[int]child) {
 	t.Helper()
 	seen := map[int]child{}
-	done := make(chan clitest.Result)
-	go func() { done <- p.Wait(t) }()
+	var r clitest.Result
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r = p.Wait(t)
+	}()
 	for {
 		select {
-		case r := <-done:
+		case <-done:
+			if t.Failed() {
+				t.FailNow()
+			}
 			return r, seen
 		default:
 			children(p.PID(), seen)
